@@ -1,0 +1,133 @@
+"""What a bot is told when it starts: the meeting, every launch option, and how to reach home.
+
+The control plane validates launch options against :class:`BotSettings` (API.md Part 1 "Launch a
+bot" and its Limits table) and hands the agent a :class:`BotConfig` (DESIGN.md §2 step 1).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Platform(StrEnum):
+    """Meeting platforms a bot can join."""
+
+    GOOGLE_MEET = "google_meet"
+    ZOOM = "zoom"
+    TEAMS = "teams"
+
+
+class Task(StrEnum):
+    """Whisper task: keep the spoken language, or translate to English."""
+
+    TRANSCRIBE = "transcribe"
+    TRANSLATE = "translate"
+
+
+class TranscriptionTier(StrEnum):
+    """``realtime``: segments about 1 s after speech ends; ``deferred``: after the meeting."""
+
+    REALTIME = "realtime"
+    DEFERRED = "deferred"
+
+
+class CaptureMode(StrEnum):
+    """What the bot captures besides the transcript."""
+
+    AUDIO = "audio"
+    VIDEO = "video"
+
+
+class RecordingFormat(StrEnum):
+    """Container of the main recording."""
+
+    MP4 = "mp4"
+    MP3 = "mp3"
+    WEBM = "webm"
+
+
+# Limits of API.md Part 1 ("Limits"): (minimum, maximum, default) in seconds.
+LEFT_ALONE_TIMEOUT_S = (10, 3600, 10)
+STARTUP_ALONE_TIMEOUT_S = (60, 7200, 1200)
+ADMISSION_TIMEOUT_S = (30, 600, 300)
+
+
+class BotSettings(BaseModel):
+    """Every per-bot option in effect, defaults filled in (the bot record's ``settings``).
+
+    Timeouts are whole seconds within the API's limits.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    bot_name: str = Field(default="meetbot", min_length=1, max_length=100)
+    language: str | None = Field(default=None, min_length=2, max_length=8)
+    task: Task = Task.TRANSCRIBE
+    transcription_tier: TranscriptionTier = TranscriptionTier.REALTIME
+    recording_enabled: bool = False
+    transcribe_enabled: bool = True
+    capture_modes: tuple[CaptureMode, ...] = (CaptureMode.AUDIO,)
+    recording_format: RecordingFormat = RecordingFormat.MP4
+    voice_agent_enabled: bool = True
+    default_avatar_url: str | None = None
+    enable_actions: bool = False
+    prompt_version_id: str | None = None
+    left_alone_timeout_seconds: int = Field(
+        default=LEFT_ALONE_TIMEOUT_S[2], ge=LEFT_ALONE_TIMEOUT_S[0], le=LEFT_ALONE_TIMEOUT_S[1]
+    )
+    startup_alone_timeout_seconds: int = Field(
+        default=STARTUP_ALONE_TIMEOUT_S[2],
+        ge=STARTUP_ALONE_TIMEOUT_S[0],
+        le=STARTUP_ALONE_TIMEOUT_S[1],
+    )
+    admission_timeout_seconds: int = Field(
+        default=ADMISSION_TIMEOUT_S[2], ge=ADMISSION_TIMEOUT_S[0], le=ADMISSION_TIMEOUT_S[1]
+    )
+
+
+class ActionPrompt(BaseModel):
+    """The action-detection prompt resolved for this bot (API.md 2.9)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    instructions: str
+    model: str | None = None
+
+
+class BotConfig(BaseModel):
+    """Everything an agent needs to run one bot; written as JSON by the launcher.
+
+    Attributes:
+        bot_id: The bot's public UUID.
+        meeting_id: The control plane's integer meeting id.
+        platform: Which adapter joins.
+        meeting_url: The URL the browser opens (``constructed_meeting_url``).
+        native_meeting_id: Platform meeting id.
+        passcode: Meeting passcode, if any.
+        zoom_obf_token: One-time Zoom on-behalf-of token, if any.
+        settings: Options in effect.
+        control_plane_url: Base URL of the control plane (``http://host:port``); the agent link
+            is ``{control_plane_url}/internal/v1/agents/{bot_id}`` as a WebSocket.
+        agent_token: Bearer token of this bot's agent link.
+        stream_public_key: PEM Ed25519 public key verifying SSE stream tokens (aud "bot-stream").
+        action_prompt: Resolved prompt when ``settings.enable_actions`` is on.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    bot_id: UUID
+    meeting_id: int
+    platform: Platform
+    meeting_url: str
+    native_meeting_id: str
+    passcode: str | None = None
+    zoom_obf_token: str | None = None
+    settings: BotSettings = BotSettings()
+    control_plane_url: str | None = None
+    agent_token: str | None = None
+    stream_public_key: str | None = None
+    action_prompt: ActionPrompt | None = None

@@ -1,0 +1,85 @@
+"""Bot status values, the one table of legal moves, and the documented ``status_reason`` codes.
+
+Source: DESIGN.md §3. The table is data; callers ask :func:`can_transition` instead of writing
+if-chains, and the API's 404/409 rules read from the same sets.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class BotStatus(StrEnum):
+    """Public ``status`` of a bot (API.md Part 1 "Bot statuses", DESIGN.md §3)."""
+
+    SCHEDULED = "scheduled"
+    REQUESTED = "requested"
+    JOINING = "joining"
+    AWAITING_ADMISSION = "awaiting_admission"
+    ACTIVE = "active"
+    STOPPING = "stopping"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+LEGAL_TRANSITIONS: dict[BotStatus, frozenset[BotStatus]] = {
+    BotStatus.SCHEDULED: frozenset({BotStatus.REQUESTED, BotStatus.CANCELLED}),
+    BotStatus.REQUESTED: frozenset({BotStatus.JOINING, BotStatus.STOPPING, BotStatus.FAILED}),
+    BotStatus.JOINING: frozenset(
+        {BotStatus.AWAITING_ADMISSION, BotStatus.ACTIVE, BotStatus.STOPPING, BotStatus.FAILED}
+    ),
+    BotStatus.AWAITING_ADMISSION: frozenset(
+        {BotStatus.ACTIVE, BotStatus.STOPPING, BotStatus.FAILED}
+    ),
+    BotStatus.ACTIVE: frozenset({BotStatus.STOPPING, BotStatus.FAILED}),
+    BotStatus.STOPPING: frozenset({BotStatus.COMPLETED, BotStatus.FAILED}),
+    BotStatus.COMPLETED: frozenset(),
+    BotStatus.FAILED: frozenset(),
+    BotStatus.CANCELLED: frozenset(),
+}
+
+FINAL_STATUSES: frozenset[BotStatus] = frozenset(
+    status for status, targets in LEGAL_TRANSITIONS.items() if not targets
+)
+
+# Statuses in which a bot is in (or entering) a meeting: purge answers 409 here.
+LIVE_STATUSES: frozenset[BotStatus] = frozenset(
+    {
+        BotStatus.REQUESTED,
+        BotStatus.JOINING,
+        BotStatus.AWAITING_ADMISSION,
+        BotStatus.ACTIVE,
+        BotStatus.STOPPING,
+    }
+)
+
+
+def can_transition(current: BotStatus, target: BotStatus) -> bool:
+    """Return whether ``current → target`` is a legal move of DESIGN.md §3."""
+    return target in LEGAL_TRANSITIONS[current]
+
+
+class StatusReason(StrEnum):
+    """Documented ``status_reason`` codes. The set is open-ended: new codes may appear."""
+
+    LAUNCHED = "launched"
+    SCHEDULED_LAUNCH = "scheduled_launch"
+    CANCELLED_BY_API = "cancelled_by_api"
+    STOPPED_BY_API = "stopped_by_api"
+    JOIN_STARTED = "join_started"
+    LOBBY = "lobby"
+    ADMITTED = "admitted"
+    JOINED = "joined"
+    LEFT_ALONE = "left_alone"
+    STARTUP_ALONE = "startup_alone"
+    ADMISSION_TIMEOUT = "admission_timeout"
+    ADMISSION_DENIED = "admission_denied"
+    REMOVED_BY_HOST = "removed_by_host"
+    MEETING_ENDED = "meeting_ended"
+    MEETING_NOT_FOUND = "meeting_not_found"
+    LAUNCH_FAILED = "launch_failed"
+    AGENT_LOST = "agent_lost"
+    JOIN_ERROR = "join_error"
+    SIGTERM = "sigterm"
+    INTERNAL_ERROR = "internal_error"

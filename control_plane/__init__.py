@@ -1,0 +1,1 @@
+"""The meetbot control plane: REST API, scheduler, launchers, webhooks, artifact storage."""

@@ -1,0 +1,86 @@
+"""Settings of the control plane: one frozen object, read from ``MEETBOT_*`` variables.
+
+Build it once in the process entry point (``Settings()``) and pass it to ``create_app``;
+nothing reads the environment anywhere else.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+
+def _split_csv(value: object) -> object:
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
+class Settings(BaseSettings):
+    """Control-plane configuration (environment prefix ``MEETBOT_``).
+
+    Durations are seconds unless the name says otherwise.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="MEETBOT_", frozen=True, extra="ignore")
+
+    # Where files live: the SQLite database, artifacts, keys.
+    data_dir: Path = Path("./data")
+    # SQLAlchemy async URL; empty means SQLite at {data_dir}/meetbot.db.
+    database_url: str = ""
+    host: str = "127.0.0.1"
+    port: int = Field(default=8080, ge=0, le=65535)
+    # URL at which agents and API clients reach this control plane; empty means http://host:port.
+    public_url: str = ""
+
+    key_prefix: str = "mbk"
+    rate_limit_per_second: float = Field(default=20.0, gt=0)
+    rate_limit_burst: int = Field(default=100, ge=1)
+    stream_token_ttl_seconds: int = Field(default=900, ge=10)
+    presigned_url_ttl_seconds: int = Field(default=3600, ge=1)
+    subscribe_wait_seconds: float = Field(default=30.0, ge=0)
+
+    launcher: Literal["local", "memory"] = "local"
+    # Hosts accepted in meeting URLs beside the platforms' own (e.g. the testmeeting server).
+    extra_meeting_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
+
+    scheduler_interval_seconds: float = Field(default=1.0, gt=0)
+    heartbeat_timeout_seconds: float = Field(default=30.0, gt=0)
+
+    zoom_api_base_url: str = "https://api.zoom.us/v2"
+    zoom_oauth_url: str = "https://zoom.us/oauth/token"
+    zoom_client_id: str = ""
+    zoom_client_secret: str = ""
+
+    webhook_provider: Literal["embedded", "svix"] = "embedded"
+    svix_api_key: str = ""
+    svix_server_url: str = ""
+    webhook_allow_http: bool = False
+    webhook_allow_private: bool = False
+    # Delays before each retry after the first failure (API.md 2.8); tests shorten them.
+    webhook_retry_schedule: Annotated[list[float], NoDecode] = Field(
+        default_factory=lambda: [0.0, 5.0, 300.0, 1800.0, 7200.0, 18000.0, 36000.0, 36000.0]
+    )
+
+    refine_after_meeting: bool = False
+    log_level: str = "INFO"
+
+    @field_validator("extra_meeting_hosts", "webhook_retry_schedule", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        return _split_csv(value)
+
+    @property
+    def effective_database_url(self) -> str:
+        """The database URL in use (the SQLite default under ``data_dir`` when unset)."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite+aiosqlite:///{(self.data_dir / 'meetbot.db').resolve()}"
+
+    @property
+    def effective_public_url(self) -> str:
+        """The base URL agents and clients use to reach this control plane."""
+        return self.public_url.rstrip("/") or f"http://{self.host}:{self.port}"

@@ -1,0 +1,5 @@
+"""``python -m meetbot`` is the ``meetbot`` command."""
+
+from meetbot.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""testmeeting: a local meeting simulator with Google Meet, Zoom and Teams skins."""
