@@ -1,0 +1,142 @@
+"""The ``local`` launcher: each bot is an agent subprocess on this machine.
+
+For every bot it writes ``{data_dir}/bots/{bot_id}/bot.json`` (the ``BotConfig``, mode 0600:
+it holds the agent token) and starts ``python -m agent --config bot.json`` with its output in
+``agent.log`` beside it. The launcher owns the processes it starts: :meth:`terminate` sends
+SIGTERM, waits ``grace_seconds``, then kills; :meth:`aclose` does that for all of them.
+
+The container id it returns is ``local-{pid}``. After a control-plane restart the process
+object is gone, so :meth:`terminate` then finds the agent by pid and checks with psutil that
+the pid still runs this bot's config before signalling it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import psutil
+
+from agent.contracts.bot_config import BotConfig
+
+logger = logging.getLogger(__name__)
+
+CONTAINER_PREFIX = "local-"
+
+
+class LocalLauncher:
+    """Starts and stops agent subprocesses.
+
+    Args:
+        data_dir: Root of per-bot folders (``bots/{bot_id}/``).
+        command: Program and leading arguments; ``--config <file>`` is appended. Defaults to
+            this interpreter running ``-m agent``.
+        grace_seconds: How long :meth:`terminate` waits after SIGTERM before SIGKILL.
+    """
+
+    def __init__(
+        self,
+        data_dir: Path,
+        command: Sequence[str] | None = None,
+        grace_seconds: float = 10.0,
+    ) -> None:
+        self._data_dir = data_dir
+        self._command = list(command) if command else [sys.executable, "-m", "agent"]
+        self._grace_seconds = grace_seconds
+        self._processes: dict[str, asyncio.subprocess.Process] = {}
+
+    def bot_dir(self, config: BotConfig) -> Path:
+        """Return the folder holding a bot's config file and agent log."""
+        return self._data_dir / "bots" / str(config.bot_id)
+
+    def _write_config(self, config: BotConfig) -> tuple[Path, Path]:
+        folder = self.bot_dir(config)
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / "bot.json"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(config.model_dump_json(indent=2))
+        return path, folder / "agent.log"
+
+    async def launch(self, config: BotConfig) -> str:
+        """Write the bot's config and start its agent; return the container id ``local-{pid}``.
+
+        Raises:
+            OSError: The config cannot be written or the program cannot be started.
+        """
+        config_path, log_path = await asyncio.to_thread(self._write_config, config)
+        log_file = await asyncio.to_thread(log_path.open, "ab")
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *self._command,
+                "--config",
+                str(config_path),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=asyncio.subprocess.STDOUT,
+                # Own session: a Ctrl-C meant for the control plane does not hit the agents.
+                start_new_session=True,
+            )
+        finally:
+            log_file.close()  # the child holds its own copy of the descriptor
+        container_id = f"{CONTAINER_PREFIX}{process.pid}"
+        self._processes[container_id] = process
+        logger.info(
+            "agent started", extra={"bot_id": str(config.bot_id), "container_id": container_id}
+        )
+        return container_id
+
+    def running(self, container_id: str) -> bool:
+        """Return whether a process this launcher started is still running."""
+        process = self._processes.get(container_id)
+        return process is not None and process.returncode is None
+
+    async def terminate(self, container_id: str) -> None:
+        """Stop an agent: SIGTERM, then SIGKILL after the grace period. Unknown ids are ignored."""
+        process = self._processes.pop(container_id, None)
+        if process is not None:
+            await self._stop_owned(process)
+        else:
+            await asyncio.to_thread(self._stop_orphan, container_id)
+        logger.info("agent terminated", extra={"container_id": container_id})
+
+    async def _stop_owned(self, process: asyncio.subprocess.Process) -> None:
+        if process.returncode is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(process.wait(), self._grace_seconds)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            await process.wait()
+
+    def _stop_orphan(self, container_id: str) -> None:
+        pid_text = container_id.removeprefix(CONTAINER_PREFIX)
+        if not container_id.startswith(CONTAINER_PREFIX) or not pid_text.isdigit():
+            return
+        try:
+            process = psutil.Process(int(pid_text))
+            cmdline = process.cmdline()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            return
+        # A recycled pid must not be signalled: only a process running an agent config qualifies.
+        if "--config" not in cmdline or not any(arg.endswith("bot.json") for arg in cmdline):
+            return
+        process.terminate()
+        try:
+            process.wait(self._grace_seconds)
+        except psutil.TimeoutExpired:
+            process.kill()
+
+    async def aclose(self) -> None:
+        """Terminate every agent this launcher started and still runs."""
+        ids = list(self._processes)
+        await asyncio.gather(*(self.terminate(container_id) for container_id in ids))

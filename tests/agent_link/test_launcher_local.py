@@ -1,0 +1,97 @@
+"""The local launcher starts a real subprocess with a BotConfig file and stops it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import stat
+import sys
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+
+from agent.contracts.bot_config import BotConfig, Platform
+from control_plane.launchers.local import LocalLauncher
+
+pytestmark = pytest.mark.unit
+
+STAND_IN = Path(__file__).with_name("agent_stand_in.py")
+
+
+def _config() -> BotConfig:
+    return BotConfig(
+        bot_id=uuid.uuid4(),
+        meeting_id=7,
+        platform=Platform.GOOGLE_MEET,
+        meeting_url="https://meet.google.com/abc-defg-hij",
+        native_meeting_id="abc-defg-hij",
+        control_plane_url="http://127.0.0.1:9",
+        agent_token="mat_secret",
+        stream_public_key="-----BEGIN PUBLIC KEY-----\n…",
+    )
+
+
+async def _wait_for(path: Path) -> None:
+    for _ in range(200):
+        if await asyncio.to_thread(path.exists):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{path} never appeared")
+
+
+async def test_launch_writes_private_config_and_terminate_stops_the_process(
+    tmp_path: Path,
+) -> None:
+    launcher = LocalLauncher(tmp_path, command=[sys.executable, str(STAND_IN)])
+    config = _config()
+    container_id = await launcher.launch(config)
+    folder = tmp_path / "bots" / str(config.bot_id)
+    await _wait_for(folder / "started")
+
+    written = json.loads((folder / "bot.json").read_text())
+    assert BotConfig.model_validate(written) == config
+    assert stat.S_IMODE((folder / "bot.json").stat().st_mode) == 0o600
+    assert (folder / "started").read_text() == str(config.bot_id)
+    assert container_id.startswith("local-")
+    pid = int(container_id.removeprefix("local-"))
+    assert launcher.running(container_id)
+
+    await launcher.terminate(container_id)
+    assert not launcher.running(container_id)
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert "stand-in agent running" in (folder / "agent.log").read_text()
+
+
+async def test_terminate_kills_an_agent_that_ignores_sigterm(tmp_path: Path) -> None:
+    launcher = LocalLauncher(
+        tmp_path, command=[sys.executable, str(STAND_IN), "--ignore-sigterm"], grace_seconds=0.5
+    )
+    config = _config()
+    container_id = await launcher.launch(config)
+    await _wait_for(tmp_path / "bots" / str(config.bot_id) / "started")
+    await launcher.terminate(container_id)
+    assert not launcher.running(container_id)
+
+
+async def test_a_new_launcher_stops_an_agent_started_before_a_restart(tmp_path: Path) -> None:
+    first = LocalLauncher(tmp_path, command=[sys.executable, str(STAND_IN)])
+    config = _config()
+    container_id = await first.launch(config)
+    await _wait_for(tmp_path / "bots" / str(config.bot_id) / "started")
+    pid = int(container_id.removeprefix("local-"))
+
+    second = LocalLauncher(tmp_path, command=[sys.executable, str(STAND_IN)], grace_seconds=5)
+    await second.terminate(container_id)
+    # The first launcher's process object reaps the child, as its owner would at shutdown.
+    await first.aclose()
+    assert not psutil.pid_exists(pid)
+
+
+async def test_terminate_ignores_unknown_and_foreign_ids(tmp_path: Path) -> None:
+    launcher = LocalLauncher(tmp_path)
+    await launcher.terminate("local-not-a-pid")
+    await launcher.terminate("ec2-i-123")
+    # Our own pid runs pytest, not an agent config: it must not be signalled.
+    await launcher.terminate(f"local-{psutil.Process().pid}")
