@@ -5,9 +5,9 @@ it holds the agent token) and starts ``python -m agent --config bot.json`` with 
 ``agent.log`` beside it. The launcher owns the processes it starts: :meth:`terminate` sends
 SIGTERM, waits ``grace_seconds``, then kills; :meth:`aclose` does that for all of them.
 
-The container id it returns is ``local-{pid}``. After a control-plane restart the process
-object is gone, so :meth:`terminate` then finds the agent by pid and checks with psutil that
-the pid still runs this bot's config before signalling it.
+The handle id it returns is ``local-{pid}`` (the bot's ``bot_container_id``). After a
+control-plane restart the process object is gone, so :meth:`terminate` then finds the agent
+by pid and checks with psutil that the pid still runs a bot config before signalling it.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from pathlib import Path
 import psutil
 
 from agent.contracts.bot_config import BotConfig
+from control_plane.launchers.base import LaunchError, LaunchHandle
+from control_plane.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -64,12 +66,18 @@ class LocalLauncher:
             handle.write(config.model_dump_json(indent=2))
         return path, folder / "agent.log"
 
-    async def launch(self, config: BotConfig) -> str:
-        """Write the bot's config and start its agent; return the container id ``local-{pid}``.
+    async def launch(self, config: BotConfig) -> LaunchHandle:
+        """Write the bot's config and start its agent; the handle id is ``local-{pid}``.
 
         Raises:
-            OSError: The config cannot be written or the program cannot be started.
+            LaunchError: The config cannot be written or the program cannot be started.
         """
+        try:
+            return await self._launch(config)
+        except OSError as exc:
+            raise LaunchError(f"agent process could not start: {exc}") from exc
+
+    async def _launch(self, config: BotConfig) -> LaunchHandle:
         config_path, log_path = await asyncio.to_thread(self._write_config, config)
         log_file = await asyncio.to_thread(log_path.open, "ab")
         try:
@@ -90,15 +98,18 @@ class LocalLauncher:
         logger.info(
             "agent started", extra={"bot_id": str(config.bot_id), "container_id": container_id}
         )
-        return container_id
+        return LaunchHandle(id=container_id)
 
-    def running(self, container_id: str) -> bool:
-        """Return whether a process this launcher started is still running."""
-        process = self._processes.get(container_id)
-        return process is not None and process.returncode is None
+    async def is_alive(self, handle: LaunchHandle) -> bool:
+        """Return whether the agent ``handle`` names runs (also one started before a restart)."""
+        process = self._processes.get(handle.id)
+        if process is not None:
+            return process.returncode is None
+        return await asyncio.to_thread(self._orphan, handle.id) is not None
 
-    async def terminate(self, container_id: str) -> None:
+    async def terminate(self, handle: LaunchHandle) -> None:
         """Stop an agent: SIGTERM, then SIGKILL after the grace period. Unknown ids are ignored."""
+        container_id = handle.id
         process = self._processes.pop(container_id, None)
         if process is not None:
             await self._stop_owned(process)
@@ -118,17 +129,26 @@ class LocalLauncher:
                 process.kill()
             await process.wait()
 
-    def _stop_orphan(self, container_id: str) -> None:
+    @staticmethod
+    def _orphan(container_id: str) -> psutil.Process | None:
         pid_text = container_id.removeprefix(CONTAINER_PREFIX)
         if not container_id.startswith(CONTAINER_PREFIX) or not pid_text.isdigit():
-            return
+            return None
         try:
             process = psutil.Process(int(pid_text))
             cmdline = process.cmdline()
+            if process.status() == psutil.STATUS_ZOMBIE:
+                return None
         except (psutil.NoSuchProcess, psutil.AccessDenied):
-            return
+            return None
         # A recycled pid must not be signalled: only a process running an agent config qualifies.
         if "--config" not in cmdline or not any(arg.endswith("bot.json") for arg in cmdline):
+            return None
+        return process
+
+    def _stop_orphan(self, container_id: str) -> None:
+        process = self._orphan(container_id)
+        if process is None:
             return
         process.terminate()
         try:
@@ -139,4 +159,9 @@ class LocalLauncher:
     async def aclose(self) -> None:
         """Terminate every agent this launcher started and still runs."""
         ids = list(self._processes)
-        await asyncio.gather(*(self.terminate(container_id) for container_id in ids))
+        await asyncio.gather(*(self.terminate(LaunchHandle(id=item)) for item in ids))
+
+
+def create(settings: Settings) -> LocalLauncher:
+    """Factory used by ``Settings.launcher = "local"``: bots live under ``settings.data_dir``."""
+    return LocalLauncher(settings.data_dir)

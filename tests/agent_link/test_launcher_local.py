@@ -13,6 +13,7 @@ import psutil
 import pytest
 
 from agent.contracts.bot_config import BotConfig, Platform
+from control_plane.launchers.base import LaunchError, LaunchHandle
 from control_plane.launchers.local import LocalLauncher
 
 pytestmark = pytest.mark.unit
@@ -46,7 +47,7 @@ async def test_launch_writes_private_config_and_terminate_stops_the_process(
 ) -> None:
     launcher = LocalLauncher(tmp_path, command=[sys.executable, str(STAND_IN)])
     config = _config()
-    container_id = await launcher.launch(config)
+    handle = await launcher.launch(config)
     folder = tmp_path / "bots" / str(config.bot_id)
     await _wait_for(folder / "started")
 
@@ -54,12 +55,12 @@ async def test_launch_writes_private_config_and_terminate_stops_the_process(
     assert BotConfig.model_validate(written) == config
     assert stat.S_IMODE((folder / "bot.json").stat().st_mode) == 0o600
     assert (folder / "started").read_text() == str(config.bot_id)
-    assert container_id.startswith("local-")
-    pid = int(container_id.removeprefix("local-"))
-    assert launcher.running(container_id)
+    assert handle.id.startswith("local-")
+    pid = int(handle.id.removeprefix("local-"))
+    assert await launcher.is_alive(handle)
 
-    await launcher.terminate(container_id)
-    assert not launcher.running(container_id)
+    await launcher.terminate(handle)
+    assert not await launcher.is_alive(handle)
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     assert "stand-in agent running" in (folder / "agent.log").read_text()
 
@@ -69,21 +70,23 @@ async def test_terminate_kills_an_agent_that_ignores_sigterm(tmp_path: Path) -> 
         tmp_path, command=[sys.executable, str(STAND_IN), "--ignore-sigterm"], grace_seconds=0.5
     )
     config = _config()
-    container_id = await launcher.launch(config)
+    handle = await launcher.launch(config)
     await _wait_for(tmp_path / "bots" / str(config.bot_id) / "started")
-    await launcher.terminate(container_id)
-    assert not launcher.running(container_id)
+    await launcher.terminate(handle)
+    assert not await launcher.is_alive(handle)
 
 
 async def test_a_new_launcher_stops_an_agent_started_before_a_restart(tmp_path: Path) -> None:
     first = LocalLauncher(tmp_path, command=[sys.executable, str(STAND_IN)])
     config = _config()
-    container_id = await first.launch(config)
+    handle = await first.launch(config)
     await _wait_for(tmp_path / "bots" / str(config.bot_id) / "started")
-    pid = int(container_id.removeprefix("local-"))
+    pid = int(handle.id.removeprefix("local-"))
 
     second = LocalLauncher(tmp_path, command=[sys.executable, str(STAND_IN)], grace_seconds=5)
-    await second.terminate(container_id)
+    assert await second.is_alive(handle)
+    await second.terminate(handle)
+    assert not await second.is_alive(handle)
     # The first launcher's process object reaps the child, as its owner would at shutdown.
     await first.aclose()
     assert not psutil.pid_exists(pid)
@@ -91,7 +94,15 @@ async def test_a_new_launcher_stops_an_agent_started_before_a_restart(tmp_path: 
 
 async def test_terminate_ignores_unknown_and_foreign_ids(tmp_path: Path) -> None:
     launcher = LocalLauncher(tmp_path)
-    await launcher.terminate("local-not-a-pid")
-    await launcher.terminate("ec2-i-123")
+    await launcher.terminate(LaunchHandle(id="local-not-a-pid"))
+    await launcher.terminate(LaunchHandle(id="ec2-i-123"))
     # Our own pid runs pytest, not an agent config: it must not be signalled.
-    await launcher.terminate(f"local-{psutil.Process().pid}")
+    own = LaunchHandle(id=f"local-{psutil.Process().pid}")
+    assert not await launcher.is_alive(own)
+    await launcher.terminate(own)
+
+
+async def test_a_program_that_cannot_start_is_a_launch_error(tmp_path: Path) -> None:
+    launcher = LocalLauncher(tmp_path, command=[str(tmp_path / "no-such-program")])
+    with pytest.raises(LaunchError):
+        await launcher.launch(_config())
