@@ -50,6 +50,23 @@ class Settings(BaseSettings):
     scheduler_interval_seconds: float = Field(default=1.0, gt=0)
     heartbeat_timeout_seconds: float = Field(default=30.0, gt=0)
 
+    # Agent link: a launched agent that never connects within this is failed/launch_failed
+    # (a VM boot plus Chromium start fits well inside it).
+    agent_connect_timeout_seconds: float = Field(default=180.0, gt=0)
+    # How long a live route waits for the agent's command_result before answering 504.
+    agent_command_timeout_seconds: float = Field(default=20.0, gt=0)
+    # Lifetime of an upload URL handed to an agent (screenshots, recordings).
+    upload_url_ttl_seconds: int = Field(default=900, ge=10)
+
+    # Artifact storage: "local" (files under data_dir, signed URLs served by this process) or
+    # "s3" (presigned URLs of an S3-compatible bucket; empty credentials = boto3's chain).
+    storage: Literal["local", "s3"] = "local"
+    s3_bucket: str = ""
+    s3_region: str = "us-east-1"
+    s3_endpoint_url: str = ""
+    s3_access_key_id: str = ""
+    s3_secret_access_key: str = ""
+
     zoom_api_base_url: str = "https://api.zoom.us/v2"
     zoom_oauth_url: str = "https://zoom.us/oauth/token"
     zoom_client_id: str = ""
