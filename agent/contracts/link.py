@@ -158,8 +158,61 @@ class Heartbeat(_Frame):
     type: Literal["heartbeat"] = "heartbeat"
 
 
+class UploadSlot(BaseModel):
+    """Where an agent sends one artifact's bytes.
+
+    It is the ``upload`` argument of a ``screenshot`` command and the answer of
+    ``POST {control_plane_url}/internal/v1/agents/{bot_id}/uploads`` (body
+    :class:`UploadRequest`, ``Authorization: Bearer <agent_token>``). Send the bytes with
+    ``method`` to ``url`` with exactly ``headers``; when ``agent_auth`` is true, add
+    ``Authorization: Bearer <agent_token>`` too (local storage; presigned S3 URLs must not get
+    it). Then report the artifact (``artifact`` frame, or the command's result).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    storage_key: str
+    url: str
+    method: Literal["PUT"] = "PUT"
+    headers: dict[str, str] = Field(default_factory=dict)
+    agent_auth: bool = False
+    expires_at: datetime
+
+
+class UploadRequest(BaseModel):
+    """Body of the agent's upload-slot request: what it is about to upload.
+
+    ``name`` is the file name within the bot's artifacts (``[A-Za-z0-9._-]``, e.g.
+    ``recording.mp4``); ``content_type`` is sent back in the slot's headers.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: ArtifactKind
+    name: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    content_type: str = Field(min_length=1, max_length=100)
+
+
 class CommandName(StrEnum):
-    """Commands the control plane sends to an agent (DESIGN.md §5)."""
+    """Commands the control plane sends to an agent (DESIGN.md §5).
+
+    Arguments (``Command.args``) and results (``CommandResult.result``) of each:
+
+    - ``stop``: ``{"reason": str}`` (``stopped_by_api``); no result needed.
+    - ``screenshot``: ``{"artifact_id": str, "upload": UploadSlot}``; the agent captures a PNG,
+      uploads it to the slot and answers ``{"artifact_id", "storage_key", "size_bytes",
+      "width", "height", "captured_at"}`` (pixels; ISO 8601 UTC).
+    - ``chat``: ``{"text": str}`` (1 to 4096 characters); the message also comes back as a
+      ``chat_message`` frame with ``from_bot`` true.
+    - ``hand``: ``{"raised": bool}``.
+    - ``avatar``: ``{"image_url": str | None}``; None resets to ``default_avatar_url`` or the
+      service logo.
+    - ``speak`` / ``stop_speaking`` / ``screen_share`` / ``stop_screen_share`` /
+      ``update_settings``: reserved for the voice-agent work.
+
+    A command the platform cannot do is answered ``ok=False, error="capability_not_supported"``;
+    one that needs the bot in the meeting, ``error="bot_not_active"``.
+    """
 
     STOP = "stop"
     SCREENSHOT = "screenshot"

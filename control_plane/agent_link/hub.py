@@ -1,0 +1,150 @@
+"""The agents connected to this process, and the commands waiting for their results.
+
+One :class:`AgentHub` lives in the application (``web.AppKey``). The link endpoint attaches
+each agent's WebSocket; live routes send commands through :meth:`AgentHub.command` and wait
+for the agent's ``command_result``; the subscribe route waits on :meth:`AgentHub.wait_registered`.
+Pending results are keyed by command id across connections, so a result the agent resends
+from its outbox after a reconnect still reaches the waiting request.
+
+A replica only reaches agents connected to it; with several replicas, a command for an agent
+on another replica answers :class:`AgentNotConnected`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Mapping
+from typing import Any
+from uuid import UUID
+
+from aiohttp import web
+
+from agent.contracts.link import Command, CommandName, CommandResult
+
+logger = logging.getLogger(__name__)
+
+
+class AgentNotConnected(Exception):
+    """No agent link for this bot is open on this process."""
+
+
+class CommandTimedOut(Exception):
+    """The agent did not answer a command within its timeout."""
+
+
+class AgentHub:
+    """Registry of open agent links (bot id → WebSocket) and of commands awaiting results."""
+
+    def __init__(self) -> None:
+        self._sockets: dict[UUID, web.WebSocketResponse] = {}
+        self._registered: dict[UUID, asyncio.Event] = {}
+        self._pending: dict[str, asyncio.Future[CommandResult]] = {}
+        self._send_locks: dict[UUID, asyncio.Lock] = {}
+
+    async def attach(self, bot_id: UUID, ws: web.WebSocketResponse) -> None:
+        """Make ``ws`` the bot's link, closing an older one still open (a reconnect won)."""
+        old = self._sockets.get(bot_id)
+        self._sockets[bot_id] = ws
+        self._send_locks.setdefault(bot_id, asyncio.Lock())
+        if old is not None and old is not ws and not old.closed:
+            await old.close(code=4000, message=b"replaced by a newer connection")
+
+    def detach(self, bot_id: UUID, ws: web.WebSocketResponse) -> None:
+        """Forget ``ws`` if it is still the bot's link; registration ends with the link."""
+        if self._sockets.get(bot_id) is ws:
+            del self._sockets[bot_id]
+            self._send_locks.pop(bot_id, None)
+            self._registered.pop(bot_id, None)
+
+    def connected(self, bot_id: UUID) -> bool:
+        """Whether an agent link for ``bot_id`` is open here."""
+        ws = self._sockets.get(bot_id)
+        return ws is not None and not ws.closed
+
+    def mark_registered(self, bot_id: UUID) -> None:
+        """Record that the bot's agent sent ``register`` on its current link."""
+        self._registered.setdefault(bot_id, asyncio.Event()).set()
+
+    async def wait_registered(self, bot_id: UUID, within_seconds: float) -> bool:
+        """Wait up to ``within_seconds`` for the bot's agent to register here; return success."""
+        event = self._registered.setdefault(bot_id, asyncio.Event())
+        try:
+            await asyncio.wait_for(event.wait(), within_seconds)
+        except TimeoutError:
+            if not event.is_set() and self._registered.get(bot_id) is event:
+                # Nobody else waits on an event that was never set: do not keep it forever.
+                del self._registered[bot_id]
+            return False
+        return True
+
+    async def send(self, bot_id: UUID, text: str) -> None:
+        """Send one text frame on the bot's link.
+
+        Raises:
+            AgentNotConnected: No open link for the bot.
+        """
+        ws = self._sockets.get(bot_id)
+        lock = self._send_locks.get(bot_id)
+        if ws is None or ws.closed or lock is None:
+            raise AgentNotConnected(str(bot_id))
+        try:
+            async with lock:
+                await ws.send_str(text)
+        except ConnectionError as exc:
+            raise AgentNotConnected(str(bot_id)) from exc
+
+    async def command(
+        self,
+        bot_id: UUID,
+        name: CommandName,
+        args: Mapping[str, Any] | None = None,
+        *,
+        within_seconds: float,
+    ) -> CommandResult:
+        """Send a command and wait up to ``within_seconds`` for its result.
+
+        Raises:
+            AgentNotConnected: No open link for the bot.
+            CommandTimedOut: No ``command_result`` in time.
+        """
+        frame = Command(command=name, args=dict(args or {}))
+        future: asyncio.Future[CommandResult] = asyncio.get_running_loop().create_future()
+        self._pending[frame.id] = future
+        try:
+            await self.send(bot_id, frame.model_dump_json())
+            return await asyncio.wait_for(future, within_seconds)
+        except TimeoutError as exc:
+            logger.warning(
+                "agent command timed out",
+                extra={"bot_id": str(bot_id), "command": name.value, "timeout_s": within_seconds},
+            )
+            raise CommandTimedOut(name.value) from exc
+        finally:
+            self._pending.pop(frame.id, None)
+
+    async def notify(
+        self, bot_id: UUID, name: CommandName, args: Mapping[str, Any] | None = None
+    ) -> bool:
+        """Send a command without waiting for its result; return whether it went out."""
+        frame = Command(command=name, args=dict(args or {}))
+        try:
+            await self.send(bot_id, frame.model_dump_json())
+        except AgentNotConnected:
+            return False
+        return True
+
+    def resolve(self, result: CommandResult) -> None:
+        """Hand a ``command_result`` to the request waiting for it (late results are dropped)."""
+        future = self._pending.get(result.ref_id)
+        if future is not None and not future.done():
+            future.set_result(result)
+
+    async def aclose(self) -> None:
+        """Close every open link (agents reconnect to a replica that is up)."""
+        sockets = list(self._sockets.values())
+        self._sockets.clear()
+        for ws in sockets:
+            with contextlib.suppress(ConnectionError):
+                await ws.close(code=1001, message=b"control plane shutting down")

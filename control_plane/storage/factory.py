@@ -1,0 +1,34 @@
+"""Build the artifact storage the settings name (``MEETBOT_STORAGE``: ``local`` or ``s3``)."""
+
+from __future__ import annotations
+
+from control_plane.settings import Settings
+from control_plane.storage.base import ArtifactStorage
+from control_plane.storage.local import LocalArtifactStorage
+
+
+class StorageNotConfigured(ValueError):
+    """``storage = "s3"`` without ``s3_bucket``."""
+
+
+def build_storage(settings: Settings) -> ArtifactStorage:
+    """Return the configured storage; blocking (it may create folders and a key file).
+
+    Raises:
+        StorageNotConfigured: S3 was chosen without a bucket.
+        OSError: The local data directory is not writable.
+    """
+    if settings.storage == "s3":
+        if not settings.s3_bucket:
+            raise StorageNotConfigured("MEETBOT_STORAGE=s3 needs MEETBOT_S3_BUCKET")
+        # Imported here: boto3 is slow to import and unused with local storage.
+        from control_plane.storage.s3 import S3ArtifactStorage
+
+        return S3ArtifactStorage(
+            settings.s3_bucket,
+            region=settings.s3_region,
+            endpoint_url=settings.s3_endpoint_url,
+            access_key_id=settings.s3_access_key_id,
+            secret_access_key=settings.s3_secret_access_key,
+        )
+    return LocalArtifactStorage.open(settings.data_dir, settings.effective_public_url)
