@@ -71,6 +71,9 @@ class Settings(BaseSettings):
     zoom_oauth_url: str = "https://zoom.us/oauth/token"
     zoom_client_id: str = ""
     zoom_client_secret: str = ""
+    # Fernet key (urlsafe base64) sealing stored third-party tokens; empty means a key file
+    # {data_dir}/token-encryption.key made on first start (replicas must share this setting).
+    token_encryption_key: str = ""
 
     webhook_provider: Literal["embedded", "svix"] = "embedded"
     svix_api_key: str = ""
