@@ -1,0 +1,11 @@
+"""Webhooks: the event catalogue, the outbox, and the delivery providers (API.md 2.8).
+
+* :mod:`~control_plane.webhooks.events` — event types and payload models (also in OpenAPI).
+* :mod:`~control_plane.webhooks.outbox` — ``emit(session, workspace_id, event_type, data)``,
+  called inside the transaction of the state change that causes the event.
+* :mod:`~control_plane.webhooks.provider` — the ``WebhookProvider`` seam; implementations
+  :mod:`~control_plane.webhooks.embedded` (default, with :mod:`~control_plane.webhooks.delivery`)
+  and :mod:`~control_plane.webhooks.svix_provider`.
+* :mod:`~control_plane.webhooks.signing` and :mod:`~control_plane.webhooks.ssrf` — Standard
+  Webhooks signatures and the guard on delivery targets.
+"""
