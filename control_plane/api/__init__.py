@@ -1,0 +1,1 @@
+"""HTTP plumbing shared by every resource: routes + OpenAPI, body/query parsing, middlewares."""

@@ -1,0 +1,113 @@
+"""Thin-handler helpers: read a JSON body or query into a pydantic model, answer with one.
+
+Every failure raises the domain error API.md 2.1 asks for, so handlers never build errors:
+
+* wrong ``Content-Type`` → 415 ``unsupported_media_type``
+* body over ``client_max_size`` (1 MiB) → 413 ``payload_too_large``
+* not JSON / not an object → 400 ``malformed_json``
+* schema failure incl. unknown fields (models use ``extra="forbid"``) → 422 ``validation_error``
+  with ``errors: [{loc, msg, type}]``
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from aiohttp import web
+from pydantic import BaseModel, ValidationError
+
+from control_plane.errors import (
+    ErrorItem,
+    MalformedJson,
+    NotFound,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    Validation,
+)
+
+M = TypeVar("M", bound=BaseModel)
+
+MAX_BODY_BYTES = 1024 * 1024
+
+
+def error_items(exc: ValidationError, prefix: str) -> list[ErrorItem]:
+    """Pydantic's errors as API ``errors`` items, ``loc`` starting with ``prefix``."""
+    return [
+        ErrorItem(loc=[prefix, *err["loc"]], msg=err["msg"], type=err["type"])
+        for err in exc.errors(include_url=False)
+    ]
+
+
+async def read_json_object(request: web.Request) -> dict[str, Any]:
+    """The request body as a JSON object (415/413/400 as in the module docstring)."""
+    if request.content_type != "application/json":
+        raise UnsupportedMediaType("send the body as Content-Type: application/json")
+    try:
+        raw = await request.read()
+    except web.HTTPRequestEntityTooLarge as exc:
+        raise PayloadTooLarge(f"request bodies are limited to {MAX_BODY_BYTES} bytes") from exc
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise MalformedJson("the request body is not valid JSON") from exc
+    if not isinstance(data, dict):
+        raise MalformedJson("the request body must be a JSON object")
+    return data
+
+
+async def read_body(request: web.Request, model: type[M]) -> M:
+    """Parse and validate the JSON body into ``model``.
+
+    Raises:
+        UnsupportedMediaType, PayloadTooLarge, MalformedJson: See the module docstring.
+        Validation: 422 with one item per problem.
+    """
+    return validate(model, await read_json_object(request), "body")
+
+
+def validate(model: type[M], data: Mapping[str, Any], prefix: str) -> M:
+    """Validate ``data`` into ``model`` (422 ``validation_error`` on failure)."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise Validation("the request is invalid", errors=error_items(exc, prefix)) from exc
+
+
+def read_query(request: web.Request, model: type[M]) -> M:
+    """Validate the query string into ``model``; a repeated parameter keeps its last value."""
+    return validate(model, dict(request.query), "query")
+
+
+def path_uuid(request: web.Request, name: str, *, code: str = "not_found") -> uuid.UUID:
+    """Path parameter ``name`` as a UUID; anything else names no resource (404 ``code``)."""
+    try:
+        return uuid.UUID(request.match_info[name])
+    except ValueError as exc:
+        raise NotFound(f"no such {name}", code=code) from exc
+
+
+def path_int(request: web.Request, name: str, *, code: str = "not_found") -> int:
+    """Path parameter ``name`` as a positive int; anything else names no resource (404)."""
+    text = request.match_info[name]
+    if not text.isascii() or not text.isdigit() or len(text) > 18:
+        raise NotFound(f"no such {name}", code=code)
+    return int(text)
+
+
+def json_response(
+    payload: BaseModel | Mapping[str, Any] | list[Any],
+    *,
+    status: int = 200,
+    headers: Mapping[str, str] | None = None,
+) -> web.Response:
+    """A JSON response; models are serialised in JSON mode (timestamps as ``...Z``)."""
+    if isinstance(payload, BaseModel):
+        text = payload.model_dump_json()
+    else:
+        text = json.dumps(payload)
+    return web.Response(
+        text=text, status=status, content_type="application/json", headers=headers
+    )

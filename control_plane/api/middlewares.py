@@ -1,0 +1,196 @@
+"""The middlewares, outermost first: observe (metrics + access log), errors, authentication.
+
+* :func:`observe_middleware` counts and times every request by route template and logs it.
+* :func:`error_middleware` turns every failure — domain errors, aiohttp's own 404/405/413, and
+  unexpected exceptions (500, traceback logged) — into RFC 9457 problem+json.
+* :func:`auth_middleware` authenticates routes declared with ``auth=True`` (API.md 2.1–2.2):
+  ``X-API-Key`` → SHA-256 digest lookup + constant-time compare → 401 ``invalid_api_key`` /
+  ``api_key_expired``; per-key token bucket → 429 ``rate_limited`` + ``Retry-After``; ``read``
+  keys on mutating routes → 403 ``read_only_key``; ``last_used_at`` written at most once a
+  minute. It sets ``request[AUTH]`` (:class:`~control_plane.auth.context.AuthContext`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from datetime import UTC, datetime, timedelta
+
+from aiohttp import web
+from aiohttp.typedefs import Handler
+from sqlalchemy import and_, select, update
+
+from control_plane.api.routes import RouteSpec
+from control_plane.auth import api_keys
+from control_plane.auth.context import AUTH, AuthContext, Permission, Role
+from control_plane.db.models.workspace import ApiKey, Membership
+from control_plane.errors import (
+    ApiKeyExpired,
+    AuthError,
+    DomainError,
+    InternalError,
+    MethodNotAllowed,
+    NotFound,
+    PayloadTooLarge,
+    RateLimited,
+    ReadOnlyKey,
+)
+from control_plane.keys import DB, METRICS, RATE_LIMITER, ROUTE_SPECS, SETTINGS
+
+log = logging.getLogger(__name__)
+
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+def route_template(request: web.Request) -> str | None:
+    """The matched route's path template (``/api/v1/bots/{bot_id}``), or None if unmatched."""
+    route = request.match_info.route
+    resource = route.resource
+    if resource is None or isinstance(request.match_info.http_exception, web.HTTPException):
+        return None
+    return resource.canonical
+
+
+def spec_of(request: web.Request) -> RouteSpec | None:
+    """The :class:`RouteSpec` of the matched route (HEAD uses the GET route's spec)."""
+    template = route_template(request)
+    if template is None:
+        return None
+    method = "GET" if request.method == "HEAD" else request.method
+    return request.app[ROUTE_SPECS].get((method, template))
+
+
+def problem_response(exc: DomainError) -> web.Response:
+    """The problem+json response of ``exc`` (503 always carries ``Retry-After``)."""
+    problem = exc.problem()
+    headers = dict(exc.headers)
+    if problem.status == 503:
+        headers.setdefault("Retry-After", "30")
+    return web.Response(
+        text=problem.model_dump_json(exclude_none=True),
+        status=problem.status,
+        content_type="application/problem+json",
+        headers=headers,
+    )
+
+
+def _from_http_exception(exc: web.HTTPException) -> DomainError:
+    if exc.status == 404:
+        return NotFound("no such path")
+    if exc.status == 405:
+        allowed = exc.headers.get("Allow", "")
+        return MethodNotAllowed("method not allowed here", headers={"Allow": allowed})
+    if exc.status == 413:
+        return PayloadTooLarge("request bodies are limited to 1 MiB")
+    error = DomainError(exc.reason, code=exc.reason.lower().replace(" ", "_"))
+    error.status = exc.status  # type: ignore[misc]  # per-instance status of an odd HTTP error
+    return error
+
+
+@web.middleware
+async def observe_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Count, time and log every request by route template."""
+    started = time.perf_counter()
+    status = 500
+    try:
+        response = await handler(request)
+        status = response.status
+        return response
+    finally:
+        elapsed = time.perf_counter() - started
+        route = route_template(request) or "unmatched"
+        metrics = request.app[METRICS]
+        metrics.http_requests.labels(request.method, route, str(status)).inc()
+        metrics.http_latency.labels(request.method, route).observe(elapsed)
+        log.debug(
+            "http request",
+            extra={
+                "method": request.method,
+                "route": route,
+                "status": status,
+                "ms": round(elapsed * 1000, 2),
+            },
+        )
+
+
+@web.middleware
+async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Turn every error into problem+json."""
+    try:
+        return await handler(request)
+    except DomainError as exc:
+        return problem_response(exc)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        return problem_response(_from_http_exception(exc))
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        log.exception(
+            "unhandled error", extra={"method": request.method, "route": route_template(request)}
+        )
+        return problem_response(InternalError("an internal error occurred"))
+
+
+async def _authenticate(request: web.Request) -> AuthContext:
+    secret = request.headers.get("X-API-Key", "")
+    settings = request.app[SETTINGS]
+    if not secret:
+        raise AuthError("send an API key in the X-API-Key header")
+    if not api_keys.well_formed(secret, settings.key_prefix):
+        raise AuthError("the API key is not valid")
+    digest = api_keys.digest_of(secret)
+    db = request.app[DB]
+    async with db.sessions() as session:
+        row = (
+            await session.execute(
+                select(ApiKey, Membership.role)
+                .outerjoin(
+                    Membership,
+                    and_(
+                        Membership.user_id == ApiKey.user_id,
+                        Membership.workspace_id == ApiKey.workspace_id,
+                    ),
+                )
+                .where(ApiKey.digest == digest)
+            )
+        ).first()
+    if row is None or not api_keys.digests_match(row[0].digest, digest):
+        raise AuthError("the API key is not valid")
+    key, role = row[0], row[1]
+    now = datetime.now(UTC)
+    if key.expires_at is not None and key.expires_at <= now:
+        raise ApiKeyExpired("the API key has expired")
+    if key.last_used_at is None or now - key.last_used_at >= LAST_USED_RESOLUTION:
+        async with db.sessions.begin() as session:
+            await session.execute(
+                update(ApiKey).where(ApiKey.id == key.id).values(last_used_at=now)
+            )
+    return AuthContext(
+        key_id=key.id,
+        user_id=key.user_id,
+        workspace_id=key.workspace_id,
+        permission=Permission(key.permission),
+        role=Role(role) if role is not None else None,
+    )
+
+
+@web.middleware
+async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Authenticate, rate-limit and permission-check routes that need a key."""
+    spec = spec_of(request)
+    if spec is None or not spec.auth:
+        return await handler(request)
+    context = await _authenticate(request)
+    retry_after = request.app[RATE_LIMITER].acquire(context.key_id)
+    if retry_after:
+        raise RateLimited(
+            "too many requests for this API key",
+            headers={"Retry-After": str(int(retry_after))},
+        )
+    if context.permission is Permission.READ and not spec.allows_read_key:
+        raise ReadOnlyKey("this API key may only read")
+    request[AUTH] = context
+    return await handler(request)

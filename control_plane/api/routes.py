@@ -1,0 +1,278 @@
+"""Declaring routes with their models, and generating the OpenAPI 3.1 document from them.
+
+Every resource module owns one :class:`ApiRoutes` (a ``RouteTableDef`` plus the specs of its
+routes) and declares each handler with its request/response models::
+
+    routes = ApiRoutes("bots")
+
+    @routes.post("/api/v1/bots", summary="Launch a bot", body=BotCreate,
+                 response=BotRecord, status=201, errors=(400, 409), idempotent=True)
+    async def create_bot(request: web.Request) -> web.Response:
+        body = await read_body(request, BotCreate)          # control_plane.api.http
+        ...
+        return json_response(record, status=201)
+
+Then ``control_plane.app`` adds the module's ``routes`` to ``RESOURCES`` (one line), which
+registers the handlers and feeds :func:`build_openapi`. The document lists, per route: path
+parameters (``path_types`` gives non-string ones, e.g. ``{"meeting_id": int}``), query
+parameters (from the ``query`` model's fields), the JSON request body, the success response
+(``response`` model, or ``text_media`` for text bodies, or none for 204) and problem+json
+error responses: the declared ``errors`` plus the ones every route can give (401/403/429 when
+``auth``; 400/413/415/422 with a body; 500).
+
+Flags read by the middlewares: ``auth=False`` makes a route public (no ``X-API-Key``);
+``read_key_ok=True`` lets ``read`` keys call a non-GET route (``POST …/subscribe``).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+from pydantic import BaseModel
+from pydantic.json_schema import JsonSchemaMode, models_json_schema
+
+from control_plane.errors import Problem
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+_REF_TEMPLATE = "#/components/schemas/{model}"
+_PARAM_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?::[^}]*)?\}")
+_STATUS_TEXT = {
+    200: "OK",
+    201: "Created",
+    202: "Accepted",
+    204: "No content",
+    400: "Bad request",
+    401: "Missing, invalid or expired API key",
+    403: "Forbidden (read-only key, unbound key, role)",
+    404: "Not found in this workspace",
+    405: "Method not allowed",
+    409: "Conflict with the resource's state",
+    413: "Body over 1 MiB",
+    415: "Body is not application/json",
+    422: "Validation failed",
+    429: "Rate limited (see Retry-After)",
+    500: "Internal error",
+    501: "Not implemented",
+    502: "Upstream provider error",
+    503: "Not configured (see Retry-After)",
+}
+
+
+@dataclass(frozen=True)
+class RouteSpec:
+    """One route's contract (see the module docstring for the fields' meaning)."""
+
+    method: str
+    path: str
+    handler: Handler
+    summary: str
+    tag: str
+    body: type[BaseModel] | None = None
+    query: type[BaseModel] | None = None
+    response: type[BaseModel] | None = None
+    status: int = 200
+    text_media: tuple[str, ...] = ()
+    errors: tuple[int, ...] = ()
+    auth: bool = True
+    read_key_ok: bool = False
+    idempotent: bool = False
+    path_types: Mapping[str, type] = field(default_factory=dict)
+
+    @property
+    def operation_id(self) -> str:
+        """The handler's name (unique across the API)."""
+        return self.handler.__name__
+
+    @property
+    def allows_read_key(self) -> bool:
+        """Whether a ``read`` key may call this route."""
+        return self.method in {"GET", "HEAD"} or self.read_key_ok
+
+
+class ApiRoutes:
+    """A resource's routes: a ``RouteTableDef`` plus a :class:`RouteSpec` per route."""
+
+    def __init__(self, tag: str) -> None:
+        self.tag = tag
+        self.table = web.RouteTableDef()
+        self.specs: list[RouteSpec] = []
+
+    def route(self, method: str, path: str, **spec: Any) -> Callable[[Handler], Handler]:
+        """Register a handler for ``method path`` with the :class:`RouteSpec` fields ``spec``."""
+
+        def register(handler: Handler) -> Handler:
+            self.specs.append(
+                RouteSpec(method=method, path=path, handler=handler, tag=self.tag, **spec)
+            )
+            self.table.route(method, path)(handler)
+            return handler
+
+        return register
+
+    def get(self, path: str, **spec: Any) -> Callable[[Handler], Handler]:
+        """Register a GET route."""
+        return self.route("GET", path, **spec)
+
+    def post(self, path: str, **spec: Any) -> Callable[[Handler], Handler]:
+        """Register a POST route."""
+        return self.route("POST", path, **spec)
+
+    def put(self, path: str, **spec: Any) -> Callable[[Handler], Handler]:
+        """Register a PUT route."""
+        return self.route("PUT", path, **spec)
+
+    def patch(self, path: str, **spec: Any) -> Callable[[Handler], Handler]:
+        """Register a PATCH route."""
+        return self.route("PATCH", path, **spec)
+
+    def delete(self, path: str, **spec: Any) -> Callable[[Handler], Handler]:
+        """Register a DELETE route."""
+        return self.route("DELETE", path, **spec)
+
+
+def spec_index(resources: Iterable[ApiRoutes]) -> dict[tuple[str, str], RouteSpec]:
+    """Map ``(method, path template)`` to its spec (the middlewares look routes up here)."""
+    return {(spec.method, spec.path): spec for res in resources for spec in res.specs}
+
+
+def _param_schema(kind: type) -> dict[str, Any]:
+    if kind is int:
+        return {"type": "integer"}
+    if kind is uuid.UUID:
+        return {"type": "string", "format": "uuid"}
+    return {"type": "string"}
+
+
+def _query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
+    schema = model.model_json_schema(ref_template=_REF_TEMPLATE)
+    required = set(schema.get("required", []))
+    params = []
+    for name, prop in schema.get("properties", {}).items():
+        prop_schema = {k: v for k, v in prop.items() if k not in {"title", "description"}}
+        param: dict[str, Any] = {
+            "name": name,
+            "in": "query",
+            "required": name in required,
+            "schema": prop_schema,
+        }
+        if "description" in prop:
+            param["description"] = prop["description"]
+        params.append(param)
+    return params
+
+
+def _problem_response(status: int) -> dict[str, Any]:
+    return {
+        "description": _STATUS_TEXT.get(status, "Error"),
+        "content": {
+            "application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}
+        },
+    }
+
+
+Refs = Mapping[tuple[Any, str], dict[str, Any]]
+
+
+def _operation(spec: RouteSpec, refs: Refs) -> dict[str, Any]:
+    op: dict[str, Any] = {
+        "operationId": spec.operation_id,
+        "summary": spec.summary,
+        "tags": [spec.tag],
+    }
+    doc = (spec.handler.__doc__ or "").strip()
+    if doc:
+        op["description"] = doc
+    params: list[dict[str, Any]] = [
+        {
+            "name": name,
+            "in": "path",
+            "required": True,
+            "schema": _param_schema(spec.path_types.get(name, str)),
+        }
+        for name in _PARAM_RE.findall(spec.path)
+    ]
+    if spec.query is not None:
+        params += _query_parameters(spec.query)
+    if spec.idempotent:
+        params.append(
+            {
+                "name": "Idempotency-Key",
+                "in": "header",
+                "required": False,
+                "schema": {"type": "string", "minLength": 1, "maxLength": 255},
+            }
+        )
+    if params:
+        op["parameters"] = params
+    if spec.body is not None:
+        op["requestBody"] = {
+            "required": True,
+            "content": {
+                "application/json": {"schema": dict(refs[(spec.body, "validation")])}
+            },
+        }
+    success: dict[str, Any] = {"description": _STATUS_TEXT.get(spec.status, "Success")}
+    if spec.response is not None:
+        success["content"] = {
+            "application/json": {"schema": dict(refs[(spec.response, "serialization")])}
+        }
+    elif spec.text_media:
+        success["content"] = {
+            media: {"schema": {"type": "string" if media.startswith("text/") else "object"}}
+            for media in spec.text_media
+        }
+    error_statuses = set(spec.errors) | {500}
+    if spec.auth:
+        error_statuses |= {401, 429}
+        if not spec.allows_read_key:
+            error_statuses.add(403)
+    if spec.body is not None:
+        error_statuses |= {400, 413, 415, 422}
+    responses: dict[str, Any] = {str(spec.status): success}
+    for status in sorted(error_statuses):
+        responses[str(status)] = _problem_response(status)
+    op["responses"] = responses
+    if spec.auth:
+        op["security"] = [{"ApiKey": []}]
+    else:
+        op["security"] = []
+    return op
+
+
+def build_openapi(resources: Iterable[ApiRoutes], *, title: str, version: str) -> dict[str, Any]:
+    """Generate the OpenAPI 3.1 document of every route in ``resources``.
+
+    Component schemas come from the routes' pydantic models (``model_json_schema`` with
+    ``ref_template`` into ``#/components/schemas``) plus ``Problem``, the RFC 9457 error body.
+    """
+    specs = [spec for res in resources for spec in res.specs]
+    inputs: dict[tuple[type[BaseModel], JsonSchemaMode], None] = {(Problem, "serialization"): None}
+    for spec in specs:
+        if spec.body is not None:
+            inputs[(spec.body, "validation")] = None
+        if spec.response is not None:
+            inputs[(spec.response, "serialization")] = None
+    keyed, defs = models_json_schema(list(inputs), ref_template=_REF_TEMPLATE)
+    refs = {(model, str(mode)): ref for (model, mode), ref in keyed.items()}
+    schemas: dict[str, Any] = dict(defs.get("$defs", {}))
+    problem_name = refs[(Problem, "serialization")]["$ref"].rsplit("/", 1)[-1]
+    if problem_name != "Problem":
+        schemas["Problem"] = schemas[problem_name]
+    paths: dict[str, dict[str, Any]] = {}
+    for spec in specs:
+        paths.setdefault(spec.path, {})[spec.method.lower()] = _operation(spec, refs)
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": title, "version": version},
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {"ApiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}},
+        },
+    }

@@ -1,0 +1,103 @@
+"""The control plane's aiohttp application factory.
+
+``create_app(settings)`` wires everything: the database and launcher (``cleanup_ctx``), the
+middlewares (observe → errors → auth), every resource's routes and the OpenAPI document
+generated from them. A resource module exposes ``routes: ApiRoutes`` and is listed once in
+:func:`resources`; background work (scheduler, deliveries) is a ``cleanup_ctx`` that owns its
+task and cancels and awaits it on shutdown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from importlib import metadata
+
+from aiohttp import web
+
+from control_plane.api import meta
+from control_plane.api.http import MAX_BODY_BYTES
+from control_plane.api.middlewares import auth_middleware, error_middleware, observe_middleware
+from control_plane.api.routes import ApiRoutes, build_openapi, spec_index
+from control_plane.auth.ratelimit import RateLimiter
+from control_plane.db.engine import create_database
+from control_plane.keys import (
+    DB,
+    LAUNCH_HOOKS,
+    LAUNCHER,
+    METRICS,
+    OPENAPI,
+    RATE_LIMITER,
+    ROUTE_SPECS,
+    SETTINGS,
+    STATUS_HOOKS,
+)
+from control_plane.launchers import create_launcher
+from control_plane.launchers.base import BotLauncher
+from control_plane.metrics import Metrics
+from control_plane.settings import Settings
+
+
+def resources() -> tuple[ApiRoutes, ...]:
+    """Every resource's routes, in registration order (add one line per resource module)."""
+    return (meta.routes,)
+
+
+def _version() -> str:
+    try:
+        return metadata.version("meetbot")
+    except metadata.PackageNotFoundError:
+        return "0.0.0"
+
+
+async def _database_ctx(app: web.Application) -> AsyncIterator[None]:
+    database = create_database(app[SETTINGS].effective_database_url)
+    app[DB] = database
+    yield
+    await database.dispose()
+
+
+def _launcher_ctx(
+    launcher: BotLauncher | None,
+) -> Callable[[web.Application], AsyncIterator[None]]:
+    async def ctx(app: web.Application) -> AsyncIterator[None]:
+        # A launcher passed in belongs to the caller, who closes it; one we build is ours.
+        owned = launcher is None
+        app[LAUNCHER] = create_launcher(app[SETTINGS]) if launcher is None else launcher
+        yield
+        if owned:
+            await app[LAUNCHER].aclose()
+
+    return ctx
+
+
+def create_app(settings: Settings, *, launcher: BotLauncher | None = None) -> web.Application:
+    """Build the control plane application.
+
+    Args:
+        settings: The process's settings.
+        launcher: A launcher to use instead of the one ``settings.launcher`` names (tests
+            pass a :class:`~control_plane.launchers.memory.MemoryLauncher`); the caller closes it.
+
+    Returns:
+        The application; its database schema must be migrated already
+        (:func:`control_plane.db.migrate.upgrade`).
+    """
+    app = web.Application(
+        client_max_size=MAX_BODY_BYTES,
+        middlewares=[observe_middleware, error_middleware, auth_middleware],
+    )
+    app[SETTINGS] = settings
+    app[METRICS] = Metrics()
+    app[RATE_LIMITER] = RateLimiter(
+        rate=settings.rate_limit_per_second, burst=settings.rate_limit_burst
+    )
+    app[STATUS_HOOKS] = []
+    app[LAUNCH_HOOKS] = []
+    all_routes = resources()
+    for res in all_routes:
+        app.router.add_routes(res.table)
+    app[ROUTE_SPECS] = spec_index(all_routes)
+    app[OPENAPI] = build_openapi(all_routes, title="meetbot API", version=_version())
+    app.cleanup_ctx.append(_database_ctx)
+    app.cleanup_ctx.append(_launcher_ctx(launcher))
+    return app

@@ -1,0 +1,80 @@
+"""The async engine and session factory of one control-plane process.
+
+SQLite runs in WAL mode with ``BEGIN IMMEDIATE`` transactions: every transaction takes the write
+lock up front, so two transactions never deadlock upgrading a read lock (SQLITE_BUSY), and a
+waiting writer honours ``busy_timeout``. Consequence for callers: never hold a session open
+across a long wait (network, sleeps) — open one, do the work, commit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import event, text
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+@dataclass(frozen=True)
+class Database:
+    """An engine plus its session factory.
+
+    Attributes:
+        engine: The SQLAlchemy async engine.
+        sessions: Factory of sessions; ``async with db.sessions.begin() as session`` opens one
+            transaction that commits on success and rolls back on error.
+    """
+
+    engine: AsyncEngine
+    sessions: async_sessionmaker[AsyncSession]
+
+    @property
+    def dialect(self) -> str:
+        """``sqlite`` or ``postgresql``."""
+        return self.engine.dialect.name
+
+    async def ping(self) -> None:
+        """Run ``SELECT 1``; raises the driver's error when the database is unreachable."""
+        async with self.engine.connect() as conn:
+            await conn.execute(text("SELECT 1"))
+
+    async def dispose(self) -> None:
+        """Close every pooled connection."""
+        await self.engine.dispose()
+
+
+def _configure_sqlite(engine: AsyncEngine) -> None:
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Let SQLAlchemy's "begin" event issue BEGIN itself (the driver's implicit BEGIN is
+        # DEFERRED, which is what deadlocks concurrent writers).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def create_database(url: str, *, pool_size: int = 10) -> Database:
+    """Create the engine and session factory for ``url`` (``sqlite+aiosqlite`` or
+    ``postgresql+asyncpg``). Connections open lazily."""
+    kwargs: dict[str, Any] = {}
+    if url.startswith("postgresql"):
+        kwargs = {"pool_size": pool_size, "max_overflow": pool_size * 2, "pool_pre_ping": True}
+    engine = create_async_engine(url, **kwargs)
+    if engine.dialect.name == "sqlite":
+        _configure_sqlite(engine)
+    return Database(engine=engine, sessions=async_sessionmaker(engine, expire_on_commit=False))

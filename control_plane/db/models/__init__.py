@@ -1,0 +1,21 @@
+"""Every ORM model, one module per aggregate; importing this package registers them all.
+
+Alembic's autogenerate and ``Base.metadata`` see exactly the modules imported here: a new
+aggregate adds its module and one import line below.
+"""
+
+from control_plane.db.models.bot import BotStatusChange, Meeting
+from control_plane.db.models.idempotency import IdempotencyRecord
+from control_plane.db.models.segment import Segment
+from control_plane.db.models.workspace import ApiKey, Membership, User, Workspace
+
+__all__ = [
+    "ApiKey",
+    "BotStatusChange",
+    "IdempotencyRecord",
+    "Meeting",
+    "Membership",
+    "Segment",
+    "User",
+    "Workspace",
+]

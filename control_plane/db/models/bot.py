@@ -1,0 +1,89 @@
+"""The bot aggregate: the meeting row (one per bot) and its status audit trail.
+
+A bot and its meeting are one row: ``id`` is the integer meeting id, ``bot_id`` the public UUID.
+Scheduled bots are the same rows with status ``scheduled`` and a ``launch_at``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    Uuid,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from control_plane.db.base import Base, UtcDateTime, utc_now
+
+
+class Meeting(Base):
+    """One bot in one meeting.
+
+    ``settings`` is the JSON of :class:`agent.contracts.bot_config.BotSettings` (defaults
+    filled in). ``launch_at`` = ``scheduled_start_at + join_offset_seconds`` for scheduled bots;
+    the scheduler claims rows with status ``scheduled`` and ``launch_at <= now``.
+    ``name`` and ``participants`` make the list item's ``data``; purge nulls/empties them and
+    sets ``redacted``.
+    """
+
+    __tablename__ = "meetings"
+    __table_args__ = (
+        Index("ix_meetings_workspace_created", "workspace_id", "created_at", "id"),
+        Index("ix_meetings_workspace_status", "workspace_id", "status"),
+        Index("ix_meetings_status_launch_at", "status", "launch_at"),
+        Index("ix_meetings_workspace_name", "workspace_id", "name"),
+        Index("ix_meetings_native", "workspace_id", "platform", "native_meeting_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    bot_id: Mapped[uuid.UUID] = mapped_column(Uuid, unique=True, default=uuid.uuid4)
+    workspace_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("workspaces.id", ondelete="CASCADE")
+    )
+    user_id: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), default=None
+    )
+    platform: Mapped[str] = mapped_column(String(16))
+    native_meeting_id: Mapped[str] = mapped_column(String(512))
+    constructed_meeting_url: Mapped[str] = mapped_column(Text)
+    passcode: Mapped[str | None] = mapped_column(String(256), default=None)
+    zoom_obf_token: Mapped[str | None] = mapped_column(Text, default=None)
+    zoom_connection_id: Mapped[int | None] = mapped_column(Integer, default=None)
+    status: Mapped[str] = mapped_column(String(24))
+    status_reason: Mapped[str | None] = mapped_column(String(64), default=None)
+    settings: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    scheduled_start_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
+    join_offset_seconds: Mapped[int] = mapped_column(Integer, default=0)
+    launch_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
+    bot_container_id: Mapped[str | None] = mapped_column(String(256), default=None)
+    start_time: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
+    end_time: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
+    name: Mapped[str | None] = mapped_column(String(300), default=None)
+    participants: Mapped[list[str]] = mapped_column(JSON, default=list)
+    redacted: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utc_now)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utc_now, onupdate=utc_now)
+
+
+class BotStatusChange(Base):
+    """Audit row of one status change (DESIGN.md §2 step 6); ``from_status`` null at creation."""
+
+    __tablename__ = "bot_status_changes"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    meeting_id: Mapped[int] = mapped_column(
+        ForeignKey("meetings.id", ondelete="CASCADE"), index=True
+    )
+    from_status: Mapped[str | None] = mapped_column(String(24), default=None)
+    to_status: Mapped[str] = mapped_column(String(24))
+    status_reason: Mapped[str | None] = mapped_column(String(64), default=None)
+    changed_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utc_now)

@@ -1,0 +1,69 @@
+"""Extension points other parts plug into (registered on the app under ``control_plane.keys``).
+
+* :data:`StatusHook` — ``await hook(session, change)`` runs inside the transaction of every bot
+  status change, after the meeting row and its audit row are written and before commit; raising
+  rolls the change back. The webhook outbox emits ``bot.status_changed`` from one.
+* :data:`LaunchHook` — ``config = await hook(meeting, config)`` before a ``BotConfig`` goes to
+  the launcher (agent token, stream key, resolved action prompt).
+* :class:`ZoomTokenSource` — whether a usable stored Zoom connection exists for a launch, and
+  minting an on-behalf-of token from it.
+* :data:`AgentCommander` — ``delivered = await send(bot_id, command)``; False when no agent of
+  that bot is connected.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from agent.contracts.bot_config import BotConfig
+from agent.contracts.link import Command
+from control_plane.db.models.bot import Meeting
+
+
+@dataclass(frozen=True)
+class StatusChange:
+    """One bot status change, as the hooks see it.
+
+    Attributes:
+        meeting: The updated row (same session; read-only for hooks).
+        previous_status: Status before the change; None when the bot was just created.
+        status: The new status.
+        status_reason: Machine-readable reason code (DESIGN.md §3), or None.
+        at: When it happened (aware UTC).
+    """
+
+    meeting: Meeting
+    previous_status: str | None
+    status: str
+    status_reason: str | None
+    at: datetime
+
+
+StatusHook = Callable[[AsyncSession, StatusChange], Awaitable[None]]
+LaunchHook = Callable[[Meeting, BotConfig], Awaitable[BotConfig]]
+AgentCommander = Callable[[uuid.UUID, Command], Awaitable[bool]]
+
+
+class ZoomTokenSource(Protocol):
+    """Zoom on-behalf-of tokens from stored connections (API.md 2.3)."""
+
+    async def usable_connection(
+        self, workspace_id: uuid.UUID, user_id: int | None, connection_id: int | None
+    ) -> int | None:
+        """The id of the connection a launch would use (``connection_id`` when given and
+        usable, else the user's newest usable one), or None when there is none."""
+        ...
+
+    async def mint(self, connection_id: int, native_meeting_id: str) -> str:
+        """A fresh OBF token for the meeting.
+
+        Raises:
+            control_plane.errors.ProviderError: Zoom refused or failed.
+        """
+        ...

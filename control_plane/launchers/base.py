@@ -1,0 +1,48 @@
+"""The ``BotLauncher`` seam: start one bot VM (or process) per bot, stop it, ask if it lives.
+
+The caller (bot service, scheduler) owns retries, timeouts and status changes; a launcher does
+the one thing. A launch that cannot happen raises :class:`LaunchError`; the caller marks the bot
+``failed`` with ``status_reason`` ``launch_failed``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from agent.contracts.bot_config import BotConfig
+
+
+@dataclass(frozen=True)
+class LaunchHandle:
+    """The launcher's id of what it started (the bot record's ``bot_container_id``)."""
+
+    id: str
+
+
+class LaunchError(Exception):
+    """The launcher could not start the bot (no capacity, provider refused, …)."""
+
+
+class BotLauncher(Protocol):
+    """Starts and stops bots. Implementations: ``local`` (subprocess), ``memory`` (tests)."""
+
+    async def launch(self, config: BotConfig) -> LaunchHandle:
+        """Start a bot with ``config``; returns once the VM/process is started.
+
+        Raises:
+            LaunchError: It could not be started.
+        """
+        ...
+
+    async def terminate(self, handle: LaunchHandle) -> None:
+        """Stop what ``handle`` names; a no-op when it is already gone."""
+        ...
+
+    async def is_alive(self, handle: LaunchHandle) -> bool:
+        """Whether what ``handle`` names is still running."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release the launcher's resources at application shutdown."""
+        ...
