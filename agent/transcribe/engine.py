@@ -1,0 +1,173 @@
+"""One loaded Whisper model and the single way both tiers decode with it.
+
+CTranslate2 always encodes a padded 30 s window, about 0.45 s for tiny.en and 0.7–1 s for base
+on two cores (research findings §2), so the engine decodes one utterance per call and never
+more than one call at a time (a lock per engine: two decodes at once would only halve each
+other's speed and double the latency of both).
+
+:meth:`WhisperEngine.decode` is blocking; the tiers call it through ``asyncio.to_thread``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from agent.audio import SAMPLE_RATE
+from agent.contracts.bot_config import Task
+from agent.contracts.whisper_models import check_model_supports
+from agent.transcribe.filters import DecodeStats
+from agent.transcribe.models import ResolvedModel, load_whisper_model
+
+
+@dataclass(frozen=True, slots=True)
+class WordTiming:
+    """A word with its start/end in seconds from the start of the decoded audio."""
+
+    word: str
+    start: float
+    end: float
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeResult:
+    """What one decode produced.
+
+    Attributes:
+        text: Joined text of every window, stripped.
+        language: Language the model used (given or detected).
+        language_probability: Detection confidence (1.0 when the language was given).
+        stats: Worst-case confidence figures over the windows.
+        seconds: Wall time the decode took.
+        words: Word timings when asked for, else empty.
+    """
+
+    text: str
+    language: str
+    language_probability: float
+    stats: DecodeStats
+    seconds: float
+    words: tuple[WordTiming, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeOptions:
+    """Per-call decoding choices.
+
+    Attributes:
+        beam_size: 1 (greedy) for the realtime tier, 5 for the deferred one.
+        temperatures: ``(0.0,)`` means no fallback; more values allow fallback re-decodes.
+        without_timestamps: One text per window, no timestamp tokens (cheaper, realtime).
+        word_timestamps: Align words (deferred tier with a speaker timeline).
+    """
+
+    beam_size: int = 1
+    temperatures: tuple[float, ...] = (0.0,)
+    without_timestamps: bool = True
+    word_timestamps: bool = False
+
+
+class WhisperEngine:
+    """A loaded model plus its decode lock.
+
+    Args:
+        model: The faster-whisper ``WhisperModel``.
+        name: The model setting it came from (for checks and metrics).
+        multilingual: Whether the model knows languages besides English.
+    """
+
+    def __init__(self, model: Any, name: str, multilingual: bool) -> None:
+        self._model = model
+        self.name = name
+        self.multilingual = multilingual
+        self._lock = threading.Lock()
+
+    @classmethod
+    def load(cls, resolved: ResolvedModel, cpu_threads: int = 2) -> WhisperEngine:
+        """Load the model (blocking, 0.3–1 s); call through ``asyncio.to_thread``."""
+        model = load_whisper_model(resolved, cpu_threads)
+        return cls(model, resolved.name, bool(model.model.is_multilingual))
+
+    def check(self, language: str | None, task: Task | str) -> None:
+        """Raise ``UnsupportedTranscriptionOptions`` when this model cannot serve the options."""
+        check_model_supports(self.name, language, task)
+
+    def decode(
+        self,
+        audio: npt.NDArray[np.float32],
+        *,
+        language: str | None,
+        task: Task,
+        options: DecodeOptions,
+    ) -> DecodeResult:
+        """Transcribe (or translate) one utterance. Blocking; serialised per engine.
+
+        Args:
+            audio: float32 mono samples at 16 kHz, at most 30 s for the realtime tier (longer
+                audio is decoded window by window).
+            language: Language code, or None to detect it (multilingual models only; the
+                English-only ones always use ``en``).
+            task: Transcribe or translate to English.
+            options: Beam, temperatures, timestamps.
+        """
+        if not self.multilingual:
+            language = "en"
+        duration = len(audio) / SAMPLE_RATE
+        # A token budget proportional to the audio stops a repetition loop early; fast
+        # speech runs at about 4 tokens per second.
+        max_new_tokens = min(220, int(duration * 8) + 12)
+        kwargs: dict[str, Any] = {
+            "language": language,
+            "task": task.value,
+            "beam_size": options.beam_size,
+            "best_of": 1,
+            "temperature": list(options.temperatures),
+            "condition_on_previous_text": False,
+            "without_timestamps": options.without_timestamps and not options.word_timestamps,
+            "word_timestamps": options.word_timestamps,
+            "vad_filter": False,
+            # Own drop rules apply afterwards (filters.judge); faster-whisper's would skip
+            # windows silently and hide the figures.
+            "no_speech_threshold": None,
+            "log_prob_threshold": None if len(options.temperatures) == 1 else -1.0,
+            "compression_ratio_threshold": None if len(options.temperatures) == 1 else 2.4,
+        }
+        if options.without_timestamps and len(audio) <= 30 * SAMPLE_RATE:
+            kwargs["max_new_tokens"] = max_new_tokens
+        with self._lock:
+            began = time.perf_counter()
+            segments, info = self._model.transcribe(audio, **kwargs)
+            parts = list(segments)
+            elapsed = time.perf_counter() - began
+        return _result(parts, info, elapsed)
+
+
+def _result(parts: Sequence[Any], info: Any, elapsed: float) -> DecodeResult:
+    text = "".join(part.text for part in parts).strip()
+    if parts:
+        stats = DecodeStats(
+            no_speech_prob=max(float(p.no_speech_prob) for p in parts),
+            avg_logprob=min(float(p.avg_logprob) for p in parts),
+            compression_ratio=max(float(p.compression_ratio) for p in parts),
+        )
+    else:
+        stats = DecodeStats(no_speech_prob=1.0, avg_logprob=-10.0, compression_ratio=0.0)
+    words = tuple(
+        WordTiming(w.word, float(w.start), float(w.end))
+        for p in parts
+        for w in (p.words or ())
+    )
+    return DecodeResult(
+        text=text,
+        language=str(info.language),
+        language_probability=float(info.language_probability),
+        stats=stats,
+        seconds=elapsed,
+        words=words,
+    )

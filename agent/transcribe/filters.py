@@ -1,0 +1,122 @@
+"""Guards against what Whisper writes when nobody speaks, and against repetition loops.
+
+Whisper trained on subtitles invents text on silence and noise ("Thank you.", "Thanks for
+watching!") and, decoding greedily without temperature fallback, can repeat a phrase until its
+token budget runs out. Each decoded window brings the model's own confidence figures
+(``no_speech_prob``, ``avg_logprob``, ``compression_ratio`` as faster-whisper computes them);
+:func:`judge` turns them and the text into keep / drop.
+
+Thresholds follow openai/whisper's defaults for the fallback rules (no-speech 0.6 together
+with log-prob -1.0; compression ratio 2.4), applied as drop rules since the realtime tier has
+no fallback.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from agent.transcribe.normalize import normalize_text
+
+# Texts Whisper is known to produce on silence or noise (normalised form). Seen in
+# openai/whisper and faster-whisper issue reports; kept short and English on purpose.
+KNOWN_HALLUCINATIONS = frozenset(
+    {
+        "thank you",
+        "thank you very much",
+        "thanks for watching",
+        "thank you for watching",
+        "thanks for listening",
+        "thank you for listening",
+        "please subscribe",
+        "subscribe to my channel",
+        "like and subscribe",
+        "you",
+        "bye",
+        "so",
+        "okay",
+        "oh",
+        "the end",
+        "subtitles by the amaraorg community",
+        "transcription by castingwords",
+        "music",
+        "applause",
+        "silence",
+        "beep",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeStats:
+    """Confidence figures of one decoded window (faster-whisper ``Segment`` fields)."""
+
+    no_speech_prob: float
+    avg_logprob: float
+    compression_ratio: float
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """Outcome of :func:`judge`: the text to keep (maybe trimmed) or why it was dropped."""
+
+    text: str
+    dropped: str | None = None
+
+
+def collapse_repetitions(text: str, max_repeats: int = 3) -> str:
+    """Cut a phrase repeated back to back more than ``max_repeats`` times down to one copy.
+
+    Works on word n-grams of 1–8 words, so both ``no no no no no`` and a looping sentence are
+    caught; ordinary speech repeats a word two or three times at most.
+    """
+    words = text.split()
+    for size in range(1, 9):
+        i = 0
+        out: list[str] = []
+        while i < len(words):
+            unit = words[i : i + size]
+            repeats = 1
+            while words[i + repeats * size : i + (repeats + 1) * size] == unit:
+                repeats += 1
+            if len(unit) == size and repeats > max_repeats:
+                out += unit
+                i += repeats * size
+            else:
+                out.append(words[i])
+                i += 1
+        words = out
+    return " ".join(words)
+
+
+def judge(text: str, stats: DecodeStats, voiced_s: float) -> Verdict:
+    """Decide whether a decoded text is speech worth keeping.
+
+    Args:
+        text: The decoded text.
+        stats: The decode's confidence figures.
+        voiced_s: Seconds the VAD judged voiced in the decoded audio.
+
+    Returns:
+        A :class:`Verdict`; ``dropped`` names the rule (``empty``, ``no_speech``,
+        ``low_confidence``, ``repetition``, ``known_hallucination``) when the text goes.
+    """
+    cleaned = re.sub(r"\s+", " ", text).strip()
+    if not normalize_text(cleaned):
+        return Verdict("", "empty")
+    if stats.no_speech_prob > 0.6 and stats.avg_logprob < -1.0:
+        return Verdict("", "no_speech")
+    if stats.avg_logprob < -1.5:
+        return Verdict("", "low_confidence")
+    if stats.compression_ratio > 2.4:
+        collapsed = collapse_repetitions(cleaned)
+        if len(collapsed) < 0.5 * len(cleaned):
+            # Mostly loop: keep the one copy only if the rest of the decode was confident.
+            if stats.avg_logprob < -0.5:
+                return Verdict("", "repetition")
+            cleaned = collapsed
+    if normalize_text(cleaned) in KNOWN_HALLUCINATIONS and (
+        stats.no_speech_prob > 0.2 or stats.avg_logprob < -0.7 or voiced_s < 0.6
+    ):
+        return Verdict("", "known_hallucination")
+    return Verdict(cleaned)

@@ -1,0 +1,66 @@
+"""Counters one transcriber keeps about itself, readable at any time as a flat dict.
+
+Plain per-instance numbers, no global registry: the agent exports :meth:`snapshot` wherever it
+publishes metrics (Prometheus gauges, the bench's JSON lines, logs).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from dataclasses import dataclass, field
+
+
+@dataclass(slots=True)
+class TranscribeMetrics:
+    """What a tier did so far.
+
+    Attributes:
+        frames_in: Audio frames accepted.
+        audio_seconds_in: Seconds of audio accepted (all tracks summed).
+        utterances: Utterances the VAD opened.
+        finals: Final segments emitted (non-empty).
+        partials: Partial segments emitted.
+        partials_skipped: Partial hypotheses not emitted because the consumer lagged.
+        decodes: Decodes run, by kind (``final``, ``speculative``, ``partial``, ``deferred``).
+        decode_seconds: Wall seconds spent decoding.
+        speculation_hits: Finals taken from a decode started when silence began.
+        speculation_misses: Speculative decodes made stale by speech resuming.
+        dropped: Decoded texts dropped, by rule (``no_speech``, ``known_hallucination``…).
+        partial_interval_s: Current audio interval between partial decodes.
+        partial_degradations: Times the interval grew because decoding fell behind.
+        final_delays_s: Recent delays from speech end (frame clock, as ingested) to emission.
+    """
+
+    frames_in: int = 0
+    audio_seconds_in: float = 0.0
+    utterances: int = 0
+    finals: int = 0
+    partials: int = 0
+    partials_skipped: int = 0
+    decodes: Counter[str] = field(default_factory=Counter)
+    decode_seconds: float = 0.0
+    speculation_hits: int = 0
+    speculation_misses: int = 0
+    dropped: Counter[str] = field(default_factory=Counter)
+    partial_interval_s: float = 0.0
+    partial_degradations: int = 0
+    final_delays_s: deque[float] = field(default_factory=lambda: deque(maxlen=1000))
+
+    def snapshot(self) -> dict[str, float]:
+        """Flat ``name → value`` view (``decodes_final``, ``dropped_no_speech``…)."""
+        out: dict[str, float] = {
+            "frames_in": self.frames_in,
+            "audio_seconds_in": round(self.audio_seconds_in, 3),
+            "utterances": self.utterances,
+            "finals": self.finals,
+            "partials": self.partials,
+            "partials_skipped": self.partials_skipped,
+            "decode_seconds": round(self.decode_seconds, 3),
+            "speculation_hits": self.speculation_hits,
+            "speculation_misses": self.speculation_misses,
+            "partial_interval_s": self.partial_interval_s,
+            "partial_degradations": self.partial_degradations,
+        }
+        out.update({f"decodes_{kind}": n for kind, n in self.decodes.items()})
+        out.update({f"dropped_{rule}": n for rule, n in self.dropped.items()})
+        return out

@@ -1,0 +1,59 @@
+"""Knobs of both tiers, one frozen object the agent builds from its settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent.contracts.whisper_models import DEFAULT_MODEL, MULTILINGUAL_DEFAULT_MODEL
+from agent.transcribe.segmenter import SegmenterOptions
+
+
+class TranscribeOptions(BaseModel):
+    """How to transcribe; every duration is seconds of audio.
+
+    Attributes:
+        model: Registry name (``tiny.en``, ``base``) or a local CTranslate2 directory.
+        deferred_model: Model of the deferred pass; None picks ``model`` for English and
+            ``base`` when the language is not English, unknown, or the task is translate.
+        models_dir: Cache of assembled models (the joined ``base``).
+        cpu_threads: CTranslate2 threads per decode.
+        vad: ``silero`` (default, measured) or ``energy``.
+        segmenter: Utterance cutting thresholds.
+        partials: Decode partial hypotheses while someone speaks.
+        partial_interval_s: Audio between two partial decodes of one utterance.
+        partial_interval_max_s: Ceiling the interval degrades to when the CPU falls behind.
+        realtime_beam_size: Beam of the realtime tier (1: greedy, measured best for latency).
+        deferred_beam_size: Beam of the deferred pass.
+        frame_queue_size: Frames buffered before ``feed`` waits (backpressure, never drop).
+        segment_queue_size: Segments buffered for the consumer; partials are skipped, finals
+            wait, when it is full.
+        language_lock_probability: Detection confidence that fixes a speaker's language.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str = DEFAULT_MODEL
+    deferred_model: str | None = None
+    models_dir: Path = Path("./data/models")
+    cpu_threads: int = Field(default=2, ge=1, le=64)
+    vad: Literal["silero", "energy"] = "silero"
+    segmenter: SegmenterOptions = SegmenterOptions()
+    partials: bool = True
+    partial_interval_s: float = Field(default=2.0, gt=0.2)
+    partial_interval_max_s: float = Field(default=8.0, gt=0.2)
+    realtime_beam_size: int = Field(default=1, ge=1, le=10)
+    deferred_beam_size: int = Field(default=5, ge=1, le=10)
+    frame_queue_size: int = Field(default=256, ge=1)
+    segment_queue_size: int = Field(default=1024, ge=1)
+    language_lock_probability: float = Field(default=0.8, gt=0, le=1)
+
+    def deferred_model_for(self, language: str | None, translate: bool) -> str:
+        """The model the deferred pass loads for this bot's language and task."""
+        if self.deferred_model is not None:
+            return self.deferred_model
+        if translate or language is None or language.lower() != "en":
+            return MULTILINGUAL_DEFAULT_MODEL
+        return self.model

@@ -1,0 +1,267 @@
+"""Cut one track's audio into utterances from per-window speech probabilities.
+
+Pure logic, no model: the caller feeds samples together with the VAD probabilities of the
+512-sample windows they complete (:mod:`agent.transcribe.vad`), and gets events back. All
+decisions use sample counts (the frames' own clock), never the wall clock, so replaying a file
+faster than real time cuts it exactly as live audio would be cut.
+
+An utterance starts on a window with probability ≥ ``threshold`` and keeps ``pre_roll_s`` of
+audio before it. Once the probability stays below ``neg_threshold`` for ``speculate_s`` the
+segmenter emits :class:`Speculate` with the audio so far (speech plus that short tail): decoding
+it right away is what makes the final segment arrive soon after speech ends. Speech coming back
+before ``endpoint_s`` of silence emits :class:`Resume` (the speculative text becomes a partial);
+otherwise :class:`Ended` closes the utterance with exactly the speculated audio, so a finished
+speculative decode is the final result. Utterances longer than ``max_utterance_s`` are cut at
+their quietest window of the last ``split_search_s`` (Whisper sees at most 30 s at once).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent.audio import SAMPLE_RATE
+from agent.transcribe.vad import WINDOW
+
+
+class SegmenterOptions(BaseModel):
+    """Thresholds of the utterance cutter; durations in seconds of audio."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    threshold: float = Field(default=0.5, gt=0, lt=1)
+    neg_threshold: float = Field(default=0.35, gt=0, lt=1)
+    pre_roll_s: float = Field(default=0.3, ge=0)
+    speculate_s: float = Field(default=0.16, ge=0.032)
+    endpoint_s: float = Field(default=0.45, ge=0.064)
+    min_speech_s: float = Field(default=0.25, ge=0)
+    max_utterance_s: float = Field(default=25.0, gt=2, le=29.5)
+    split_search_s: float = Field(default=8.0, gt=0)
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """Speech began: ``start_sample`` counts samples since the track's first one."""
+
+    utterance: int
+    start_sample: int
+
+
+@dataclass(frozen=True, slots=True)
+class Speculate:
+    """Silence began; ``audio`` is the utterance so far, decodable as if it were final."""
+
+    utterance: int
+    start_sample: int
+    audio: npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """Speech came back before the endpoint: the last speculation was not final."""
+
+    utterance: int
+
+
+@dataclass(frozen=True, slots=True)
+class Ended:
+    """The utterance is over.
+
+    Attributes:
+        utterance: Number of the utterance on this track (0, 1, …).
+        start_sample: Track sample where ``audio`` begins (pre-roll included).
+        audio: What to decode; identical to the last speculation when ``speculated``.
+        speculated: True when a :class:`Speculate` carried exactly this audio.
+        voiced_s: Seconds the VAD judged voiced.
+        lead: Samples of pre-roll before the first voiced window.
+        trail: Samples of silence kept after the last voiced window.
+    """
+
+    utterance: int
+    start_sample: int
+    audio: npt.NDArray[np.float32]
+    speculated: bool
+    voiced_s: float
+    lead: int = 0
+    trail: int = 0
+
+
+SegmenterEvent = Started | Speculate | Resume | Ended
+
+
+@dataclass(slots=True)
+class _Open:
+    number: int
+    start_sample: int
+    chunks: list[npt.NDArray[np.float32]] = field(default_factory=list)
+    probs: list[float] = field(default_factory=list)
+    length: int = 0
+    lead: int = 0
+    silence_windows: int = 0
+    speculated_length: int | None = None
+
+    def append(self, window: npt.NDArray[np.float32], prob: float) -> None:
+        self.chunks.append(window)
+        self.probs.append(prob)
+        self.length += len(window)
+
+    def audio(self, length: int | None = None) -> npt.NDArray[np.float32]:
+        data = np.concatenate(self.chunks) if self.chunks else np.zeros(0, dtype=np.float32)
+        return data if length is None else data[:length]
+
+
+class UtteranceSegmenter:
+    """Per-track utterance state machine (see module docstring)."""
+
+    def __init__(self, options: SegmenterOptions | None = None) -> None:
+        self._opts = options or SegmenterOptions()
+        self._pre_roll: deque[npt.NDArray[np.float32]] = deque(
+            maxlen=max(0, round(self._opts.pre_roll_s * SAMPLE_RATE / WINDOW))
+        )
+        self._samples_seen = 0
+        self._next_number = 0
+        self._open: _Open | None = None
+        self._pending = np.zeros(0, dtype=np.float32)
+        self._speculate_windows = max(1, round(self._opts.speculate_s * SAMPLE_RATE / WINDOW))
+        self._endpoint_windows = max(
+            self._speculate_windows + 1, round(self._opts.endpoint_s * SAMPLE_RATE / WINDOW)
+        )
+        self._max_windows = round(self._opts.max_utterance_s * SAMPLE_RATE / WINDOW)
+
+    @property
+    def speaking(self) -> bool:
+        """True while an utterance is open."""
+        return self._open is not None
+
+    @property
+    def samples_seen(self) -> int:
+        """Samples consumed so far (the track's audio clock)."""
+        return self._samples_seen
+
+    def current(self) -> tuple[int, int, npt.NDArray[np.float32]] | None:
+        """``(utterance, start_sample, audio so far)`` of the open utterance, for partials."""
+        if self._open is None:
+            return None
+        return (self._open.number, self._open.start_sample, self._open.audio())
+
+    def push(
+        self, samples: npt.NDArray[np.float32], probs: npt.NDArray[np.float32]
+    ) -> list[SegmenterEvent]:
+        """Consume samples and the probabilities of the windows they complete.
+
+        ``probs`` must come from a detector fed the same samples: one value per completed
+        512-sample window, remainders carried to the next call.
+        """
+        data = np.concatenate([self._pending, samples]) if len(self._pending) else samples
+        usable = len(probs) * WINDOW
+        if usable > len(data):
+            raise ValueError("more VAD windows than samples")
+        self._pending = data[usable:].copy()
+        events: list[SegmenterEvent] = []
+        for i, prob in enumerate(probs):
+            self._window(data[i * WINDOW : (i + 1) * WINDOW], float(prob), events)
+        return events
+
+    def flush(self) -> list[SegmenterEvent]:
+        """End the open utterance now (track closed): returns its :class:`Ended`, if any."""
+        events: list[SegmenterEvent] = []
+        if self._open is not None:
+            tail = self._pending
+            if len(tail):
+                self._open.append(tail, 0.0)
+                self._samples_seen += len(tail)
+            self._pending = np.zeros(0, dtype=np.float32)
+            self._close(self._open.length, events, speculated=False)
+        return events
+
+    def _window(
+        self, window: npt.NDArray[np.float32], prob: float, out: list[SegmenterEvent]
+    ) -> None:
+        opts = self._opts
+        position = self._samples_seen
+        self._samples_seen += len(window)
+        utt = self._open
+        if utt is None:
+            if prob >= opts.threshold:
+                roll = list(self._pre_roll)
+                start = position - sum(len(w) for w in roll)
+                utt = _Open(number=self._next_number, start_sample=start, lead=position - start)
+                self._next_number += 1
+                for w in roll:
+                    utt.append(w, 0.0)
+                self._pre_roll.clear()
+                utt.append(window, prob)
+                self._open = utt
+                out.append(Started(utt.number, start))
+            else:
+                self._pre_roll.append(window)
+            return
+        utt.append(window, prob)
+        if prob >= opts.threshold or (prob >= opts.neg_threshold and utt.silence_windows == 0):
+            if utt.speculated_length is not None:
+                out.append(Resume(utt.number))
+                utt.speculated_length = None
+            utt.silence_windows = 0
+        else:
+            utt.silence_windows += 1
+            if utt.silence_windows == self._speculate_windows:
+                utt.speculated_length = utt.length
+                out.append(Speculate(utt.number, utt.start_sample, utt.audio()))
+            elif utt.silence_windows >= self._endpoint_windows:
+                length = utt.speculated_length or utt.length
+                self._close(length, out, speculated=utt.speculated_length is not None)
+                return
+        if len(utt.probs) >= self._max_windows:
+            self._split(out)
+
+    def _voiced_seconds(self, probs: list[float]) -> float:
+        voiced = sum(1 for p in probs if p >= self._opts.threshold)
+        return voiced * WINDOW / SAMPLE_RATE
+
+    def _close(self, length: int, out: list[SegmenterEvent], *, speculated: bool) -> None:
+        utt = self._open
+        assert utt is not None  # noqa: S101 - callers hold an open utterance
+        self._open = None
+        kept_windows = -(-length // WINDOW)
+        voiced = self._voiced_seconds(utt.probs[:kept_windows])
+        # The silence after the cut becomes pre-roll for the next utterance.
+        audio = utt.audio()
+        tail = audio[length:]
+        for i in range(0, len(tail) - len(tail) % WINDOW, WINDOW):
+            self._pre_roll.append(tail[i : i + WINDOW])
+        if voiced < self._opts.min_speech_s:
+            if speculated:
+                # The speculative decode must not outlive a discarded utterance.
+                out.append(Resume(utt.number))
+            return
+        trail = utt.silence_windows * WINDOW if not speculated else self._speculate_windows * WINDOW
+        trail = min(trail, max(0, length - utt.lead))
+        out.append(
+            Ended(utt.number, utt.start_sample, audio[:length], speculated, voiced, utt.lead, trail)
+        )
+
+    def _split(self, out: list[SegmenterEvent]) -> None:
+        utt = self._open
+        assert utt is not None  # noqa: S101 - called only with an open utterance
+        search = round(self._opts.split_search_s * SAMPLE_RATE / WINDOW)
+        probs = np.asarray(utt.probs, dtype=np.float32)
+        lo = max(1, len(probs) - search)
+        cut_window = lo + int(np.argmin(probs[lo:]))
+        cut = cut_window * WINDOW
+        audio = utt.audio()
+        rest_audio, rest_probs = audio[cut:], utt.probs[cut_window:]
+        if utt.speculated_length is not None:
+            out.append(Resume(utt.number))
+        voiced = self._voiced_seconds(utt.probs[:cut_window])
+        out.append(Ended(utt.number, utt.start_sample, audio[:cut], False, voiced, utt.lead, 0))
+        nxt = _Open(number=self._next_number, start_sample=utt.start_sample + cut)
+        self._next_number += 1
+        for i, prob in enumerate(rest_probs):
+            nxt.append(rest_audio[i * WINDOW : (i + 1) * WINDOW], prob)
+        nxt.silence_windows = utt.silence_windows
+        self._open = nxt
+        out.append(Started(nxt.number, nxt.start_sample))
