@@ -1,0 +1,379 @@
+"""One bot in one meeting, from launch to exit (DESIGN.md §2).
+
+:class:`Bot` owns everything the agent runs: the SSE server, the link to the control plane,
+the browser, the platform adapter, the status machine and timers, the command loop. Its
+:meth:`Bot.run` goes ``joining → (awaiting_admission →) active → stopping → completed|failed``
+and always ends the same way, whatever happened: leave the meeting, close the browser, report
+the final status, deliver the outbox (up to ``drain_timeout_seconds``), stop serving.
+
+Exit reasons (``status_reason`` codes of DESIGN.md §3):
+
+| cause | final status / reason |
+|---|---|
+| platform says the meeting does not exist | failed / meeting_not_found |
+| join button never appeared, page failed | failed / join_error |
+| host denied the request | failed / admission_denied |
+| lobby longer than the admission timeout | failed / admission_timeout |
+| host removed the bot | completed / removed_by_host |
+| meeting ended | completed / meeting_ended (failed if never admitted) |
+| nobody else ever came | completed / startup_alone |
+| everyone else left | completed / left_alone |
+| stop command | completed / stopped_by_api |
+| SIGTERM | completed / sigterm |
+| anything unexpected | failed / internal_error |
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Page
+
+from agent import __version__
+from agent.artifacts import ArtifactUploader
+from agent.audio import SpeakerActivity
+from agent.browser.session import BrowserSession
+from agent.capture.pcm import AudioCapture
+from agent.commands import CommandHandler
+from agent.contracts.bot_config import BotConfig
+from agent.contracts.link import ChatMessageEvent, Command, Register, utc_now
+from agent.contracts.status import BotStatus, StatusReason
+from agent.errors import (
+    BrowserError,
+    CapabilityNotSupported,
+    JoinFailed,
+    MeetingExit,
+    MeetingLeft,
+)
+from agent.events import BotEvents, Observer
+from agent.lifecycle import MeetingTimers, StatusMachine, Timeouts
+from agent.link.client import LinkClient, LinkTiming, agent_link_url
+from agent.link.outbox import Outbox
+from agent.platforms import adapter_for
+from agent.platforms.base import ChatLine, MeetingState, PlatformAdapter
+from agent.settings import AgentSettings
+from agent.sse.log import EventLog
+from agent.sse.server import SseServer, StreamAuth, create_sse_app
+
+log = logging.getLogger(__name__)
+
+SpeakerSink = Callable[[SpeakerActivity], Awaitable[None]]
+
+# Screens that end an attempt to join (before admission) and their reasons.
+_JOIN_FAILURES: dict[MeetingState, StatusReason] = {
+    MeetingState.NOT_FOUND: StatusReason.MEETING_NOT_FOUND,
+    MeetingState.DENIED: StatusReason.ADMISSION_DENIED,
+    MeetingState.NO_ANSWER: StatusReason.ADMISSION_TIMEOUT,
+    MeetingState.REMOVED: StatusReason.ADMISSION_DENIED,
+    MeetingState.ENDED: StatusReason.MEETING_ENDED,
+}
+# Screens that end a meeting the bot was in.
+_MEETING_ENDS: dict[MeetingState, StatusReason] = {
+    MeetingState.REMOVED: StatusReason.REMOVED_BY_HOST,
+    MeetingState.ENDED: StatusReason.MEETING_ENDED,
+    MeetingState.NOT_FOUND: StatusReason.MEETING_ENDED,
+    MeetingState.DENIED: StatusReason.REMOVED_BY_HOST,
+}
+LEAVE_TIMEOUT_S = 10.0
+
+
+def _now() -> float:
+    return asyncio.get_running_loop().time()
+
+
+class Bot:
+    """Runs one bot (see the module docstring).
+
+    Args:
+        config: The bot's config from the launcher (or built by ``meetbot agent``).
+        settings: The agent host's settings.
+        observer: Optional consumer of every event (the CLI prints them).
+        speaker_sink: Optional consumer of active-speaker changes (the transcriber).
+    """
+
+    def __init__(
+        self,
+        config: BotConfig,
+        settings: AgentSettings,
+        observer: Observer | None = None,
+        speaker_sink: SpeakerSink | None = None,
+    ) -> None:
+        self.config = config
+        self.settings = settings
+        self.bot_id = str(config.bot_id)
+        self.stream = EventLog()
+        self.capture = AudioCapture()
+        self.adapter: PlatformAdapter = adapter_for(config.platform)
+        self.browser = BrowserSession(settings, config.settings.bot_name, self.capture)
+        self.timers = MeetingTimers(Timeouts.from_settings(config.settings, settings.timeout_scale))
+        self._observer = observer
+        self._speaker_sink = speaker_sink
+        self._stop = asyncio.Event()
+        self._stop_reason: StatusReason = StatusReason.STOPPED_BY_API
+        self._outbox: Outbox | None = None
+        self.link: LinkClient | None = None
+        self.sse: SseServer | None = None
+        self.events = BotEvents(self.stream, None, observer)
+        self.machine = StatusMachine(self.events)
+        self.participants: list[str] = []
+        self._speaking: set[str] = set()
+        self._chat_seen: set[str] = set()
+        self.joined_at: float | None = None
+
+    # ---- control --------------------------------------------------------------------
+
+    def request_stop(self, reason: StatusReason = StatusReason.STOPPED_BY_API) -> None:
+        """Ask the bot to leave (stop command, SIGTERM); the first reason wins."""
+        if not self._stop.is_set():
+            self._stop_reason = reason
+            self._stop.set()
+
+    async def _pause(self, seconds: float) -> None:
+        """Sleep up to ``seconds`` (less when a timer is due); leave at once when asked to."""
+        deadline = self.timers.next_deadline()
+        if deadline is not None:
+            seconds = max(0.0, min(seconds, deadline - _now()))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stop.wait(), timeout=seconds)
+        if self._stop.is_set():
+            raise MeetingLeft(self._stop_reason)
+
+    # ---- run ------------------------------------------------------------------------
+
+    async def run(self) -> BotStatus:
+        """Attend the meeting and shut down cleanly; returns the final status."""
+        await self._start_services()
+        commands: asyncio.Task[None] | None = None
+        if self.link is not None:
+            commands = asyncio.create_task(self._serve_commands(self.link), name="commands")
+        exit_: MeetingExit
+        try:
+            await self._attend()
+            exit_ = MeetingLeft(StatusReason.STOPPED_BY_API)
+        except MeetingExit as exc:
+            exit_ = exc
+        except asyncio.CancelledError:
+            exit_ = MeetingLeft(StatusReason.SIGTERM)
+        except Exception as exc:
+            log.exception("bot failed", extra={"error": type(exc).__name__})
+            exit_ = JoinFailed(StatusReason.INTERNAL_ERROR, type(exc).__name__)
+        try:
+            await self._finish(exit_)
+        finally:
+            if commands is not None:
+                commands.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await commands
+            await self._stop_services()
+        return self.machine.status
+
+    async def _start_services(self) -> None:
+        s = self.settings
+        app = create_sse_app(
+            self.stream,
+            StreamAuth(self.bot_id, self.config.stream_public_key),
+            s.sse_ping_seconds,
+        )
+        self.sse = SseServer(app, s.sse_host, s.sse_port, s.sse_public_url)
+        await self.sse.start()
+        if self.config.control_plane_url and self.config.agent_token:
+            self._outbox = Outbox(s.data_dir / f"outbox-{self.bot_id}.sqlite3")
+            sse = self.sse
+            self.link = LinkClient(
+                agent_link_url(self.config.control_plane_url, self.bot_id),
+                self.config.agent_token,
+                self._outbox,
+                register=lambda: Register(stream_url=sse.url, agent_version=__version__),
+                timing=LinkTiming(
+                    s.heartbeat_interval_seconds, s.reconnect_min_seconds, s.reconnect_max_seconds
+                ),
+            )
+            self.events = BotEvents(self.stream, self.link.send, self._observer)
+            self.machine = StatusMachine(self.events)
+            self.link.start()
+        log.info("agent started", extra={"bot_id": self.bot_id, "stream_url": self.sse.url})
+
+    async def _stop_services(self) -> None:
+        if self.link is not None:
+            drained = await self.link.drain(self.settings.drain_timeout_seconds)
+            if not drained:
+                log.warning("outbox not drained before exit", extra={"bot_id": self.bot_id})
+            await self.link.close()
+        if self._outbox is not None:
+            self._outbox.close()
+        await self.stream.close()
+        if self.sse is not None:
+            await self.sse.stop()
+
+    # ---- the meeting ----------------------------------------------------------------
+
+    async def _attend(self) -> None:
+        await self.machine.move(BotStatus.JOINING, StatusReason.JOIN_STARTED)
+        page = await self.browser.start()
+        url = self.adapter.meeting_url(self.config.meeting_url)
+        timeout_ms = self.settings.join_timeout_seconds * 1000
+        try:
+            await page.goto(url, wait_until="domcontentloaded", timeout=timeout_ms)
+        except PlaywrightError as exc:
+            raise JoinFailed(StatusReason.JOIN_ERROR, "meeting page did not load") from exc
+        await self._join(page)
+        await self._admission(page)
+        await self._in_meeting(page)
+
+    async def _join(self, page: Page) -> None:
+        deadline = _now() + self.settings.join_timeout_seconds
+        while True:
+            state = await self.adapter.state(page)
+            if state in _JOIN_FAILURES:
+                raise JoinFailed(_JOIN_FAILURES[state])
+            if state in (MeetingState.LOBBY, MeetingState.IN_MEETING):
+                return
+            if await self.adapter.prepare(page, self.config.settings.bot_name):
+                try:
+                    await self.adapter.click_join(page)
+                    return
+                except BrowserError:
+                    log.info("join button not ready yet")
+            if _now() >= deadline:
+                raise JoinFailed(StatusReason.JOIN_ERROR, "no join button")
+            await self._pause(self.settings.poll_interval_seconds)
+
+    async def _admission(self, page: Page) -> None:
+        deadline = _now() + self.settings.join_timeout_seconds
+        while True:
+            state = await self.adapter.state(page)
+            if state in _JOIN_FAILURES:
+                raise JoinFailed(_JOIN_FAILURES[state])
+            if state is MeetingState.IN_MEETING:
+                was_waiting = self.machine.status is BotStatus.AWAITING_ADMISSION
+                reason = StatusReason.ADMITTED if was_waiting else StatusReason.JOINED
+                self.timers.admitted(_now())
+                self.joined_at = time.time()
+                await self.machine.move(BotStatus.ACTIVE, reason)
+                return
+            if state is MeetingState.LOBBY and self.machine.status is BotStatus.JOINING:
+                self.timers.entered_lobby(_now())
+                await self.machine.move(BotStatus.AWAITING_ADMISSION, StatusReason.LOBBY)
+            if self.timers.expired(_now()) is StatusReason.ADMISSION_TIMEOUT:
+                raise JoinFailed(StatusReason.ADMISSION_TIMEOUT)
+            if self.timers.lobby_since is None and _now() >= deadline:
+                raise JoinFailed(StatusReason.JOIN_ERROR, "neither lobby nor meeting after join")
+            await self._pause(self.settings.poll_interval_seconds)
+
+    async def _in_meeting(self, page: Page) -> None:
+        with contextlib.suppress(Exception):
+            await self.adapter.open_chat(page)
+        await self._update_participants(page, initial=True)
+        tick = 0
+        while True:
+            state = await self.adapter.state(page)
+            if state in _MEETING_ENDS:
+                raise MeetingLeft(_MEETING_ENDS[state])
+            await self._update_speakers(page)
+            if tick % 2 == 0:
+                await self._update_participants(page)
+                await self._update_chat(page)
+            tick += 1
+            expired = self.timers.expired(_now())
+            if expired is not None:
+                raise MeetingLeft(expired)
+            await self._pause(self.settings.poll_interval_seconds)
+
+    async def _update_participants(self, page: Page, initial: bool = False) -> None:
+        names = await self.adapter.participants(page, self.config.settings.bot_name)
+        self.timers.observe(len(names), _now())
+        if names == self.participants and not initial:
+            return
+        joined = [n for n in names if n not in self.participants]
+        left = [n for n in self.participants if n not in names]
+        if not initial and not joined and not left:
+            self.participants = names  # only the order changed
+            return
+        self.participants = names
+        await self.events.participants(names, joined, left)
+
+    async def _update_speakers(self, page: Page) -> None:
+        speaking = await self.adapter.speakers(page)
+        if speaking == self._speaking:
+            return
+        changes = self.speaker_changes(self._speaking, speaking)
+        self._speaking = speaking
+        if self._speaker_sink is not None:
+            for change in changes:
+                await self._speaker_sink(change)
+
+    @staticmethod
+    def speaker_changes(before: set[str], after: set[str]) -> list[SpeakerActivity]:
+        """Speaker indicator changes as :class:`SpeakerActivity` records stamped now."""
+        at = time.time()
+        stopped = [SpeakerActivity(name, False, at) for name in sorted(before - after)]
+        started = [SpeakerActivity(name, True, at) for name in sorted(after - before)]
+        return stopped + started
+
+    async def _update_chat(self, page: Page) -> None:
+        try:
+            lines = await self.adapter.read_chat(page)
+        except (PlaywrightError, BrowserError, CapabilityNotSupported):
+            return  # a chat panel hiccup (or no chat at all) must not end the meeting
+        own = {self.config.settings.bot_name.lower(), "you"}
+        for line in lines:
+            if line.key in self._chat_seen or not line.text:
+                continue
+            self._chat_seen.add(line.key)
+            # The bot's own messages were reported when it sent them (commands.py).
+            if line.sender.lower() not in own:
+                await self.events.chat(self._chat_event(line))
+
+    @staticmethod
+    def _chat_event(line: ChatLine) -> ChatMessageEvent:
+        return ChatMessageEvent(
+            message_id=line.key, sender=line.sender, text=line.text, timestamp=utc_now()
+        )
+
+    # ---- commands -------------------------------------------------------------------
+
+    async def _serve_commands(self, link: LinkClient) -> None:
+        handler = CommandHandler(
+            self.browser,
+            self.adapter,
+            self.events,
+            ArtifactUploader(self.config.agent_token, self.settings.data_dir / "artifacts"),
+            status=lambda: self.machine.status,
+            request_stop=self.request_stop,
+            bot_name=self.config.settings.bot_name,
+            default_avatar_url=self.config.settings.default_avatar_url,
+        )
+        while True:
+            command: Command = await link.commands.get()
+            await handler.handle(command)
+
+    # ---- leaving --------------------------------------------------------------------
+
+    async def _finish(self, exit_: MeetingExit) -> None:
+        was_active = self.machine.status is BotStatus.ACTIVE
+        final = exit_.status
+        if exit_.reason == StatusReason.MEETING_ENDED and not was_active:
+            final = BotStatus.FAILED
+        if exit_.reason in (StatusReason.STOPPED_BY_API, StatusReason.SIGTERM):
+            final = BotStatus.COMPLETED
+        log.info(
+            "bot leaving",
+            extra={"status_reason": exit_.reason, "final_status": final.value},
+        )
+        await self.machine.move(BotStatus.STOPPING, exit_.reason, exit_.detail)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._leave(), timeout=LEAVE_TIMEOUT_S)
+        await self.browser.close()
+        await self.machine.move(final, exit_.reason, exit_.detail)
+
+    async def _leave(self) -> None:
+        try:
+            page = self.browser.page
+        except RuntimeError:
+            return
+        await self.adapter.leave(page)

@@ -1,0 +1,292 @@
+// meetbot in-page agent, installed with BrowserContext.add_init_script before any page script.
+//
+// 1. Capture: every remote audio track (RTCPeerConnection "track" events, and <audio>/<video>
+//    elements) is fed through its own AudioWorklet in one AudioContext({sampleRate: 16000}), so
+//    Chromium resamples to 16 kHz and downmixes to mono (channelCount 1, explicit). Blocks of
+//    100 ms are converted to int16 and sent to Python through the exposed binding
+//    __meetbotPcm(trackId, startEpochMs, base64) — base64 because an ArrayBuffer crosses the
+//    binding as {} (findings.md §3). The context resumes on the first trusted gesture in case
+//    the autoplay flag is missing.
+// 2. Bot media: getUserMedia / getDisplayMedia / enumerateDevices are replaced so the bot's
+//    microphone is a MediaStreamAudioDestinationNode (silent until Python plays into it), its
+//    camera a canvas showing the avatar, its screen another canvas. These tracks are never
+//    captured as meeting audio.
+(() => {
+  'use strict';
+  if (window.__meetbot) return;
+
+  const RATE = 16000;
+  const BLOCK = 1600; // 100 ms
+  const ownTrackIds = new Set();
+  const captured = new Map(); // track id -> {track, nodes, origin, blocks}
+  let captureCtx = null;
+  let workletReady = null;
+  let mediaCtx = null;
+  let mic = null;
+  let camera = null;
+  let screen = null;
+
+  function call(name, ...args) {
+    const fn = window[name];
+    if (typeof fn !== 'function') return;
+    try {
+      const result = fn(...args);
+      if (result && typeof result.catch === 'function') result.catch(() => {});
+    } catch (err) {
+      // The binding is gone while the page unloads; nothing to report to.
+    }
+  }
+
+  const WORKLET = `
+    class MeetbotPcm extends AudioWorkletProcessor {
+      constructor() { super(); this.buf = new Float32Array(${BLOCK}); this.n = 0; }
+      process(inputs) {
+        const input = inputs[0];
+        const ch = input && input[0];
+        if (ch) {
+          for (let i = 0; i < ch.length; i++) {
+            this.buf[this.n++] = ch[i];
+            if (this.n === ${BLOCK}) {
+              this.port.postMessage(this.buf, [this.buf.buffer]);
+              this.buf = new Float32Array(${BLOCK});
+              this.n = 0;
+            }
+          }
+        }
+        return true;
+      }
+    }
+    registerProcessor('meetbot-pcm', MeetbotPcm);`;
+
+  function ensureCaptureContext() {
+    if (captureCtx) return captureCtx;
+    captureCtx = new AudioContext({ sampleRate: RATE });
+    const url = URL.createObjectURL(new Blob([WORKLET], { type: 'application/javascript' }));
+    workletReady = captureCtx.audioWorklet.addModule(url);
+    const resume = () => {
+      if (captureCtx.state !== 'running') captureCtx.resume().catch(() => {});
+    };
+    for (const type of ['pointerdown', 'keydown']) window.addEventListener(type, resume, true);
+    resume();
+    return captureCtx;
+  }
+
+  function toBase64(block) {
+    const pcm = new Int16Array(block.length);
+    for (let i = 0; i < block.length; i++) {
+      const s = Math.max(-1, Math.min(1, block[i]));
+      pcm[i] = s < 0 ? s * 0x8000 : s * 0x7fff;
+    }
+    const bytes = new Uint8Array(pcm.buffer);
+    let binary = '';
+    for (let i = 0; i < bytes.length; i += 0x8000) {
+      binary += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
+    }
+    return btoa(binary);
+  }
+
+  function captureTrack(track, origin) {
+    if (!track || track.kind !== 'audio') return;
+    if (ownTrackIds.has(track.id) || captured.has(track.id)) return;
+    const ctx = ensureCaptureContext();
+    const entry = { track, origin, nodes: [], blocks: 0 };
+    captured.set(track.id, entry);
+    workletReady.then(() => {
+      if (track.readyState === 'ended') {
+        captured.delete(track.id);
+        return;
+      }
+      const source = ctx.createMediaStreamSource(new MediaStream([track]));
+      const node = new AudioWorkletNode(ctx, 'meetbot-pcm', {
+        numberOfInputs: 1,
+        numberOfOutputs: 1,
+        channelCount: 1,
+        channelCountMode: 'explicit',
+        channelInterpretation: 'speakers',
+      });
+      // A silent path to the destination keeps the graph pulled by the renderer.
+      const silent = ctx.createGain();
+      silent.gain.value = 0;
+      source.connect(node);
+      node.connect(silent);
+      silent.connect(ctx.destination);
+      node.port.onmessage = (event) => {
+        const block = event.data;
+        let peak = 0;
+        for (let i = 0; i < block.length; i++) {
+          const v = block[i] < 0 ? -block[i] : block[i];
+          if (v > peak) peak = v;
+        }
+        // Digital silence (a muted or idle track) carries nothing worth shipping.
+        if (peak === 0) return;
+        entry.blocks += 1;
+        const start = Date.now() - (block.length * 1000) / RATE;
+        call('__meetbotPcm', track.id, start, toBase64(block));
+      };
+      entry.nodes = [source, node, silent];
+      call('__meetbotTrack', track.id, 'added', origin);
+    }).catch((err) => call('__meetbotTrack', track.id, 'error', String(err)));
+    track.addEventListener('ended', () => {
+      for (const n of entry.nodes) {
+        try { n.disconnect(); } catch (err) { /* already disconnected */ }
+      }
+      captured.delete(track.id);
+      call('__meetbotTrack', track.id, 'ended', origin);
+    });
+  }
+
+  // Remote WebRTC tracks, as Vexa's and Attendee's bots hook them (platforms.md "Audio capture").
+  const NativePeerConnection = window.RTCPeerConnection;
+  if (NativePeerConnection) {
+    const MeetbotPeerConnection = function (...args) {
+      const pc = new NativePeerConnection(...args);
+      pc.addEventListener('track', (event) => captureTrack(event.track, 'rtc'));
+      return pc;
+    };
+    MeetbotPeerConnection.prototype = NativePeerConnection.prototype;
+    Object.setPrototypeOf(MeetbotPeerConnection, NativePeerConnection);
+    window.RTCPeerConnection = MeetbotPeerConnection;
+    if (window.webkitRTCPeerConnection) window.webkitRTCPeerConnection = MeetbotPeerConnection;
+  }
+
+  // Media elements the page plays (srcObject streams, or src URLs through captureStream()).
+  function scanMediaElements() {
+    for (const el of document.querySelectorAll('audio, video')) {
+      const stream = el.srcObject;
+      if (stream instanceof MediaStream) {
+        for (const t of stream.getAudioTracks()) captureTrack(t, 'element');
+      } else if (el.src && !el.paused && !el.__meetbotCaptured && el.captureStream) {
+        try {
+          el.__meetbotCaptured = true;
+          for (const t of el.captureStream().getAudioTracks()) captureTrack(t, 'element');
+        } catch (err) {
+          // Cross-origin media without CORS cannot be captured.
+        }
+      }
+    }
+  }
+  setInterval(scanMediaElements, 1000);
+
+  // ---- the bot's own media -------------------------------------------------------------
+  function ensureMediaContext() {
+    if (!mediaCtx) mediaCtx = new AudioContext();
+    return mediaCtx;
+  }
+
+  function ensureMic() {
+    if (mic) return mic;
+    const ctx = ensureMediaContext();
+    const destination = ctx.createMediaStreamDestination();
+    const gain = ctx.createGain();
+    gain.connect(destination);
+    mic = { destination, gain };
+    for (const t of destination.stream.getAudioTracks()) ownTrackIds.add(t.id);
+    return mic;
+  }
+
+  function makeCanvasSource(label) {
+    const canvas = document.createElement('canvas');
+    canvas.width = 640;
+    canvas.height = 360;
+    const source = { canvas, image: null, label, stream: null };
+    const draw = () => {
+      const g = canvas.getContext('2d');
+      g.fillStyle = '#1f2937';
+      g.fillRect(0, 0, canvas.width, canvas.height);
+      if (source.image && source.image.complete && source.image.naturalWidth) {
+        const img = source.image;
+        const scale = Math.min(canvas.width / img.naturalWidth, canvas.height / img.naturalHeight);
+        const w = img.naturalWidth * scale;
+        const h = img.naturalHeight * scale;
+        g.drawImage(img, (canvas.width - w) / 2, (canvas.height - h) / 2, w, h);
+      } else {
+        g.fillStyle = '#e5e7eb';
+        g.font = 'bold 96px sans-serif';
+        g.textAlign = 'center';
+        g.textBaseline = 'middle';
+        g.fillText(source.label(), canvas.width / 2, canvas.height / 2);
+      }
+    };
+    draw();
+    setInterval(draw, 200);
+    source.stream = canvas.captureStream(5);
+    for (const t of source.stream.getTracks()) ownTrackIds.add(t.id);
+    return source;
+  }
+
+  function botInitials() {
+    const name = String(window.__meetbotBotName || 'meetbot').trim();
+    const parts = name.split(/\s+/).filter(Boolean).slice(0, 2);
+    return parts.map((p) => p[0].toUpperCase()).join('') || 'MB';
+  }
+
+  function ensureCamera() {
+    if (!camera) camera = makeCanvasSource(botInitials);
+    return camera;
+  }
+
+  function ensureScreen() {
+    if (!screen) screen = makeCanvasSource(() => '');
+    return screen;
+  }
+
+  function cloneOwn(track) {
+    const copy = track.clone();
+    ownTrackIds.add(copy.id);
+    return copy;
+  }
+
+  const devices = navigator.mediaDevices;
+  if (devices) {
+    devices.getUserMedia = async function (constraints) {
+      const wanted = constraints || {};
+      const stream = new MediaStream();
+      if (wanted.audio) stream.addTrack(cloneOwn(ensureMic().destination.stream.getAudioTracks()[0]));
+      if (wanted.video) stream.addTrack(cloneOwn(ensureCamera().stream.getVideoTracks()[0]));
+      return stream;
+    };
+    devices.getDisplayMedia = async function () {
+      return new MediaStream([cloneOwn(ensureScreen().stream.getVideoTracks()[0])]);
+    };
+    devices.enumerateDevices = async function () {
+      const device = (kind, label) => ({
+        deviceId: 'meetbot-' + kind, groupId: 'meetbot', kind, label,
+        toJSON() { return { deviceId: this.deviceId, groupId: this.groupId, kind, label }; },
+      });
+      return [
+        device('audioinput', 'meetbot microphone'),
+        device('videoinput', 'meetbot camera'),
+        device('audiooutput', 'meetbot speaker'),
+      ];
+    };
+  }
+
+  function loadImage(url) {
+    return new Promise((resolve, reject) => {
+      const img = new Image();
+      img.onload = () => resolve(img);
+      img.onerror = () => reject(new Error('image failed to load'));
+      img.src = url;
+    });
+  }
+
+  const api = {
+    // Camera image: a data: URL (kept origin-clean so the canvas stream stays readable), or
+    // null for the default (the bot's initials).
+    async setAvatar(dataUrl) {
+      const cam = ensureCamera();
+      cam.image = dataUrl ? await loadImage(dataUrl) : null;
+      return true;
+    },
+    captureState() {
+      return {
+        context: captureCtx ? captureCtx.state : 'none',
+        tracks: Array.from(captured.entries()).map(([id, e]) => ({
+          id, origin: e.origin, blocks: e.blocks, state: e.track.readyState,
+        })),
+      };
+    },
+    scan: scanMediaElements,
+  };
+  Object.defineProperty(window, '__meetbot', { value: api, enumerable: false });
+})();

@@ -1,0 +1,123 @@
+"""One Chromium for one bot: launch, the in-page agent script, bindings, screenshots, close.
+
+Chromium is Debian's (``executable_path``; ``playwright install`` cannot run offline) with the
+quiet flags of :data:`agent.settings.QUIET_CHROMIUM_ARGS` plus ``extra_browser_args`` (e.g.
+``--host-resolver-rules`` for the testmeeting). ``inject.js`` is added to the context before
+any page script runs; it captures remote audio and gives the bot an agent-controlled
+microphone, camera and screen (no physical devices).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from importlib import resources
+from typing import Any
+
+from playwright.async_api import (
+    Browser,
+    BrowserContext,
+    Page,
+    Playwright,
+    async_playwright,
+)
+from playwright.async_api import Error as PlaywrightError
+
+from agent.capture.pcm import AudioCapture
+from agent.settings import AgentSettings
+
+log = logging.getLogger(__name__)
+
+
+def inject_script(bot_name: str) -> str:
+    """The init script: the bot's name for its camera image, then ``inject.js``."""
+    source = resources.files("agent.browser").joinpath("inject.js").read_text(encoding="utf-8")
+    return f"window.__meetbotBotName = {json.dumps(bot_name)};\n{source}"
+
+
+class BrowserSession:
+    """Owns Playwright, the browser, its context and the meeting page.
+
+    Args:
+        settings: Browser settings of the agent host.
+        bot_name: Display name (drawn on the default camera image).
+        capture: Receiver of the page's audio blocks.
+    """
+
+    def __init__(self, settings: AgentSettings, bot_name: str, capture: AudioCapture) -> None:
+        self._settings = settings
+        self._bot_name = bot_name
+        self._capture = capture
+        self._playwright: Playwright | None = None
+        self._browser: Browser | None = None
+        self._context: BrowserContext | None = None
+        self._page: Page | None = None
+
+    @property
+    def page(self) -> Page:
+        """The meeting page.
+
+        Raises:
+            RuntimeError: :meth:`start` has not run.
+        """
+        if self._page is None:
+            raise RuntimeError("browser session not started")
+        return self._page
+
+    async def start(self) -> Page:
+        """Launch Chromium and open a blank page with the bindings and the init script."""
+        s = self._settings
+        self._playwright = await async_playwright().start()
+        self._browser = await self._playwright.chromium.launch(
+            executable_path=str(s.chromium_path),
+            headless=s.headless,
+            args=[
+                *s.browser_args(),
+                f"--window-size={s.viewport_width},{s.viewport_height}",
+            ],
+        )
+        self._context = await self._browser.new_context(
+            ignore_https_errors=s.ignore_https_errors,
+            # The capture worklet loads from a blob: URL, which a strict CSP would refuse
+            # (findings.md §3 "CSP").
+            bypass_csp=True,
+            viewport={"width": s.viewport_width, "height": s.viewport_height},
+            locale="en-US",
+        )
+        await self._context.expose_binding("__meetbotPcm", self._on_pcm)
+        await self._context.expose_binding("__meetbotTrack", self._on_track)
+        await self._context.add_init_script(script=inject_script(self._bot_name))
+        self._page = await self._context.new_page()
+        log.info("browser started", extra={"headless": s.headless})
+        return self._page
+
+    def _on_pcm(self, _source: Any, track_id: str, start_ms: float, data: str) -> None:
+        self._capture.on_pcm(track_id, start_ms, data)
+
+    def _on_track(self, _source: Any, track_id: str, event: str, origin: str) -> None:
+        self._capture.on_track(track_id, event, origin)
+
+    async def screenshot(self) -> bytes:
+        """PNG of the page as the bot sees it (the viewport)."""
+        return await self.page.screenshot(type="png")
+
+    async def set_avatar(self, data_url: str | None) -> None:
+        """Show an image (a ``data:`` URL) on the bot's camera, or the default when None."""
+        await self.page.evaluate("(url) => window.__meetbot.setAvatar(url)", data_url)
+
+    async def capture_state(self) -> dict[str, Any]:
+        """The page's capture state: AudioContext state and tracks (for diagnostics, tests)."""
+        state: dict[str, Any] = await self.page.evaluate("() => window.__meetbot.captureState()")
+        return state
+
+    async def close(self) -> None:
+        """Close page, context, browser and Playwright; safe to call more than once."""
+        for closer in (self._context, self._browser):
+            if closer is not None:
+                with contextlib.suppress(PlaywrightError):
+                    await closer.close()
+        if self._playwright is not None:
+            with contextlib.suppress(PlaywrightError):
+                await self._playwright.stop()
+        self._page = self._context = self._browser = self._playwright = None

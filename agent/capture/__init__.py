@@ -1,0 +1,1 @@
+"""Remote meeting audio captured in the page, delivered to Python as ``AudioFrame``s."""

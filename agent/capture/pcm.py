@@ -1,0 +1,124 @@
+"""Receives the page's 100 ms PCM blocks and turns them into :class:`~agent.audio.AudioFrame`s.
+
+The page side is ``agent/browser/inject.js``: it calls the exposed binding
+``__meetbotPcm(track_id, start_epoch_ms, base64_int16)`` for every non-silent 100 ms block of
+every remote audio track (16 kHz mono int16 little-endian) and ``__meetbotTrack(track_id,
+event, origin)`` when a track is added or ends. Frames go to :attr:`AudioCapture.frames` for
+the transcriber; per-track levels are kept so tests and logs can tell speech was heard.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import logging
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from agent.audio import SAMPLE_RATE, AudioFrame
+
+log = logging.getLogger(__name__)
+
+VOICED_DBFS = -45.0
+"""A block whose RMS is above this level (dB relative to full scale) counts as sound."""
+
+
+def rms_dbfs(pcm: np.ndarray) -> float:
+    """RMS level of int16 samples in dBFS (``-inf`` for digital silence)."""
+    if pcm.size == 0:
+        return -math.inf
+    rms = float(np.sqrt(np.mean(np.square(pcm.astype(np.float64) / 32768.0))))
+    return 20.0 * math.log10(rms) if rms > 0 else -math.inf
+
+
+@dataclass(slots=True)
+class TrackLevel:
+    """What one remote track delivered so far.
+
+    Attributes:
+        track_id: The WebRTC track id.
+        origin: ``rtc`` (a peer connection's track event) or ``element`` (a media element).
+        frames: Blocks received.
+        seconds: Audio seconds received.
+        voiced_seconds: Seconds in blocks above :data:`VOICED_DBFS`.
+        peak_dbfs: Loudest block RMS seen, dBFS.
+        ended: Whether the track ended.
+    """
+
+    track_id: str
+    origin: str = "unknown"
+    frames: int = 0
+    seconds: float = 0.0
+    voiced_seconds: float = 0.0
+    peak_dbfs: float = -math.inf
+    ended: bool = False
+
+
+@dataclass(slots=True)
+class CaptureStats:
+    """Totals over all tracks (``dropped`` counts frames lost because nobody consumed them)."""
+
+    tracks: dict[str, TrackLevel] = field(default_factory=dict)
+    dropped: int = 0
+    rejected: int = 0
+
+    @property
+    def voiced_seconds(self) -> float:
+        """Seconds of sound over all tracks."""
+        return sum(level.voiced_seconds for level in self.tracks.values())
+
+
+class AudioCapture:
+    """The Python end of the page's capture bindings.
+
+    Args:
+        queue_seconds: Audio kept for a slow consumer, in seconds of one track; older frames
+            are dropped (and counted) beyond it.
+    """
+
+    def __init__(self, queue_seconds: float = 120.0) -> None:
+        self.frames: asyncio.Queue[AudioFrame] = asyncio.Queue(
+            maxsize=max(1, int(queue_seconds * 10))
+        )
+        self.stats = CaptureStats()
+
+    def on_pcm(self, track_id: str, start_epoch_ms: float, data: str) -> None:
+        """Binding target of ``__meetbotPcm``: decode, measure and queue one block."""
+        try:
+            raw = base64.b64decode(data, validate=True)
+        except (binascii.Error, TypeError):
+            self.stats.rejected += 1
+            return
+        if len(raw) % 2:
+            self.stats.rejected += 1
+            return
+        pcm = np.frombuffer(raw, dtype="<i2").astype(np.int16)
+        start = float(start_epoch_ms) / 1000.0
+        frame = AudioFrame(track_id=str(track_id), start_time=start, pcm=pcm)
+        level = self.stats.tracks.get(frame.track_id)
+        if level is None:
+            level = self.stats.tracks[frame.track_id] = TrackLevel(frame.track_id)
+        duration = len(pcm) / SAMPLE_RATE
+        db = rms_dbfs(pcm)
+        level.frames += 1
+        level.seconds += duration
+        if db > VOICED_DBFS:
+            level.voiced_seconds += duration
+        level.peak_dbfs = max(level.peak_dbfs, db)
+        if self.frames.full():
+            self.frames.get_nowait()
+            self.stats.dropped += 1
+        self.frames.put_nowait(frame)
+
+    def on_track(self, track_id: str, event: str, origin: str) -> None:
+        """Binding target of ``__meetbotTrack``: a remote track was added, ended or failed."""
+        level = self.stats.tracks.get(str(track_id))
+        if level is None:
+            level = self.stats.tracks[str(track_id)] = TrackLevel(str(track_id))
+        level.origin = str(origin)
+        if event == "ended":
+            level.ended = True
+        log.info("remote audio track", extra={"event": str(event), "origin": str(origin)})

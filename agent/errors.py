@@ -1,0 +1,67 @@
+"""Errors of the agent.
+
+::
+
+    AgentError
+    ├── CapabilityNotSupported      the platform lacks a feature (capability_not_supported)
+    ├── CommandError                a command cannot run now (answer: its ``code``)
+    ├── BrowserError                the page did not behave (element missing, page crashed)
+    └── MeetingExit                 the bot is out of the meeting; ``status``/``reason`` say how
+        ├── JoinFailed              could not get in (not found, denied, timeout, join_error)
+        └── MeetingLeft             was in and is now out (removed, ended, alone, stopped)
+"""
+
+from __future__ import annotations
+
+from agent.contracts.status import BotStatus, StatusReason
+
+
+class AgentError(Exception):
+    """Base of every agent error."""
+
+
+class CapabilityNotSupported(AgentError):
+    """The platform adapter lacks ``capability`` (DESIGN.md §4: never silently do nothing)."""
+
+    code = "capability_not_supported"
+
+    def __init__(self, platform: str, capability: str) -> None:
+        super().__init__(f"{platform} does not support {capability}")
+        self.platform = platform
+        self.capability = capability
+
+
+class CommandError(AgentError):
+    """A command was refused; ``code`` is the stable error code sent back over the link."""
+
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(detail)
+        self.code = code
+        self.detail = detail
+
+
+class BrowserError(AgentError):
+    """The meeting page did not offer what the adapter needs (an element never appeared)."""
+
+
+class MeetingExit(AgentError):
+    """The bot is leaving or left the meeting: the final ``status`` and its ``reason``."""
+
+    status: BotStatus = BotStatus.COMPLETED
+
+    def __init__(self, reason: StatusReason | str, detail: str | None = None) -> None:
+        super().__init__(detail or str(reason))
+        self.reason = str(reason)
+        self.detail = detail
+
+
+class JoinFailed(MeetingExit):
+    """The bot never got in: ``failed`` with ``meeting_not_found``, ``admission_denied``, …"""
+
+    status = BotStatus.FAILED
+
+
+class MeetingLeft(MeetingExit):
+    """The bot was in and is out: ``completed`` with ``removed_by_host``, ``left_alone``, …"""
+
+    status = BotStatus.COMPLETED

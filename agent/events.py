@@ -1,0 +1,138 @@
+"""Where the bot's events go: the link to the control plane, the SSE log, and an observer.
+
+:class:`BotEvents` is the one place that turns a domain event into its link frame
+(agent/contracts/link.py) and its SSE payload (API.md 2.7), so the two never disagree.
+Transcript partials go to the SSE stream only; final segments go to both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from agent.contracts.link import (
+    ActionEvent,
+    AgentFrame,
+    ArtifactEvent,
+    ArtifactKind,
+    ChatMessageEvent,
+    CommandResult,
+    ParticipantsEvent,
+    Segment,
+    StatusEvent,
+    TranscriptSegmentEvent,
+)
+from agent.contracts.status import BotStatus
+from agent.sse.log import EventLog
+
+FrameSender = Callable[[AgentFrame], Awaitable[None]]
+"""Queues a frame for the control plane (``LinkClient.send``)."""
+
+Observer = Callable[[str, dict[str, Any]], None]
+"""Sees every event by name and payload (the CLI prints them)."""
+
+
+def iso(ts: datetime) -> str:
+    """API timestamp format (API.md 2.1): UTC, ``Z`` suffix, no microseconds."""
+    return ts.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class BotEvents:
+    """Fan-out of one bot's events.
+
+    Args:
+        stream: The SSE event log.
+        link: Queues frames for the control plane; None when running without one.
+        observer: Optional extra consumer (terminal output, tests).
+    """
+
+    def __init__(
+        self, stream: EventLog, link: FrameSender | None = None, observer: Observer | None = None
+    ) -> None:
+        self.stream = stream
+        self._link = link
+        self._observer = observer
+        self.chat_log: list[ChatMessageEvent] = []
+
+    async def _to_link(self, frame: AgentFrame) -> None:
+        if self._link is not None:
+            await self._link(frame)
+
+    async def _to_stream(self, name: str, payload: dict[str, Any]) -> None:
+        if not self.stream.closed:
+            await self.stream.append(name, payload)
+
+    def _observe(self, name: str, payload: dict[str, Any]) -> None:
+        if self._observer is not None:
+            self._observer(name, payload)
+
+    async def status(self, frame: StatusEvent) -> None:
+        """A status change (already validated against the status table)."""
+        payload = {
+            "status": frame.status.value,
+            "status_reason": frame.status_reason,
+            "timestamp": iso(frame.ts),
+        }
+        self._observe("bot_status", payload)
+        await self._to_link(frame)
+        await self._to_stream("bot_status", payload)
+
+    async def participants(self, names: list[str], joined: list[str], left: list[str]) -> None:
+        """The participant list changed (names exclude the bot)."""
+        frame = ParticipantsEvent(participants=names, joined=joined, left=left)
+        payload = {"participants": names, "joined": joined, "left": left}
+        self._observe("participant_update", payload)
+        await self._to_link(frame)
+        await self._to_stream("participant_update", payload)
+
+    async def segment(self, segment: Segment) -> None:
+        """A transcript segment; partials (``completed=False``) reach only the stream."""
+        payload = segment.model_dump(mode="json")
+        self._observe("transcript_segment", payload)
+        if segment.completed:
+            await self._to_link(TranscriptSegmentEvent(segment=segment))
+        await self._to_stream("transcript_segment", payload)
+
+    async def chat(self, message: ChatMessageEvent) -> None:
+        """A chat message seen in the meeting (link only: the stream has no chat event)."""
+        self.chat_log.append(message)
+        self._observe("chat_message", {"sender_is_bot": message.from_bot})
+        await self._to_link(message)
+
+    async def artifact(self, frame: ArtifactEvent) -> None:
+        """An uploaded artifact; a recording is also announced as ``recording_ready``."""
+        self._observe("artifact", {"kind": frame.kind.value, "storage_key": frame.storage_key})
+        await self._to_link(frame)
+        if frame.kind is ArtifactKind.RECORDING:
+            await self._to_stream(
+                "recording_ready",
+                {
+                    "recording_id": frame.artifact_id,
+                    "format": frame.format,
+                    "duration_s": frame.duration_s,
+                },
+            )
+
+    async def action(self, frame: ActionEvent) -> None:
+        """A detected action item, decision, question or follow-up."""
+        payload = {
+            "id": frame.id,
+            "type": frame.action_type.value,
+            "text": frame.text,
+            "segment_ids": frame.segment_ids,
+            "timestamp": iso(frame.ts),
+        }
+        self._observe("action_detected", payload)
+        await self._to_link(frame)
+        await self._to_stream("action_detected", payload)
+
+    async def command_result(self, frame: CommandResult) -> None:
+        """The outcome of a command from the control plane."""
+        self._observe("command_result", {"ok": frame.ok, "error": frame.error})
+        await self._to_link(frame)
+
+
+def status_frame(status: BotStatus, reason: str | None, detail: str | None = None) -> StatusEvent:
+    """Build a status frame (a helper for callers that hold no frame type imports)."""
+    return StatusEvent(status=status, status_reason=reason, detail=detail)

@@ -1,0 +1,199 @@
+"""The WebSocket link to the control plane (DESIGN.md §5).
+
+One connection to ``{control_plane_url}/internal/v1/agents/{bot_id}`` with
+``Authorization: Bearer <agent_token>``. On every (re)connection the client sends ``register``
+first, then every frame still in the :class:`~agent.link.outbox.Outbox` in order, then new
+ones as they are queued; a ``heartbeat`` goes out every ``heartbeat_interval`` seconds. Frames
+leave the outbox when the control plane acks their id, so each event reaches it exactly once
+by id although it may be sent more than once. Commands are acked on receipt and handed to the
+owner through :meth:`LinkClient.commands`; a command id seen before is acked again but not
+handed over twice. A lost connection is retried with exponential backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import aiohttp
+from pydantic import ValidationError
+
+from agent.contracts.link import (
+    Ack,
+    AgentFrame,
+    Command,
+    Heartbeat,
+    Register,
+    parse_control_plane_frame,
+)
+from agent.link.outbox import Outbox
+
+log = logging.getLogger(__name__)
+
+
+def agent_link_url(control_plane_url: str, bot_id: str) -> str:
+    """The link endpoint for ``bot_id``: ``ws(s)://…/internal/v1/agents/{bot_id}``."""
+    base = control_plane_url.rstrip("/")
+    if base.startswith("https://"):
+        base = "wss://" + base.removeprefix("https://")
+    elif base.startswith("http://"):
+        base = "ws://" + base.removeprefix("http://")
+    return f"{base}/internal/v1/agents/{bot_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class LinkTiming:
+    """Intervals of the link, in seconds."""
+
+    heartbeat_interval: float = 5.0
+    reconnect_min: float = 0.5
+    reconnect_max: float = 10.0
+
+
+class LinkClient:
+    """Keeps the link up and the outbox flowing; start with :meth:`start`, end with :meth:`close`.
+
+    Args:
+        url: WebSocket URL of the link endpoint (:func:`agent_link_url`).
+        token: The per-bot agent token.
+        outbox: Durable store of frames not yet acked.
+        register: Builds the ``register`` frame sent first on every connection.
+        timing: Heartbeat and reconnect intervals.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        token: str,
+        outbox: Outbox,
+        register: Callable[[], Register],
+        timing: LinkTiming | None = None,
+    ) -> None:
+        self._url = url
+        self._token = token
+        self._outbox = outbox
+        self._register = register
+        self._timing = timing or LinkTiming()
+        self._queued = asyncio.Event()
+        self._empty = asyncio.Event()
+        self._commands: asyncio.Queue[Command] = asyncio.Queue()
+        self._seen_commands: set[str] = set()
+        self._task: asyncio.Task[None] | None = None
+        self.connected = asyncio.Event()
+        self.connections = 0
+
+    @property
+    def commands(self) -> asyncio.Queue[Command]:
+        """Commands received from the control plane, each once."""
+        return self._commands
+
+    def start(self) -> None:
+        """Start the connection loop in a task owned by this client."""
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="agent-link")
+
+    async def send(self, frame: AgentFrame) -> None:
+        """Queue ``frame`` durably; it is sent now if connected, else after reconnecting."""
+        await self._outbox.put(frame.id, frame.model_dump_json())
+        self._empty.clear()
+        self._queued.set()
+
+    async def drain(self, within_seconds: float) -> bool:
+        """Wait until every queued frame is acked, at most ``within_seconds``; returns success."""
+        deadline = asyncio.get_running_loop().time() + within_seconds
+        while await self._outbox.count() > 0:
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                return False
+            self._empty.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._empty.wait(), timeout=min(remaining, 0.5))
+        return True
+
+    async def close(self) -> None:
+        """Stop the connection loop and wait for it."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        self.connected.clear()
+
+    async def _run(self) -> None:
+        delay = self._timing.reconnect_min
+        headers = {"Authorization": f"Bearer {self._token}"}
+        async with aiohttp.ClientSession() as session:
+            while True:
+                try:
+                    async with session.ws_connect(
+                        self._url, headers=headers, heartbeat=None, autoping=True
+                    ) as ws:
+                        self.connections += 1
+                        delay = self._timing.reconnect_min
+                        log.info("agent link connected", extra={"connections": self.connections})
+                        await self._serve(ws)
+                except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+                    log.warning("agent link unavailable", extra={"error": type(exc).__name__})
+                finally:
+                    self.connected.clear()
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, self._timing.reconnect_max)
+
+    async def _serve(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        await ws.send_str(self._register().model_dump_json())
+        self.connected.set()
+        tasks = [
+            asyncio.create_task(self._read(ws), name="agent-link-read"),
+            asyncio.create_task(self._send_pending(ws), name="agent-link-send"),
+            asyncio.create_task(self._heartbeat(ws), name="agent-link-heartbeat"),
+        ]
+        try:
+            # Whichever ends first (the socket closed, or a send failed) ends the connection.
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in tasks:
+                task.cancel()
+            results = await asyncio.gather(*tasks, return_exceptions=True)
+        for result in results:
+            if isinstance(result, Exception) and not isinstance(
+                result, aiohttp.ClientError | OSError | ConnectionError
+            ):
+                raise result
+
+    async def _read(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        async for message in ws:
+            if message.type != aiohttp.WSMsgType.TEXT:
+                continue
+            try:
+                frame = parse_control_plane_frame(message.data)
+            except ValidationError:
+                log.warning("agent link frame rejected")
+                continue
+            if isinstance(frame, Ack):
+                await self._outbox.ack(frame.ref_id)
+                if await self._outbox.count() == 0:
+                    self._empty.set()
+                continue
+            await ws.send_str(Ack(ref_id=frame.id).model_dump_json())
+            if frame.id not in self._seen_commands:
+                self._seen_commands.add(frame.id)
+                self._commands.put_nowait(frame)
+
+    async def _send_pending(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        last_seq = 0
+        while True:
+            self._queued.clear()
+            batch = await self._outbox.pending(after_seq=last_seq)
+            for item in batch:
+                await ws.send_str(item.body)
+                last_seq = item.seq
+            if not batch:
+                await self._queued.wait()
+
+    async def _heartbeat(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        while True:
+            await ws.send_str(Heartbeat().model_dump_json())
+            await asyncio.sleep(self._timing.heartbeat_interval)

@@ -1,0 +1,382 @@
+"""The platform adapter seam (DESIGN.md §4) and a base that drives a page from a selector table.
+
+An adapter knows one platform's web client: how to get from its meeting URL into the meeting,
+how to tell which screen the page shows (:class:`MeetingState`), who is there, who speaks, the
+chat, the hand, and how to leave. Timeouts, retries and the status machine are the caller's
+(``agent/bot.py``); adapters do the one thing. A capability a platform lacks raises
+:class:`~agent.errors.CapabilityNotSupported`.
+
+:class:`SelectorAdapter` implements the protocol from a :class:`PlatformSelectors` table. State
+probes run as one page evaluation over visible texts and CSS selectors (cheap enough to poll
+four times a second); actions use role and label locators first, CSS after, as the tables list.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, ClassVar, Protocol
+
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Locator, Page
+
+from agent.contracts.bot_config import Platform
+from agent.errors import BrowserError, CapabilityNotSupported
+
+log = logging.getLogger(__name__)
+
+
+class MeetingState(StrEnum):
+    """What the meeting page shows, as far as the bot is concerned."""
+
+    LOADING = "loading"
+    PREJOIN = "prejoin"
+    LOBBY = "lobby"
+    IN_MEETING = "in_meeting"
+    DENIED = "denied"
+    NO_ANSWER = "no_answer"
+    NOT_FOUND = "not_found"
+    REMOVED = "removed"
+    ENDED = "ended"
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """Evidence of one state: any visible text (case-insensitive substring) or CSS match."""
+
+    texts: tuple[str, ...] = ()
+    css: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Candidates for one element, tried in order: role+name pairs, labels, then CSS."""
+
+    roles: tuple[tuple[str, str], ...] = ()
+    labels: tuple[str, ...] = ()
+    css: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.roles or self.labels or self.css)
+
+
+@dataclass(frozen=True, slots=True)
+class ChatLine:
+    """A chat message read from the page: ``key`` is stable across polls."""
+
+    key: str
+    sender: str
+    text: str
+
+
+@dataclass(frozen=True)
+class PlatformSelectors:
+    """One platform's elements and texts. Sources are cited beside each entry in the modules."""
+
+    # States, checked in :data:`STATE_ORDER`.
+    probes: dict[MeetingState, Probe]
+    # Pre-join screens: buttons clicked when present, in order (launcher, permission dialogs).
+    prejoin_dismiss: tuple[Target, ...]
+    name_input: Target
+    mic_off: Target
+    join: Target
+    leave: Target
+    leave_confirm: Target = field(default_factory=Target)
+    chat_open: Target = field(default_factory=Target)
+    chat_input: Target = field(default_factory=Target)
+    chat_send: Target = field(default_factory=Target)
+    hand_raise: Target = field(default_factory=Target)
+    hand_lower: Target = field(default_factory=Target)
+
+
+# Terminal screens first: a removal dialog can sit on top of the meeting's toolbar.
+STATE_ORDER: tuple[MeetingState, ...] = (
+    MeetingState.REMOVED,
+    MeetingState.ENDED,
+    MeetingState.DENIED,
+    MeetingState.NO_ANSWER,
+    MeetingState.NOT_FOUND,
+    MeetingState.LOBBY,
+    MeetingState.IN_MEETING,
+    MeetingState.PREJOIN,
+)
+
+_PROBE_JS = """
+([texts, selectors]) => {
+  const body = document.body ? document.body.innerText.toLowerCase() : '';
+  const visible = (el) => {
+    if (!el.getClientRects().length) return false;
+    const style = getComputedStyle(el);
+    return style.visibility !== 'hidden' && style.display !== 'none';
+  };
+  return {
+    texts: texts.map((t) => body.includes(t.toLowerCase())),
+    css: selectors.map((s) => {
+      try { return Array.from(document.querySelectorAll(s)).some(visible); }
+      catch (err) { return false; }
+    }),
+  };
+}
+"""
+
+
+class PlatformAdapter(Protocol):
+    """What the bot needs from a platform's web client (DESIGN.md §4).
+
+    Every method takes the meeting page. Names are as the platform shows them.
+    """
+
+    @property
+    def platform(self) -> Platform:
+        """The platform this adapter drives."""
+        ...
+
+    def meeting_url(self, url: str) -> str:
+        """The URL the browser opens for a meeting URL of this platform."""
+        ...
+
+    async def prepare(self, page: Page, bot_name: str) -> bool:
+        """Pass pre-join screens, fill the name, mute; returns whether the join button is ready."""
+        ...
+
+    async def click_join(self, page: Page) -> None:
+        """Click "Join now" / "Ask to join" / "Join"."""
+        ...
+
+    async def state(self, page: Page) -> MeetingState:
+        """Which screen the page shows now."""
+        ...
+
+    async def participants(self, page: Page, bot_name: str) -> list[str]:
+        """Other participants' names, in page order, the bot excluded."""
+        ...
+
+    async def speakers(self, page: Page) -> set[str]:
+        """Names whose active-speaker indicator is lit."""
+        ...
+
+    async def open_chat(self, page: Page) -> None:
+        """Open the chat panel so messages can be read."""
+        ...
+
+    async def read_chat(self, page: Page) -> list[ChatLine]:
+        """Chat messages in the panel, oldest first."""
+        ...
+
+    async def send_chat(self, page: Page, text: str) -> None:
+        """Send a chat message to everyone."""
+        ...
+
+    async def set_hand(self, page: Page, raised: bool) -> None:
+        """Raise or lower the bot's hand."""
+        ...
+
+    async def leave(self, page: Page) -> None:
+        """Leave the meeting cleanly (and confirm when asked)."""
+        ...
+
+
+class SelectorAdapter:
+    """A :class:`PlatformAdapter` driven by :attr:`selectors`; subclasses add the page readers.
+
+    Subclasses set :attr:`platform`, :attr:`selectors` and the JS of
+    :attr:`participants_js`, :attr:`speakers_js` and :attr:`chat_js`.
+    """
+
+    platform: ClassVar[Platform]
+    selectors: ClassVar[PlatformSelectors]
+    # () => [name, ...] of every participant the page shows, the bot included.
+    participants_js: ClassVar[str] = ""
+    # () => [name, ...] of lit active-speaker indicators.
+    speakers_js: ClassVar[str] = ""
+    # () => [[key, sender, text], ...] oldest first.
+    chat_js: ClassVar[str] = ""
+    # Texts that mark the bot's own entry in lists ("(You)").
+    self_markers: ClassVar[tuple[str, ...]] = ("(you)",)
+
+    def meeting_url(self, url: str) -> str:
+        """Meeting URLs open as given unless a platform rewrites them."""
+        return url
+
+    # ---- locating ---------------------------------------------------------------------
+
+    @staticmethod
+    def locate(page: Page, target: Target) -> Locator:
+        """One locator matching any candidate of ``target`` (first match wins)."""
+        candidates: list[Locator] = [
+            page.get_by_role(role, name=name, exact=True)  # type: ignore[arg-type]
+            for role, name in target.roles
+        ]
+        candidates += [page.get_by_label(label, exact=True) for label in target.labels]
+        candidates += [page.locator(css) for css in target.css]
+        if not candidates:
+            raise BrowserError("empty target")
+        combined = candidates[0]
+        for other in candidates[1:]:
+            combined = combined.or_(other)
+        return combined.first
+
+    async def visible(self, page: Page, target: Target) -> bool:
+        """Whether any candidate of ``target`` is visible now."""
+        if not target:
+            return False
+        with contextlib.suppress(PlaywrightError):
+            return await self.locate(page, target).is_visible()
+        return False
+
+    async def click_if_visible(self, page: Page, target: Target) -> bool:
+        """Click ``target`` when it is visible; returns whether it clicked."""
+        if not await self.visible(page, target):
+            return False
+        with contextlib.suppress(PlaywrightError):
+            await self.locate(page, target).click(timeout=2_000)
+            return True
+        return False
+
+    async def _evaluate(self, page: Page, script: str, arg: Any = None) -> Any:
+        try:
+            return await page.evaluate(script, arg)
+        except PlaywrightError as exc:
+            # Navigations destroy the execution context mid-call; the next poll retries.
+            if "context was destroyed" in str(exc) or "navigation" in str(exc).lower():
+                return None
+            raise
+
+    # ---- joining ----------------------------------------------------------------------
+
+    async def prepare(self, page: Page, bot_name: str) -> bool:
+        """Dismiss pre-join dialogs, fill the name, mute the mic; True when join is visible."""
+        s = self.selectors
+        for target in s.prejoin_dismiss:
+            if await self.click_if_visible(page, target):
+                log.info("pre-join screen passed", extra={"platform": self.platform.value})
+        if await self.visible(page, s.name_input):
+            field_ = self.locate(page, s.name_input)
+            with contextlib.suppress(PlaywrightError):
+                if (await field_.input_value(timeout=1_000)) != bot_name:
+                    await field_.fill(bot_name, timeout=2_000)
+        await self.click_if_visible(page, s.mic_off)
+        return await self.visible(page, s.join)
+
+    async def click_join(self, page: Page) -> None:
+        """Click the join button (it must be visible and enabled within a few seconds).
+
+        Raises:
+            BrowserError: No enabled join button.
+        """
+        try:
+            await self.locate(page, self.selectors.join).click(timeout=5_000)
+        except PlaywrightError as exc:
+            raise BrowserError("join button not clickable") from exc
+
+    async def state(self, page: Page) -> MeetingState:
+        """Probe the page once (one evaluation) and name its screen."""
+        probes = self.selectors.probes
+        texts: list[str] = []
+        css: list[str] = []
+        for state in STATE_ORDER:
+            probe = probes.get(state, Probe())
+            texts += probe.texts
+            css += probe.css
+        found = await self._evaluate(page, _PROBE_JS, [texts, css])
+        if not found:
+            return MeetingState.LOADING
+        text_hits = dict(zip(texts, found["texts"], strict=True))
+        css_hits = dict(zip(css, found["css"], strict=True))
+        for state in STATE_ORDER:
+            probe = probes.get(state, Probe())
+            if any(text_hits[t] for t in probe.texts) or any(css_hits[c] for c in probe.css):
+                return state
+        return MeetingState.LOADING
+
+    # ---- in the meeting ---------------------------------------------------------------
+
+    def _is_self(self, name: str, bot_name: str) -> bool:
+        lowered = name.lower()
+        return lowered == bot_name.lower() or any(m in lowered for m in self.self_markers)
+
+    async def participants(self, page: Page, bot_name: str) -> list[str]:
+        """Other participants in page order, duplicates and the bot removed."""
+        names = await self._evaluate(page, self.participants_js) or []
+        result: list[str] = []
+        for raw in names:
+            name = " ".join(str(raw).split())
+            if name and not self._is_self(name, bot_name) and name not in result:
+                result.append(name)
+        return result
+
+    async def speakers(self, page: Page) -> set[str]:
+        """Names whose speaking indicator is lit."""
+        if not self.speakers_js:
+            return set()
+        names = await self._evaluate(page, self.speakers_js) or []
+        return {" ".join(str(n).split()) for n in names if str(n).strip()}
+
+    async def open_chat(self, page: Page) -> None:
+        """Open the chat panel unless its input is already visible."""
+        s = self.selectors
+        if not s.chat_open:
+            raise CapabilityNotSupported(self.platform.value, "chat")
+        if not await self.visible(page, s.chat_input):
+            await self.click_if_visible(page, s.chat_open)
+
+    async def read_chat(self, page: Page) -> list[ChatLine]:
+        """Messages in the chat panel, oldest first."""
+        if not self.chat_js:
+            raise CapabilityNotSupported(self.platform.value, "chat")
+        rows = await self._evaluate(page, self.chat_js) or []
+        return [ChatLine(str(k), " ".join(str(s).split()), str(t).strip()) for k, s, t in rows]
+
+    async def send_chat(self, page: Page, text: str) -> None:
+        """Type ``text`` into the chat input and send it.
+
+        Raises:
+            CapabilityNotSupported: The platform table has no chat input.
+            BrowserError: The chat input did not appear.
+        """
+        s = self.selectors
+        if not s.chat_input:
+            raise CapabilityNotSupported(self.platform.value, "chat")
+        await self.open_chat(page)
+        box = self.locate(page, s.chat_input)
+        try:
+            await box.click(timeout=5_000)
+            await box.fill(text, timeout=5_000)
+            if s.chat_send and await self.visible(page, s.chat_send):
+                await self.locate(page, s.chat_send).click(timeout=5_000)
+            else:
+                await box.press("Enter")
+        except PlaywrightError as exc:
+            raise BrowserError("chat input not usable") from exc
+
+    async def set_hand(self, page: Page, raised: bool) -> None:
+        """Click "Raise hand" or "Lower hand" (nothing to do when already in that state).
+
+        Raises:
+            CapabilityNotSupported: The platform table has no hand buttons.
+            BrowserError: Neither button is visible.
+        """
+        s = self.selectors
+        if not (s.hand_raise and s.hand_lower):
+            raise CapabilityNotSupported(self.platform.value, "hand")
+        wanted, other = (s.hand_raise, s.hand_lower) if raised else (s.hand_lower, s.hand_raise)
+        if await self.click_if_visible(page, wanted):
+            return
+        if await self.visible(page, other):
+            return
+        raise BrowserError("hand button not found")
+
+    async def leave(self, page: Page) -> None:
+        """Click leave, confirm when the platform asks, then leave the page."""
+        s = self.selectors
+        if await self.click_if_visible(page, s.leave) and s.leave_confirm:
+            for _ in range(10):
+                if await self.click_if_visible(page, s.leave_confirm):
+                    break
+                await asyncio.sleep(0.1)
+        # Unloading the page ends the call even where no leave button was reachable.
+        with contextlib.suppress(PlaywrightError):
+            await page.goto("about:blank", timeout=5_000)

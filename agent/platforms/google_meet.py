@@ -1,0 +1,189 @@
+"""Google Meet's web client.
+
+Selectors and texts are public facts from meeting-bot code that drives the real Meet (digest:
+``../shared/research/platforms.md``). Source abbreviations beside each entry:
+
+- V09: Vexa-ai/vexa v0.9 ``platforms/googlemeet/{selectors,join,admission}.ts``
+- VH: Vexa-ai/vexa HEAD ``modules/join/src/googlemeet/selectors.ts``
+- VC: Vexa-ai/vexa v0.9 ``services/chat.ts``
+- AT: attendee-labs/attendee ``google_meet_ui_methods.py``
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from agent.contracts.bot_config import Platform
+from agent.platforms.base import MeetingState, PlatformSelectors, Probe, SelectorAdapter, Target
+
+SELECTORS = PlatformSelectors(
+    probes={
+        MeetingState.REMOVED: Probe(
+            texts=(
+                "You've been removed from the meeting",  # AT (.roSPhc text)
+                "You were removed from the meeting",  # V09
+            ),
+        ),
+        MeetingState.ENDED: Probe(
+            texts=("Your host ended the meeting for everyone",),  # AT
+            css=('[role="dialog"][aria-label*="Meeting has ended"]',),  # V09 (dialog)
+        ),
+        MeetingState.DENIED: Probe(
+            texts=(
+                "denied your request",  # VH; AT "Someone in the call denied your request to join"
+            ),
+        ),
+        MeetingState.NO_ANSWER: Probe(
+            texts=("No one responded to your request to join the call",),  # AT
+        ),
+        MeetingState.NOT_FOUND: Probe(
+            texts=(
+                "You can't join this video call",  # AT
+                "Meeting not found",  # V09
+                "Can't join the meeting",  # V09
+            ),
+        ),
+        MeetingState.LOBBY: Probe(
+            texts=(
+                "Asking to be let in",  # V09, AT
+                "You'll join the call when someone lets you in",  # V09
+                "Please wait until a meeting host brings you into the call",  # V09
+            ),
+            css=('[aria-label*="waiting room"]',),  # V09
+        ),
+        MeetingState.IN_MEETING: Probe(
+            css=(
+                'button[aria-label="Leave call"]',  # V09 admission indicator / leave
+                'button[aria-label="Turn on captions"]',  # AT admission indicator
+                'button[aria-label*="Chat with everyone"]',  # VC
+            ),
+        ),
+        MeetingState.PREJOIN: Probe(
+            css=('input[type="text"][aria-label="Your name"]',),  # V09
+            texts=("Ask to join", "Join now"),  # V09, VH, AT
+        ),
+    },
+    prejoin_dismiss=(),
+    name_input=Target(
+        labels=("Your name",),  # V09: input[type="text"][aria-label="Your name"]
+        css=(
+            'input[type="text"][aria-label="Your name"]',  # V09
+            "input[jsname][type='text']",  # VH structural fallback
+            "div[jscontroller] input[type='text']",  # VH structural fallback
+        ),
+    ),
+    mic_off=Target(
+        roles=(("button", "Turn off microphone"),),
+        css=('[aria-label*="Turn off microphone"]',),  # V09
+    ),
+    join=Target(
+        # VH races every candidate (bug #380: open meetings show "Join now"); AT's list adds the
+        # "anyway"/"here too" variants.
+        roles=(
+            ("button", "Ask to join"),
+            ("button", "Join now"),
+            ("button", "Ask to join anyway"),
+            ("button", "Join anyway"),
+            ("button", "Join the call now"),
+            ("button", "Join here too"),
+        ),
+        css=('button:has-text("Ask to join")', 'button:has-text("Join now")'),  # V09
+    ),
+    leave=Target(
+        roles=(("button", "Leave call"),),
+        css=('button[aria-label="Leave call"]',),  # V09
+    ),
+    leave_confirm=Target(
+        roles=(("button", "Just leave the meeting"),),
+        css=('button:has-text("Just leave the meeting")',),  # V09
+    ),
+    chat_open=Target(
+        roles=(("button", "Chat with everyone"),),
+        css=('button[aria-label*="Chat with everyone"]',),  # VC
+    ),
+    chat_input=Target(
+        labels=("Send a message",),
+        css=('textarea[aria-label*="Send a message"]',),  # VC
+    ),
+    chat_send=Target(
+        css=('button[aria-label*="Send"]',),  # VC
+    ),
+    hand_raise=Target(
+        roles=(("button", "Raise hand"),),
+        css=('button[aria-label="Raise hand"]',),  # Meet toolbar label (VH lists toolbar buttons)
+    ),
+    hand_lower=Target(
+        roles=(("button", "Lower hand"),),
+        css=('button[aria-label="Lower hand"]',),
+    ),
+)
+
+# Tiles: div[data-participant-id], name in span.notranslate or the data-self-name attribute
+# (V09). The people panel, when open, lists role=listitem entries labelled by name.
+_PARTICIPANTS_JS = """
+() => {
+  const names = [];
+  for (const tile of document.querySelectorAll('div[data-participant-id]')) {
+    const label = tile.querySelector('span.notranslate');
+    const name = (label && label.textContent) || tile.getAttribute('data-self-name') || '';
+    if (name.trim()) names.push(name.trim());
+  }
+  const list = document.querySelector('[role="list"][aria-label="Participants"]');
+  if (list) {
+    for (const item of list.querySelectorAll('[role="listitem"]')) {
+      const label = item.querySelector('span.notranslate');
+      const name = (label && label.textContent) || item.getAttribute('aria-label') || '';
+      if (name.trim()) names.push(name.trim());
+    }
+  }
+  return names;
+}
+"""
+
+# Speaking: the tile carries one of Meet's speaking classes (V09), or a non-zero
+# data-audio-level inside it (VH).
+_SPEAKERS_JS = """
+() => {
+  const speaking = ['Oaajhc', 'HX2H7', 'wEsLMd', 'OgVli'];
+  const names = [];
+  for (const tile of document.querySelectorAll('div[data-participant-id]')) {
+    const lit = speaking.some((c) => tile.classList.contains(c) || tile.querySelector('.' + c))
+      || !!tile.querySelector('[data-audio-level]:not([data-audio-level="0"])');
+    if (!lit) continue;
+    const label = tile.querySelector('span.notranslate');
+    const name = (label && label.textContent) || tile.getAttribute('data-self-name') || '';
+    if (name.trim()) names.push(name.trim());
+  }
+  return names;
+}
+"""
+
+# Messages: [data-message-id] (VC). Meet groups consecutive messages under one sender header;
+# the sender is read from the message's data-sender-name, else from its group.
+_CHAT_JS = """
+() => {
+  const rows = [];
+  for (const el of document.querySelectorAll('[data-message-id]')) {
+    const group = el.closest('[data-sender-name]');
+    let sender = el.getAttribute('data-sender-name')
+      || (group && group.getAttribute('data-sender-name'));
+    const senderEl = el.querySelector('[data-sender-name], .sender, [data-sender]');
+    if (!sender && senderEl) sender = senderEl.textContent;
+    const textEl = el.querySelector('[data-message-text], .text, [jsname]') || el;
+    let text = textEl.innerText || textEl.textContent || '';
+    if (textEl === el && senderEl) text = text.replace(senderEl.textContent, '');
+    rows.push([el.getAttribute('data-message-id'), (sender || '').trim(), text.trim()]);
+  }
+  return rows;
+}
+"""
+
+
+class GoogleMeetAdapter(SelectorAdapter):
+    """Google Meet web client (``https://meet.google.com/<abc-defg-hij>``)."""
+
+    platform: ClassVar[Platform] = Platform.GOOGLE_MEET
+    selectors: ClassVar[PlatformSelectors] = SELECTORS
+    participants_js: ClassVar[str] = _PARTICIPANTS_JS
+    speakers_js: ClassVar[str] = _SPEAKERS_JS
+    chat_js: ClassVar[str] = _CHAT_JS

@@ -1,0 +1,162 @@
+"""Zoom's web client (``https://app.zoom.us/wc/<id>/join``).
+
+Selectors and texts are public facts from meeting-bot code that drives the real Zoom web
+client (digest: ``../shared/research/platforms.md``). Source abbreviations beside each entry:
+
+- VH: Vexa-ai/vexa HEAD ``services/vexa-bot/core/src/platforms/zoom/web/selectors.ts``
+  ("verified from live DOM"), which replaced the native SDK (Vexa #1289, PR #1290)
+- PF: the digest's Zoom section
+
+Zoom's web client has no public source for raise/lower hand in these bots (PF: "Not in Vexa");
+the labels used here are the web client's toolbar labels as the testmeeting README records
+them, marked "not confirmed".
+"""
+
+from __future__ import annotations
+
+import re
+from typing import ClassVar
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+from agent.contracts.bot_config import Platform
+from agent.platforms.base import MeetingState, PlatformSelectors, Probe, SelectorAdapter, Target
+
+SELECTORS = PlatformSelectors(
+    probes={
+        MeetingState.REMOVED: Probe(
+            texts=("You have been removed",),  # VH (.zm-modal-body-title)
+        ),
+        MeetingState.ENDED: Probe(
+            texts=("This meeting has been ended by host",),  # VH (.zm-modal-body-title)
+        ),
+        MeetingState.DENIED: Probe(
+            texts=("removed you from the waiting room",),  # not confirmed (testmeeting README)
+        ),
+        MeetingState.NOT_FOUND: Probe(
+            texts=(
+                "This meeting link is invalid",  # VH ("(3,001)")
+                "detected you may be a bot",  # VH anti-bot wall: cannot join
+            ),
+        ),
+        MeetingState.LOBBY: Probe(
+            texts=("Please wait, the meeting host will let you in soon",),  # VH
+        ),
+        MeetingState.IN_MEETING: Probe(
+            css=(".meeting-app", 'button[aria-label="Leave"]'),  # VH
+        ),
+        MeetingState.PREJOIN: Probe(
+            css=("#input-for-name", "#inputname", "button.preview-join-button", "#joinBtn"),  # VH
+        ),
+    },
+    prejoin_dismiss=(
+        Target(
+            roles=(("button", "Continue without microphone and camera"),),  # VH
+            css=('button:has-text("Continue without microphone and camera")',),
+        ),
+    ),
+    name_input=Target(
+        css=("#input-for-name", "#inputname", 'input[placeholder="Your Name" i]'),  # VH
+    ),
+    mic_off=Target(
+        css=('#preview-audio-control-button[aria-label="Mute"]',),  # VH
+    ),
+    join=Target(
+        roles=(("button", "Join"),),
+        css=("button.preview-join-button", "#joinBtn"),  # VH
+    ),
+    leave=Target(
+        roles=(("button", "Leave"),),
+        css=('button[aria-label="Leave"]',),  # VH
+    ),
+    leave_confirm=Target(
+        css=("button.leave-meeting-options__btn--danger",),  # VH
+    ),
+    chat_open=Target(
+        css=('button[aria-label*="chat panel" i]',),  # VH ("chat panel")
+    ),
+    chat_input=Target(
+        css=('.chat-rtf-box__editor-outer [contenteditable="true"]',),  # VH
+    ),
+    chat_send=Target(
+        css=('button[aria-label="send" i]',),  # VH
+    ),
+    hand_raise=Target(
+        roles=(("button", "Raise Hand"),),  # not confirmed
+    ),
+    hand_lower=Target(
+        roles=(("button", "Lower Hand"),),  # not confirmed
+    ),
+)
+
+# Names in the footers of the speaker bar and the active-speaker frame (VH, PF).
+_PARTICIPANTS_JS = """
+() => {
+  const frames = document.querySelectorAll(
+    '.speaker-bar-container__video-frame, .speaker-active-container__video-frame');
+  const names = [];
+  for (const frame of frames) {
+    const footer = frame.querySelector('.video-avatar__avatar-footer');
+    const name = footer ? footer.textContent : '';
+    if (name && name.trim()) names.push(name.trim());
+  }
+  return names;
+}
+"""
+
+# Active speaker, polled (VH every ~250 ms): the --active speaker-bar frame, and the main
+# active-speaker frame.
+_SPEAKERS_JS = """
+() => {
+  const names = [];
+  const lit = document.querySelectorAll(
+    '.speaker-bar-container__video-frame--active, .speaker-active-container__video-frame');
+  for (const frame of lit) {
+    const footer = frame.querySelector('.video-avatar__avatar-footer');
+    if (footer && footer.textContent.trim()) names.push(footer.textContent.trim());
+  }
+  return names;
+}
+"""
+
+# Messages: .new-chat-message__container with .chat-item__sender and the text box (VH). A
+# message without its own sender line continues the previous sender's group.
+_CHAT_JS = """
+() => {
+  const rows = [];
+  let sender = '';
+  let index = 0;
+  for (const el of document.querySelectorAll('.new-chat-message__container')) {
+    const who = el.querySelector('.chat-item__sender');
+    if (who && who.textContent.trim()) sender = who.textContent.trim();
+    const box = el.querySelector('.new-chat-message__text-box');
+    const text = box ? box.innerText : el.innerText;
+    const id = el.getAttribute('id') || el.getAttribute('data-id') || ('z' + index);
+    rows.push([id, sender, (text || '').trim()]);
+    index += 1;
+  }
+  return rows;
+}
+"""
+
+_JOIN_PATH = re.compile(r"^/j/(\d{9,11})/?$")
+
+
+class ZoomAdapter(SelectorAdapter):
+    """Zoom web client. ``/j/<id>`` links open as ``/wc/<id>/join`` (VH's join URL)."""
+
+    platform: ClassVar[Platform] = Platform.ZOOM
+    selectors: ClassVar[PlatformSelectors] = SELECTORS
+    participants_js: ClassVar[str] = _PARTICIPANTS_JS
+    speakers_js: ClassVar[str] = _SPEAKERS_JS
+    chat_js: ClassVar[str] = _CHAT_JS
+
+    def meeting_url(self, url: str) -> str:
+        """``https://<sub>.zoom.us/j/<id>?pwd=…`` → ``https://app.zoom.us/wc/<id>/join?pwd=…``."""
+        parts = urlsplit(url)
+        match = _JOIN_PATH.match(parts.path)
+        if not match or not (parts.hostname or "").endswith("zoom.us"):
+            return url
+        query = parse_qs(parts.query)
+        kept = {"pwd": query["pwd"][0]} if "pwd" in query else {}
+        suffix = f"?{urlencode(kept)}" if kept else ""
+        return f"https://app.zoom.us/wc/{match.group(1)}/join{suffix}"

@@ -1,0 +1,79 @@
+"""Settings of the agent process: one frozen object read from ``MEETBOT_AGENT_*`` variables.
+
+Per-bot options (meeting, timeouts, features) travel in
+:class:`agent.contracts.bot_config.BotConfig`; these settings describe the machine the agent
+runs on (browser, ports, files, intervals). Build one in the entry point and pass it down;
+nothing else reads the environment.
+
+``timeout_scale`` is for tests only: it multiplies the admission, startup-alone and left-alone
+timeouts of the ``BotConfig`` so end-to-end tests need not wait the API's minimums (30 s, 60 s,
+10 s). It is an environment setting of the agent host, so an API client cannot set it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+# Chromium flags that keep it quiet on a closed network and let media play without a gesture
+# (findings.md §3: without the autoplay flag the capture AudioContext stays suspended).
+QUIET_CHROMIUM_ARGS: tuple[str, ...] = (
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+    "--autoplay-policy=no-user-gesture-required",
+)
+
+
+class AgentSettings(BaseSettings):
+    """Agent host configuration (environment prefix ``MEETBOT_AGENT_``).
+
+    Durations are seconds. List values are JSON in the environment, e.g.
+    ``MEETBOT_AGENT_EXTRA_BROWSER_ARGS='["--host-resolver-rules=MAP meet.google.com 127.0.0.1:9"]'``
+    (one ``MAP`` rule per host, findings.md "Real meeting URLs against a local server").
+    """
+
+    model_config = SettingsConfigDict(env_prefix="MEETBOT_AGENT_", frozen=True, extra="ignore")
+
+    chromium_path: Path = Path("/usr/bin/chromium")
+    # Headful needs an X server (Xvfb on the bot VM); headless is the developer default.
+    headless: bool = True
+    extra_browser_args: list[str] = Field(default_factory=list)
+    ignore_https_errors: bool = False
+    viewport_width: int = Field(default=1280, ge=320)
+    viewport_height: int = Field(default=720, ge=240)
+
+    # The SSE server; port 0 picks a free one. ``sse_public_url`` is the base URL clients use
+    # (empty: http://{sse_host}:{bound port}).
+    sse_host: str = "127.0.0.1"
+    sse_port: int = Field(default=0, ge=0, le=65535)
+    sse_public_url: str = ""
+    sse_ping_seconds: float = Field(default=15.0, gt=0)
+
+    # Outbox database and local artifacts (screenshots when no control plane is configured).
+    data_dir: Path = Path("./agent-data")
+
+    heartbeat_interval_seconds: float = Field(default=5.0, gt=0)
+    reconnect_min_seconds: float = Field(default=0.5, gt=0)
+    reconnect_max_seconds: float = Field(default=10.0, gt=0)
+    # How long the agent keeps trying to deliver its outbox after the meeting before exiting.
+    drain_timeout_seconds: float = Field(default=60.0, ge=0)
+
+    # How often the page is probed for meeting state, participants and chat.
+    poll_interval_seconds: float = Field(default=0.25, gt=0)
+    # Time allowed to load the meeting page and reach its join button.
+    join_timeout_seconds: float = Field(default=60.0, gt=0)
+    # Test-only multiplier of the BotConfig timeouts (see the module docstring).
+    timeout_scale: float = Field(default=1.0, gt=0, le=1.0)
+
+    log_level: str = "INFO"
+
+    def browser_args(self) -> list[str]:
+        """Chromium command-line flags: the quiet set plus ``extra_browser_args``."""
+        return [*QUIET_CHROMIUM_ARGS, *self.extra_browser_args]
