@@ -14,7 +14,7 @@ from importlib import metadata
 
 from aiohttp import web
 
-from control_plane.api import meta
+from control_plane.api import meta, webhooks
 from control_plane.api.http import MAX_BODY_BYTES
 from control_plane.api.middlewares import auth_middleware, error_middleware, observe_middleware
 from control_plane.api.routes import ApiRoutes, build_openapi, spec_index
@@ -35,11 +35,12 @@ from control_plane.launchers import create_launcher
 from control_plane.launchers.base import BotLauncher
 from control_plane.metrics import Metrics
 from control_plane.settings import Settings
+from control_plane.webhooks.wiring import add_to_openapi, webhooks_ctx
 
 
 def resources() -> tuple[ApiRoutes, ...]:
     """Every resource's routes, in registration order (add one line per resource module)."""
-    return (meta.routes,)
+    return (meta.routes, webhooks.routes)
 
 
 def _version() -> str:
@@ -98,6 +99,8 @@ def create_app(settings: Settings, *, launcher: BotLauncher | None = None) -> we
         app.router.add_routes(res.table)
     app[ROUTE_SPECS] = spec_index(all_routes)
     app[OPENAPI] = build_openapi(all_routes, title="meetbot API", version=_version())
+    add_to_openapi(app[OPENAPI])
     app.cleanup_ctx.append(_database_ctx)
     app.cleanup_ctx.append(_launcher_ctx(launcher))
+    app.cleanup_ctx.append(webhooks_ctx)
     return app

@@ -84,6 +84,8 @@ class Settings(BaseSettings):
     webhook_retry_schedule: Annotated[list[float], NoDecode] = Field(
         default_factory=lambda: [0.0, 5.0, 300.0, 1800.0, 7200.0, 18000.0, 36000.0, 36000.0]
     )
+    # How often an idle webhook worker looks for new events and due retries (seconds).
+    webhook_poll_interval_seconds: float = Field(default=0.25, gt=0)
 
     refine_after_meeting: bool = False
     log_level: str = "INFO"

@@ -7,6 +7,12 @@ aggregate adds its module and one import line below.
 from control_plane.db.models.bot import BotStatusChange, Meeting
 from control_plane.db.models.idempotency import IdempotencyRecord
 from control_plane.db.models.segment import Segment
+from control_plane.db.models.webhook import (
+    WebhookAttempt,
+    WebhookDelivery,
+    WebhookEndpoint,
+    WebhookMessage,
+)
 from control_plane.db.models.workspace import ApiKey, Membership, User, Workspace
 
 __all__ = [
@@ -17,5 +23,9 @@ __all__ = [
     "Membership",
     "Segment",
     "User",
+    "WebhookAttempt",
+    "WebhookDelivery",
+    "WebhookEndpoint",
+    "WebhookMessage",
     "Workspace",
 ]

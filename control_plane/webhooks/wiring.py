@@ -1,0 +1,93 @@
+"""Plugging webhooks into the app: the provider's app key, its cleanup context, the status hook.
+
+``create_app`` appends :func:`webhooks_ctx` after the database context and merges
+:func:`~control_plane.webhooks.events.openapi_webhooks` into the OpenAPI document. The context
+builds the provider that ``webhook_provider`` names, registers :func:`status_changed_hook` with
+the status-change service (``STATUS_HOOKS``), and owns the provider's background task: started
+after the database is up, cancelled and awaited at shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from aiohttp import web
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from control_plane.hooks import StatusChange
+from control_plane.keys import DB, SETTINGS, STATUS_HOOKS
+from control_plane.settings import Settings
+from control_plane.webhooks.embedded import EmbeddedProvider
+from control_plane.webhooks.events import BotStatusChanged, EventType, openapi_webhooks
+from control_plane.webhooks.outbox import emit
+from control_plane.webhooks.provider import WebhookProvider
+from control_plane.webhooks.ssrf import TargetPolicy
+from control_plane.webhooks.svix_provider import SvixProvider
+
+WEBHOOK_PROVIDER = web.AppKey("webhook_provider", WebhookProvider)
+
+
+def target_policy(settings: Settings) -> TargetPolicy:
+    """The SSRF policy the settings ask for."""
+    return TargetPolicy(
+        allow_http=settings.webhook_allow_http, allow_private=settings.webhook_allow_private
+    )
+
+
+def create_provider(
+    settings: Settings, sessionmaker: async_sessionmaker[AsyncSession]
+) -> EmbeddedProvider | SvixProvider:
+    """The provider ``settings.webhook_provider`` names (``embedded`` or ``svix``)."""
+    if settings.webhook_provider == "svix":
+        return SvixProvider(
+            sessionmaker,
+            api_key=settings.svix_api_key,
+            server_url=settings.svix_server_url,
+            poll_interval=settings.webhook_poll_interval_seconds,
+        )
+    return EmbeddedProvider(
+        sessionmaker,
+        retry_schedule=settings.webhook_retry_schedule,
+        policy=target_policy(settings),
+        poll_interval=settings.webhook_poll_interval_seconds,
+    )
+
+
+async def status_changed_hook(session: AsyncSession, change: StatusChange) -> None:
+    """Write ``bot.status_changed`` into the outbox, inside the status change's transaction."""
+    meeting = change.meeting
+    await emit(
+        session,
+        meeting.workspace_id,
+        EventType.BOT_STATUS_CHANGED,
+        BotStatusChanged(
+            bot_id=str(meeting.bot_id),
+            meeting_id=meeting.id,
+            status=change.status,
+            previous_status=change.previous_status,
+            status_reason=change.status_reason,
+        ),
+        at=change.at,
+    )
+
+
+def add_to_openapi(document: dict[str, Any]) -> None:
+    """Merge the event catalogue into an OpenAPI 3.1 document (``webhooks`` + schemas)."""
+    webhooks, schemas = openapi_webhooks()
+    document["webhooks"] = webhooks
+    document.setdefault("components", {}).setdefault("schemas", {}).update(schemas)
+
+
+async def webhooks_ctx(app: web.Application) -> AsyncIterator[None]:
+    """Cleanup context: provider, status hook, and the provider's owned background task."""
+    provider = create_provider(app[SETTINGS], app[DB].sessions)
+    app[WEBHOOK_PROVIDER] = provider
+    app[STATUS_HOOKS].append(status_changed_hook)
+    task = asyncio.create_task(provider.run(), name="webhooks")
+    yield
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
