@@ -9,6 +9,8 @@ Hooks other parts fill in at start-up (append in a ``cleanup_ctx`` or in ``creat
 * :data:`ZOOM_TOKENS` — usable Zoom connections and OBF minting (part of the Zoom integration).
 * :data:`AGENT_COMMANDS` — sends a command to a connected agent (stop, …); absent until the
   agent link registers it.
+* :data:`AGENT_HUB`, :data:`STORAGE`, :data:`STREAM_SIGNER` — the agent link's open links and
+  pending commands, artifact storage, and the stream-token signer (``control_plane.agent_link``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from typing import Any
 
 from aiohttp import web
 
+from control_plane.agent_link.hub import AgentHub
+from control_plane.agent_link.stream_tokens import StreamTokenSigner
 from control_plane.api.routes import RouteSpec
 from control_plane.auth.ratelimit import RateLimiter
 from control_plane.db.engine import Database
@@ -24,6 +28,7 @@ from control_plane.hooks import AgentCommander, LaunchHook, StatusHook, ZoomToke
 from control_plane.launchers.base import BotLauncher
 from control_plane.metrics import Metrics
 from control_plane.settings import Settings
+from control_plane.storage.base import ArtifactStorage
 
 SETTINGS = web.AppKey("settings", Settings)
 DB = web.AppKey("db", Database)
@@ -36,3 +41,6 @@ STATUS_HOOKS: web.AppKey[list[StatusHook]] = web.AppKey("status_hooks")
 LAUNCH_HOOKS: web.AppKey[list[LaunchHook]] = web.AppKey("launch_hooks")
 ZOOM_TOKENS = web.AppKey("zoom_tokens", ZoomTokenSource)
 AGENT_COMMANDS: web.AppKey[AgentCommander] = web.AppKey("agent_commands")
+AGENT_HUB = web.AppKey("agent_hub", AgentHub)
+STORAGE = web.AppKey("storage", ArtifactStorage)
+STREAM_SIGNER = web.AppKey("stream_signer", StreamTokenSigner)
