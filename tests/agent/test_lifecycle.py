@@ -1,0 +1,79 @@
+"""The status machine follows the table of DESIGN.md §3; the meeting timers fire exactly."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent.contracts.bot_config import BotSettings
+from agent.contracts.status import BotStatus, StatusReason
+from agent.events import BotEvents
+from agent.lifecycle import MeetingTimers, StatusMachine, Timeouts
+from agent.sse.log import EventLog
+
+pytestmark = pytest.mark.unit
+
+
+async def test_status_machine_reports_legal_moves_and_refuses_illegal_ones() -> None:
+    seen: list[tuple[str, dict[str, object]]] = []
+    log = EventLog()
+    machine = StatusMachine(BotEvents(log, observer=lambda n, p: seen.append((n, p))))
+    assert await machine.move(BotStatus.JOINING, StatusReason.JOIN_STARTED)
+    assert not await machine.move(BotStatus.COMPLETED, StatusReason.LEFT_ALONE)
+    assert await machine.move(BotStatus.ACTIVE, StatusReason.JOINED)
+    assert await machine.move(BotStatus.STOPPING, StatusReason.LEFT_ALONE)
+    assert await machine.move(BotStatus.COMPLETED, StatusReason.LEFT_ALONE)
+    assert machine.final
+    assert [s for s, _ in machine.history] == [
+        BotStatus.JOINING,
+        BotStatus.ACTIVE,
+        BotStatus.STOPPING,
+        BotStatus.COMPLETED,
+    ]
+    events = log.snapshot()
+    assert [e.id for e in events] == [1, 2, 3, 4]
+    assert all(e.event == "bot_status" for e in events)
+    assert '"status": "completed"' in events[-1].data
+    assert seen[-1][1]["status_reason"] == "left_alone"
+
+
+def test_timeouts_scale_only_downwards_from_the_bot_settings() -> None:
+    settings = BotSettings(admission_timeout_seconds=30, left_alone_timeout_seconds=10)
+    timeouts = Timeouts.from_settings(settings, scale=0.1)
+    assert timeouts.admission == pytest.approx(3.0)
+    assert timeouts.left_alone == pytest.approx(1.0)
+    assert timeouts.startup_alone == pytest.approx(120.0)
+
+
+def test_admission_times_out_exactly_after_entering_the_lobby() -> None:
+    timers = MeetingTimers(Timeouts(admission=30, startup_alone=60, left_alone=10))
+    timers.entered_lobby(100.0)
+    timers.entered_lobby(105.0)  # the clock starts once
+    assert timers.next_deadline() == 130.0
+    assert timers.expired(129.999) is None
+    assert timers.expired(130.0) is StatusReason.ADMISSION_TIMEOUT
+    timers.admitted(120.0)
+    assert timers.expired(200.0) is not StatusReason.ADMISSION_TIMEOUT
+
+
+def test_startup_alone_when_nobody_ever_came() -> None:
+    timers = MeetingTimers(Timeouts(admission=30, startup_alone=60, left_alone=10))
+    timers.admitted(10.0)
+    timers.observe(0, 11.0)
+    assert timers.expired(69.9) is None
+    assert timers.expired(70.0) is StatusReason.STARTUP_ALONE
+
+
+def test_left_alone_counts_from_when_the_last_other_participant_left() -> None:
+    timers = MeetingTimers(Timeouts(admission=30, startup_alone=60, left_alone=10))
+    timers.admitted(0.0)
+    timers.observe(2, 1.0)
+    assert timers.alone_deadline() is None
+    assert timers.expired(500.0) is None
+    timers.observe(0, 50.0)
+    timers.observe(0, 55.0)  # still alone: the clock keeps its start
+    assert timers.next_deadline() == 60.0
+    assert timers.expired(59.9) is None
+    timers.observe(1, 59.9)  # someone came back
+    assert timers.expired(70.0) is None
+    timers.observe(0, 80.0)
+    assert timers.expired(90.0) is StatusReason.LEFT_ALONE
