@@ -74,14 +74,15 @@ def _ordinal(words: list[str]) -> list[str]:
 
 
 def _spell_number(match: re.Match[str]) -> str:
-    digits = match.group(1).replace(",", "")
+    raw = match.group(1)
+    digits = raw.replace(",", "")
     if not digits:
         return match.group(0)
     n = int(digits)
-    # Four-digit numbers in speech are mostly years, read in pairs ("fourteen fifty-five").
-    words = _year_words(n) if 1100 <= n <= 2099 and len(digits) == 4 and n % 1000 >= 100 else (
-        number_to_words(n)
-    )
+    # Bare four-digit numbers in speech are mostly years, read in pairs ("fourteen
+    # fifty-five"); 2000–2099 are mostly read as "two thousand …" up to 2009 and in pairs after.
+    year = raw == digits and len(digits) == 4 and 1100 <= n <= 2099 and not 2000 <= n <= 2009
+    words = _year_words(n) if year else number_to_words(n)
     if match.group(3):
         words = _ordinal(words)
     if match.group(2):

@@ -1,0 +1,80 @@
+"""Shared helpers of the transcription tests: reading the speech corpus, replaying frames."""
+
+from __future__ import annotations
+
+import asyncio
+import wave
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from agent.audio import SAMPLE_RATE, AudioFrame, SpeakerActivity
+from agent.contracts.link import Segment
+from agent.transcribe.realtime import RealtimeTranscriber
+
+FRAME = SAMPLE_RATE // 10  # 100 ms, the capture's block size
+
+
+def load_wav(speech: Path, name: str) -> npt.NDArray[np.int16]:
+    """Samples of a corpus WAV (16 kHz mono 16-bit)."""
+    with wave.open(str(speech / name), "rb") as wav:
+        assert (wav.getnchannels(), wav.getframerate()) == (1, SAMPLE_RATE)
+        return np.frombuffer(wav.readframes(wav.getnframes()), dtype="<i2").astype(np.int16)
+
+
+def reference(speech: Path, name: str) -> str:
+    """The reference text of a corpus WAV."""
+    return (speech / name.replace(".wav", ".txt")).read_text(encoding="utf-8")
+
+
+def silence(seconds: float) -> npt.NDArray[np.int16]:
+    """Digital silence."""
+    return np.zeros(int(seconds * SAMPLE_RATE), dtype=np.int16)
+
+
+def frames(
+    pcm: npt.NDArray[np.int16],
+    track_id: str,
+    start_time: float,
+    speaker: str | None = None,
+) -> list[AudioFrame]:
+    """Cut ``pcm`` into 100 ms frames stamped from ``start_time`` on."""
+    return [
+        AudioFrame(track_id, start_time + i / SAMPLE_RATE, pcm[i : i + FRAME], speaker)
+        for i in range(0, len(pcm), FRAME)
+    ]
+
+
+async def replay(
+    transcriber: RealtimeTranscriber,
+    stream: Sequence[AudioFrame | SpeakerActivity],
+) -> list[Segment]:
+    """Feed frames and activities as fast as accepted, close, and return every segment."""
+    collected: list[Segment] = []
+
+    async def collect() -> None:
+        async for segment in transcriber.segments():
+            collected.append(segment)
+
+    async with asyncio.TaskGroup() as group:
+        group.create_task(collect())
+        async with transcriber:
+            for item in stream:
+                if isinstance(item, AudioFrame):
+                    await transcriber.feed(item)
+                else:
+                    transcriber.speaker_activity(item)
+    return collected
+
+
+def finals(segments: Sequence[Segment]) -> list[Segment]:
+    """Completed, non-empty segments in start order."""
+    return sorted((s for s in segments if s.completed and s.text), key=lambda s: s.start)
+
+
+def interleave(*streams: Sequence[AudioFrame]) -> list[AudioFrame]:
+    """Merge per-track frame lists by timestamp (how capture delivers overlapping tracks)."""
+    merged = [frame for stream in streams for frame in stream]
+    return sorted(merged, key=lambda f: (f.start_time, f.track_id))

@@ -1,0 +1,224 @@
+"""Realtime tier on real speech with the bundled tiny.en model.
+
+Frames are fed as fast as the transcriber takes them; endpointing runs on the frames'
+timestamps, so the cuts are the ones live audio would get.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agent.audio import AudioFrame, SpeakerActivity
+from agent.contracts.bot_config import Task
+from agent.contracts.link import Segment
+from agent.contracts.whisper_models import UnsupportedTranscriptionOptions
+from agent.transcribe.engine import DecodeOptions, WhisperEngine
+from agent.transcribe.normalize import word_error_rate
+from agent.transcribe.options import TranscribeOptions
+from agent.transcribe.realtime import RealtimeTranscriber
+from agent.transcribe.vad import SileroSession
+from tests.transcribe.helpers import (
+    finals,
+    frames,
+    interleave,
+    load_wav,
+    reference,
+    replay,
+    silence,
+)
+
+pytestmark = pytest.mark.slow
+
+JOIN = 1_700_000_000.0
+CLIPS = ["jfk.wav", "ls_testclean_1995-1837-0001.wav", "LJ001-0003.wav"]
+NO_PARTIALS = TranscribeOptions(partials=False)
+
+
+def _transcriber(
+    engine: WhisperEngine, silero: SileroSession, options: TranscribeOptions = NO_PARTIALS
+) -> RealtimeTranscriber:
+    return RealtimeTranscriber(engine, join_time=JOIN, options=options, vad_session=silero)
+
+
+async def test_offline_file_transcription_is_close_to_the_reference(
+    speech: Path, tiny_engine: WhisperEngine
+) -> None:
+    for clip in CLIPS:
+        audio = load_wav(speech, clip).astype(np.float32) / 32768.0
+        result = await asyncio.to_thread(
+            tiny_engine.decode,
+            audio,
+            language=None,
+            task=Task.TRANSCRIBE,
+            options=DecodeOptions(beam_size=5, without_timestamps=False),
+        )
+        assert result.language == "en"
+        assert word_error_rate(reference(speech, clip), result.text) <= 0.12, clip
+
+
+async def test_streaming_gives_the_offline_words(
+    speech: Path, tiny_engine: WhisperEngine, silero: SileroSession
+) -> None:
+    pcm = np.concatenate([np.concatenate([load_wav(speech, c), silence(1.0)]) for c in CLIPS])
+    ref = " ".join(reference(speech, c) for c in CLIPS)
+    offline = await asyncio.to_thread(
+        tiny_engine.decode,
+        pcm.astype(np.float32) / 32768.0,
+        language="en",
+        task=Task.TRANSCRIBE,
+        options=DecodeOptions(beam_size=1, without_timestamps=False),
+    )
+    segments = await replay(_transcriber(tiny_engine, silero), frames(pcm, "t1", JOIN + 5.0))
+    got = finals(segments)
+    streamed = " ".join(s.text for s in got)
+    offline_wer = word_error_rate(ref, offline.text)
+    streaming_wer = word_error_rate(ref, streamed)
+    assert streaming_wer <= offline_wer * 1.10 + 0.02, (streaming_wer, offline_wer)
+    assert word_error_rate(offline.text, streamed) <= 0.08
+    # Times count from the join, in order, inside the audio.
+    assert got[0].start >= 5.0
+    assert got[-1].end <= 5.0 + len(pcm) / 16_000 + 0.01
+    assert all(a.end <= b.start for a, b in itertools.pairwise(got))
+    assert all(s.tier == "realtime" and s.language == "en" for s in got)
+    assert len({s.id for s in got}) == len(got)
+
+
+async def test_partials_come_while_speaking_and_the_final_replaces_them(
+    speech: Path, tiny_engine: WhisperEngine, silero: SileroSession
+) -> None:
+    pcm = np.concatenate([load_wav(speech, "LJ001-0001.wav"), silence(1.0)])
+    options = TranscribeOptions(partial_interval_s=1.0)
+    transcriber = _transcriber(tiny_engine, silero, options)
+    stream = frames(pcm, "t1", JOIN)
+    seen: list[Segment] = []
+    first_seen = asyncio.Event()
+    async with transcriber:
+
+        async def collect() -> None:
+            async for segment in transcriber.segments():
+                seen.append(segment)
+                first_seen.set()
+
+        collector = asyncio.create_task(collect())
+        for frame in stream[:60]:  # 6 s into a 9.7 s sentence
+            await transcriber.feed(frame)
+        async with asyncio.timeout(60):
+            await first_seen.wait()
+        for frame in stream[60:]:
+            await transcriber.feed(frame)
+    await collector
+    partial = seen[0]
+    assert not partial.completed and partial.text
+    final = [s for s in seen if s.completed]
+    assert len(final) == 1 and final[0].id == partial.id
+    assert word_error_rate(reference(speech, "LJ001-0001.wav"), final[0].text) <= 0.15
+    assert transcriber.metrics.partials >= 1
+
+
+async def test_mixed_track_segments_are_named_by_active_speaker(
+    speech: Path, tiny_engine: WhisperEngine, silero: SileroSession
+) -> None:
+    turns = [
+        ("Ada", "ls_testclean_61-70968-0000.wav"),
+        ("Bob", "jfk.wav"),
+        ("Cy", "ls_testclean_1089-134686-0001.wav"),
+    ]
+    parts: list[np.ndarray] = []
+    stream_extra: list[AudioFrame | SpeakerActivity] = []
+    spans: list[tuple[str, float, float]] = []
+    cursor = 0.5
+    parts.append(silence(0.5))
+    for name, clip in turns:
+        pcm = load_wav(speech, clip)
+        start, end = cursor, cursor + len(pcm) / 16_000
+        spans.append((name, start, end))
+        # The UI indicator lags the audio a little on both edges.
+        stream_extra += [
+            SpeakerActivity(name, True, JOIN + start + 0.2),
+            SpeakerActivity(name, False, JOIN + end + 0.3),
+        ]
+        parts += [pcm, silence(0.8)]
+        cursor = end + 0.8
+    mixed = frames(np.concatenate(parts), "mix", JOIN)
+    def when(item: AudioFrame | SpeakerActivity) -> float:
+        return item.start_time if isinstance(item, AudioFrame) else item.at
+
+    stream = sorted([*mixed, *stream_extra], key=when)
+    got = finals(await replay(_transcriber(tiny_engine, silero), stream))
+    assert got
+    for segment in got:
+        middle = (segment.start + segment.end) / 2
+        expected = next(name for name, lo, hi in spans if lo - 0.5 <= middle <= hi + 0.5)
+        assert segment.speaker == expected, (segment.text, segment.speaker, expected)
+    assert {s.speaker for s in got} == {"Ada", "Bob", "Cy"}
+
+
+async def test_overlapping_tracks_are_not_glued(
+    speech: Path, tiny_engine: WhisperEngine, silero: SileroSession
+) -> None:
+    ada = np.concatenate([load_wav(speech, "jfk.wav"), silence(1.0)])
+    bob = np.concatenate([silence(3.0), load_wav(speech, "fw_stereo_diarization_ch1.wav"),
+                          silence(1.0)])
+    stream = interleave(frames(ada, "track-a", JOIN, "Ada"), frames(bob, "track-b", JOIN, "Bob"))
+    got = finals(await replay(_transcriber(tiny_engine, silero), stream))
+    by_speaker = {
+        name: " ".join(s.text for s in got if s.speaker == name) for name in ("Ada", "Bob")
+    }
+    assert {s.speaker for s in got} == {"Ada", "Bob"}
+    assert word_error_rate(reference(speech, "jfk.wav"), by_speaker["Ada"]) <= 0.15
+    assert word_error_rate(
+        reference(speech, "fw_stereo_diarization_ch1.wav"), by_speaker["Bob"]
+    ) <= 0.25
+
+
+async def test_silence_and_noise_yield_no_segments(
+    tiny_engine: WhisperEngine, silero: SileroSession
+) -> None:
+    rng = np.random.default_rng(7)
+    seconds = np.arange(4 * 16_000) / 16_000
+    white = rng.normal(0, 0.03 * 32768, 4 * 16_000)
+    brown = np.cumsum(rng.normal(0, 1, 4 * 16_000))
+    brown = brown / np.abs(brown).max() * 0.1 * 32768
+    hum = 0.05 * 32768 * np.sin(2 * np.pi * 50 * seconds)
+    pcm = np.concatenate([silence(4.0), white, brown, hum, silence(1.0)]).astype(np.int16)
+    options = TranscribeOptions(partial_interval_s=1.0)
+    segments = await replay(_transcriber(tiny_engine, silero, options), frames(pcm, "t", JOIN))
+    assert [s for s in segments if s.text] == []
+
+
+def test_english_only_model_refuses_translate(
+    tiny_engine: WhisperEngine, silero: SileroSession
+) -> None:
+    with pytest.raises(UnsupportedTranscriptionOptions):
+        RealtimeTranscriber(tiny_engine, join_time=JOIN, task=Task.TRANSLATE, vad_session=silero)
+
+
+@pytest.mark.parametrize(
+    ("clip", "seconds", "source"),
+    [("es_mls_13697_11991_000000.wav", 15.0, "es"), ("de_aeneas_librivox.wav", 9.0, "de")],
+)
+async def test_translate_gives_english(
+    speech: Path,
+    base_engine: WhisperEngine,
+    silero: SileroSession,
+    clip: str,
+    seconds: float,
+    source: str,
+) -> None:
+    pcm = np.concatenate([load_wav(speech, clip)[: int(seconds * 16_000)], silence(1.0)])
+    transcriber = RealtimeTranscriber(
+        base_engine, join_time=JOIN, task=Task.TRANSLATE, options=NO_PARTIALS,
+        vad_session=silero,
+    )
+    got = finals(await replay(transcriber, frames(pcm, "t", JOIN)))
+    words = " ".join(s.text for s in got).lower().split()
+    english = {"the", "and", "of", "to", "a", "in", "that", "was", "his", "he", "with",
+               "which", "by", "it", "her", "she", "is", "from", "new"}
+    assert len(words) >= 5
+    assert sum(w.strip(".,;:!?") in english for w in words) / len(words) >= 0.15, words
+    assert all(s.language == source for s in got)

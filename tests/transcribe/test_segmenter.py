@@ -1,0 +1,105 @@
+"""Utterance cutting from VAD probabilities, on the frames' own clock."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agent.transcribe.segmenter import (
+    Ended,
+    Resume,
+    SegmenterEvent,
+    SegmenterOptions,
+    Speculate,
+    Started,
+    UtteranceSegmenter,
+)
+from agent.transcribe.vad import WINDOW
+
+pytestmark = pytest.mark.unit
+
+W_S = WINDOW / 16_000  # seconds per window
+
+
+def _run(segmenter: UtteranceSegmenter, pattern: list[float]) -> list[SegmenterEvent]:
+    """Push one window per probability; each window's samples carry its index."""
+    events: list[SegmenterEvent] = []
+    for prob in pattern:
+        samples = np.full(WINDOW, segmenter.samples_seen // WINDOW, dtype=np.float32)
+        events += segmenter.push(samples, np.array([prob], dtype=np.float32))
+    return events
+
+
+def _windows(seconds: float) -> int:
+    return round(seconds / W_S)
+
+
+def test_utterance_is_speculated_then_ended_with_the_same_audio() -> None:
+    seg = UtteranceSegmenter()
+    pattern = [0.0] * 20 + [0.9] * _windows(1.0) + [0.0] * _windows(1.0)
+    events = _run(seg, pattern)
+    kinds = [type(e) for e in events]
+    assert kinds == [Started, Speculate, Ended]
+    started, speculate, ended = events
+    assert isinstance(started, Started) and isinstance(ended, Ended)
+    assert isinstance(speculate, Speculate)
+    # Pre-roll of ~0.3 s (9 windows) before the first voiced window.
+    assert started.start_sample == (20 - 9) * WINDOW
+    assert ended.speculated
+    np.testing.assert_array_equal(ended.audio, speculate.audio)
+    assert ended.lead == 9 * WINDOW
+    assert ended.voiced_s == pytest.approx(_windows(1.0) * W_S)
+    assert ended.trail == 5 * WINDOW  # 0.16 s of silence kept after speech
+
+
+def test_speech_resuming_before_the_endpoint_continues_the_utterance() -> None:
+    seg = UtteranceSegmenter()
+    pattern = [0.9] * 20 + [0.1] * 8 + [0.9] * 20 + [0.0] * 30
+    events = _run(seg, pattern)
+    assert [type(e) for e in events] == [Started, Speculate, Resume, Speculate, Ended]
+    ended = events[-1]
+    assert isinstance(ended, Ended)
+    assert ended.utterance == 0
+    assert len(ended.audio) == (20 + 8 + 20 + 5) * WINDOW
+
+
+def test_clicks_shorter_than_min_speech_are_not_utterances() -> None:
+    seg = UtteranceSegmenter()
+    events = _run(seg, [0.0] * 10 + [0.9] * 3 + [0.0] * 30)
+    assert not any(isinstance(e, Ended) for e in events)
+    assert isinstance(events[-1], Resume)  # withdraws the speculation
+
+
+def test_hysteresis_keeps_mid_probabilities_inside_speech() -> None:
+    seg = UtteranceSegmenter(SegmenterOptions(threshold=0.5, neg_threshold=0.35))
+    events = _run(seg, [0.9] * 10 + [0.4] * 40 + [0.0] * 30)
+    ended = [e for e in events if isinstance(e, Ended)]
+    assert len(ended) == 1
+    assert not any(isinstance(e, Speculate) for e in events[:-2])
+    assert len(ended[0].audio) == (10 + 40 + 5) * WINDOW
+
+
+def test_long_speech_is_split_at_its_quietest_window() -> None:
+    opts = SegmenterOptions(max_utterance_s=10.0, split_search_s=4.0)
+    seg = UtteranceSegmenter(opts)
+    speech = [0.9] * _windows(12.0)
+    speech[_windows(8.0)] = 0.4  # a breath 8 s in
+    events = _run(seg, [*speech, *([0.0] * 30)])
+    ended = [e for e in events if isinstance(e, Ended)]
+    assert len(ended) == 2
+    first, second = ended
+    assert len(first.audio) == _windows(8.0) * WINDOW
+    assert second.start_sample == first.start_sample + len(first.audio)
+    # Nothing lost or doubled at the cut.
+    assert first.audio[-1] + 1 == second.audio[0]
+
+
+def test_flush_ends_an_open_utterance() -> None:
+    seg = UtteranceSegmenter()
+    _run(seg, [0.9] * 20)
+    tail = seg.push(np.zeros(100, dtype=np.float32), np.zeros(0, dtype=np.float32))
+    assert tail == []
+    events = seg.flush()
+    assert len(events) == 1 and isinstance(events[0], Ended)
+    assert len(events[0].audio) == 20 * WINDOW + 100
+    assert not seg.speaking

@@ -1,0 +1,36 @@
+"""Active-speaker intervals matched to segment times."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent.audio import SpeakerActivity
+from agent.transcribe.speakers import SpeakerTimeline
+
+pytestmark = pytest.mark.unit
+
+
+def test_max_overlap_wins() -> None:
+    timeline = SpeakerTimeline(
+        [
+            SpeakerActivity("Ada", True, 10.0),
+            SpeakerActivity("Ada", False, 14.0),
+            SpeakerActivity("Bob", True, 13.5),
+            SpeakerActivity("Bob", False, 20.0),
+        ]
+    )
+    assert timeline.speaker_for(10.5, 14.2) == "Ada"
+    assert timeline.speaker_for(13.6, 19.0) == "Bob"
+    assert timeline.speaker_for(30.0, 31.0) is None
+
+
+def test_open_interval_and_out_of_order_changes() -> None:
+    timeline = SpeakerTimeline()
+    timeline.add(SpeakerActivity("Cy", False, 5.0))
+    timeline.add(SpeakerActivity("Cy", True, 2.0))
+    timeline.add(SpeakerActivity("Di", True, 6.0))
+    assert timeline.intervals("Cy", until=10.0) == [(2.0, 5.0)]
+    assert timeline.speaker_for(6.5, 9.0) == "Di"
+    timeline.forget_before(5.5)
+    assert timeline.intervals("Cy", until=10.0) == []
+    assert timeline.speaker_for(6.5, 9.0) == "Di"
