@@ -123,7 +123,7 @@
       }
       if (el.getAttribute("role") === "switch") el.setAttribute("aria-checked", String(on));
       else if (el.hasAttribute("aria-pressed")) el.setAttribute("aria-pressed", String(on));
-      el.dataset.isMuted = String(!on);
+      if (el.dataset.tmToggle === "mic" || el.dataset.tmToggle === "camera") el.dataset.isMuted = String(!on);
     }
   }
 
