@@ -14,7 +14,16 @@ from importlib import metadata
 
 from aiohttp import web
 
-from control_plane.api import meta, webhooks
+from control_plane.action_prompts import action_prompts_ctx
+from control_plane.api import (
+    action_prompts,
+    api_keys,
+    invitations,
+    meta,
+    webhooks,
+    workspaces,
+    zoom_connections,
+)
 from control_plane.api.http import MAX_BODY_BYTES
 from control_plane.api.middlewares import auth_middleware, error_middleware, observe_middleware
 from control_plane.api.routes import ApiRoutes, build_openapi, spec_index
@@ -36,11 +45,20 @@ from control_plane.launchers.base import BotLauncher
 from control_plane.metrics import Metrics
 from control_plane.settings import Settings
 from control_plane.webhooks.wiring import add_to_openapi, webhooks_ctx
+from control_plane.zoom.wiring import zoom_ctx
 
 
 def resources() -> tuple[ApiRoutes, ...]:
     """Every resource's routes, in registration order (add one line per resource module)."""
-    return (meta.routes, webhooks.routes)
+    return (
+        meta.routes,
+        webhooks.routes,
+        workspaces.routes,
+        invitations.routes,
+        api_keys.routes,
+        zoom_connections.routes,
+        action_prompts.routes,
+    )
 
 
 def _version() -> str:
@@ -102,5 +120,7 @@ def create_app(settings: Settings, *, launcher: BotLauncher | None = None) -> we
     add_to_openapi(app[OPENAPI])
     app.cleanup_ctx.append(_database_ctx)
     app.cleanup_ctx.append(_launcher_ctx(launcher))
+    app.cleanup_ctx.append(zoom_ctx)
+    app.cleanup_ctx.append(action_prompts_ctx)
     app.cleanup_ctx.append(webhooks_ctx)
     return app

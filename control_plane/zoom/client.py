@@ -18,6 +18,7 @@ to refresh and retry.
 
 from __future__ import annotations
 
+import base64
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -78,7 +79,8 @@ class ZoomClient:
         self._session = session
         self._oauth_url = oauth_url
         self._api_base_url = api_base_url.rstrip("/")
-        self._auth = aiohttp.BasicAuth(client_id, client_secret)
+        credentials = f"{client_id}:{client_secret}".encode()
+        self._basic_auth = "Basic " + base64.b64encode(credentials).decode("ascii")
         self._timeout = aiohttp.ClientTimeout(total=timeout_seconds)
         self._configured = bool(client_id and client_secret)
 
@@ -140,7 +142,11 @@ class ZoomClient:
     async def _token_request(self, form: dict[str, str]) -> ZoomTokens:
         started = datetime.now(UTC)
         body = await self._request(
-            "POST", self._oauth_url, auth=self._auth, data=form, headers=None, params=None
+            "POST",
+            self._oauth_url,
+            data=form,
+            headers={"Authorization": self._basic_auth},
+            params=None,
         )
         access, refresh, expires_in = (
             body.get("access_token"),
@@ -162,7 +168,6 @@ class ZoomClient:
         return await self._request(
             "GET",
             f"{self._api_base_url}{path}",
-            auth=None,
             data=None,
             headers={"Authorization": f"Bearer {access_token}"},
             params=params,
@@ -173,7 +178,6 @@ class ZoomClient:
         method: str,
         url: str,
         *,
-        auth: aiohttp.BasicAuth | None,
         data: dict[str, str] | None,
         headers: dict[str, str] | None,
         params: dict[str, str] | None,
@@ -182,7 +186,6 @@ class ZoomClient:
             async with self._session.request(
                 method,
                 url,
-                auth=auth,
                 data=data,
                 headers=headers,
                 params=params,

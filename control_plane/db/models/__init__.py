@@ -4,8 +4,10 @@ Alembic's autogenerate and ``Base.metadata`` see exactly the modules imported he
 aggregate adds its module and one import line below.
 """
 
+from control_plane.db.models.action_prompt import ActionPrompt
 from control_plane.db.models.bot import BotStatusChange, Meeting
 from control_plane.db.models.idempotency import IdempotencyRecord
+from control_plane.db.models.invitation import Invitation
 from control_plane.db.models.segment import Segment
 from control_plane.db.models.webhook import (
     WebhookAttempt,
@@ -14,11 +16,14 @@ from control_plane.db.models.webhook import (
     WebhookMessage,
 )
 from control_plane.db.models.workspace import ApiKey, Membership, User, Workspace
+from control_plane.db.models.zoom_connection import ZoomConnection
 
 __all__ = [
+    "ActionPrompt",
     "ApiKey",
     "BotStatusChange",
     "IdempotencyRecord",
+    "Invitation",
     "Meeting",
     "Membership",
     "Segment",
@@ -28,4 +33,5 @@ __all__ = [
     "WebhookEndpoint",
     "WebhookMessage",
     "Workspace",
+    "ZoomConnection",
 ]

@@ -1,0 +1,137 @@
+"""Action prompts: versioned per workspace, and which one a bot uses (API.md 2.9).
+
+A bot's prompt is its ``prompt_version_id`` when that names a version of its workspace, else
+the workspace's ``default_prompt_version_id``, else :data:`SYSTEM_PROMPT`. The resolved prompt
+travels to the agent in ``BotConfig.action_prompt`` (filled by :func:`launch_hook`, only when
+``enable_actions`` is on — with it off no language-model call is made, so no prompt is sent).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+
+from aiohttp import web
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from agent.contracts.bot_config import ActionPrompt as ResolvedPrompt
+from agent.contracts.bot_config import BotConfig
+from control_plane.db.engine import Database
+from control_plane.db.models.action_prompt import ActionPrompt
+from control_plane.db.models.bot import Meeting
+from control_plane.db.models.workspace import Workspace
+from control_plane.errors import Conflict
+from control_plane.hooks import LaunchHook
+from control_plane.keys import DB, LAUNCH_HOOKS
+
+SYSTEM_PROMPT = ResolvedPrompt(
+    id="system",
+    instructions=(
+        "You read a window of a meeting transcript, one line per segment as "
+        "'[segment id] speaker: text'. Report only what the speakers clearly state: "
+        "action_item (someone commits to or is asked to do something), decision (the group "
+        "settles something), question (a question left open), follow_up (something to revisit "
+        "later). For each, give its type, a one-sentence text in the transcript's language, "
+        "and the segment ids it rests on. Report nothing rather than guess."
+    ),
+    model=None,
+)
+"""The built-in prompt used when neither the bot nor its workspace names a version."""
+
+_CREATE_ATTEMPTS = 5
+
+
+async def create_version(
+    database: Database,
+    *,
+    workspace_id: uuid.UUID,
+    user_id: int | None,
+    name: str,
+    instructions: str,
+    model: str | None,
+) -> ActionPrompt:
+    """Store a new version of prompt ``name`` (1 for a new name, else the newest + 1).
+
+    Raises:
+        Conflict: 409 ``prompt_version_conflict`` — other writers kept winning the race for
+            the next version number.
+    """
+    for _ in range(_CREATE_ATTEMPTS):
+        try:
+            async with database.sessions.begin() as session:
+                newest = await session.scalar(
+                    select(func.max(ActionPrompt.version)).where(
+                        ActionPrompt.workspace_id == workspace_id, ActionPrompt.name == name
+                    )
+                )
+                prompt = ActionPrompt(
+                    workspace_id=workspace_id,
+                    name=name,
+                    version=(newest or 0) + 1,
+                    instructions=instructions,
+                    model=model,
+                    created_by_user_id=user_id,
+                )
+                session.add(prompt)
+                await session.flush()
+                await session.refresh(prompt)
+                return prompt
+        except IntegrityError:
+            # Someone stored the same (name, version) first; take the next number.
+            continue
+    raise Conflict("too many concurrent versions of this prompt", code="prompt_version_conflict")
+
+
+async def version_of_workspace(
+    session: AsyncSession, workspace_id: uuid.UUID, version_id: str
+) -> ActionPrompt | None:
+    """The prompt version ``version_id`` if it belongs to ``workspace_id``, else None.
+
+    Bot creation uses this to refuse an unknown ``prompt_version_id``.
+    """
+    prompt = await session.get(ActionPrompt, version_id)
+    if prompt is None or prompt.workspace_id != workspace_id:
+        return None
+    return prompt
+
+
+async def resolve(
+    session: AsyncSession, workspace_id: uuid.UUID, prompt_version_id: str | None
+) -> ResolvedPrompt:
+    """The prompt a bot of ``workspace_id`` uses: its own version, the workspace default, or
+    :data:`SYSTEM_PROMPT` (each step only when the previous names a version of this
+    workspace)."""
+    candidates = [prompt_version_id]
+    workspace = await session.get(Workspace, workspace_id)
+    if workspace is not None:
+        candidates.append(workspace.default_prompt_version_id)
+    for candidate in candidates:
+        if candidate is None:
+            continue
+        prompt = await version_of_workspace(session, workspace_id, candidate)
+        if prompt is not None:
+            return ResolvedPrompt(
+                id=prompt.id, instructions=prompt.instructions, model=prompt.model
+            )
+    return SYSTEM_PROMPT
+
+
+def launch_hook(database: Database) -> LaunchHook:
+    """A launch hook putting the resolved prompt into ``BotConfig.action_prompt``."""
+
+    async def hook(meeting: Meeting, config: BotConfig) -> BotConfig:
+        if not config.settings.enable_actions:
+            return config
+        async with database.sessions() as session:
+            prompt = await resolve(session, meeting.workspace_id, config.settings.prompt_version_id)
+        return config.model_copy(update={"action_prompt": prompt})
+
+    return hook
+
+
+async def action_prompts_ctx(app: web.Application) -> AsyncIterator[None]:
+    """Register :func:`launch_hook` once the database exists (append after the DB context)."""
+    app[LAUNCH_HOOKS].append(launch_hook(app[DB]))
+    yield

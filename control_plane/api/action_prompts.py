@@ -1,0 +1,101 @@
+"""Action prompts of the workspace: create a version, list versions (API.md 2.9)."""
+
+from __future__ import annotations
+
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field, RootModel
+from sqlalchemy import select
+
+from control_plane.action_prompts import create_version
+from control_plane.api.http import json_response, read_body
+from control_plane.api.routes import ApiRoutes
+from control_plane.api.timestamps import UtcDateTime
+from control_plane.auth.context import auth_of
+from control_plane.db.models.action_prompt import ActionPrompt
+from control_plane.keys import DB
+
+routes = ApiRoutes("action-prompts")
+
+
+class ActionPromptCreate(BaseModel):
+    """A prompt version: posting an existing ``name`` again creates its next ``version``.
+
+    ``model`` overrides the setting ``llm_model`` for bots using this version.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=200)
+    instructions: str = Field(min_length=1, max_length=20_000)
+    model: str | None = Field(default=None, min_length=1, max_length=200)
+
+
+class ActionPromptOut(BaseModel):
+    """One prompt version; ``id`` is what ``prompt_version_id`` and
+    ``settings.default_prompt_version_id`` name."""
+
+    id: str
+    name: str
+    version: int
+    instructions: str
+    model: str | None
+    created_at: UtcDateTime
+
+
+class ActionPromptList(RootModel[list[ActionPromptOut]]):
+    """Every version of every prompt of the workspace, newest first."""
+
+
+def _view(row: ActionPrompt) -> ActionPromptOut:
+    return ActionPromptOut(
+        id=row.id,
+        name=row.name,
+        version=row.version,
+        instructions=row.instructions,
+        model=row.model,
+        created_at=row.created_at,
+    )
+
+
+@routes.post(
+    "/api/v1/action-prompts",
+    summary="Create an action prompt version",
+    body=ActionPromptCreate,
+    response=ActionPromptOut,
+    status=201,
+    errors=(403, 409),
+)
+async def create_action_prompt(request: web.Request) -> web.Response:
+    """Version 1 of a new name, or the next version of an existing one."""
+    caller = auth_of(request)
+    workspace_id = caller.require_workspace()
+    body = await read_body(request, ActionPromptCreate)
+    row = await create_version(
+        request.app[DB],
+        workspace_id=workspace_id,
+        user_id=caller.user_id,
+        name=body.name,
+        instructions=body.instructions,
+        model=body.model,
+    )
+    return json_response(_view(row), status=201)
+
+
+@routes.get(
+    "/api/v1/action-prompts",
+    summary="List action prompt versions",
+    response=ActionPromptList,
+    errors=(403,),
+)
+async def list_action_prompts(request: web.Request) -> web.Response:
+    """Every version of the workspace's prompts, newest first."""
+    workspace_id = auth_of(request).require_workspace()
+    async with request.app[DB].sessions() as session:
+        rows = (
+            await session.scalars(
+                select(ActionPrompt)
+                .where(ActionPrompt.workspace_id == workspace_id)
+                .order_by(ActionPrompt.created_at.desc(), ActionPrompt.version.desc())
+            )
+        ).all()
+    return json_response(ActionPromptList([_view(row) for row in rows]))
