@@ -212,7 +212,7 @@ class DeliveryWorker:
                 .where(WebhookDelivery.id.in_(claimed))
             )
             jobs: list[_Job] = []
-            for delivery, message, endpoint in rows.tuples():
+            for delivery, message, endpoint in rows:
                 attempt_id = new_id("atmpt")
                 session.add(
                     WebhookAttempt(

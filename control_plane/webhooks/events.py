@@ -161,7 +161,8 @@ def build_payload(
 
 
 def _schema_name(event: EventType) -> str:
-    return "Webhook" + "".join(part.capitalize() for part in event.value.split("."))
+    words = event.value.replace("_", ".").split(".")
+    return "Webhook" + "".join(word.capitalize() for word in words)
 
 
 def openapi_webhooks() -> tuple[dict[str, Any], dict[str, Any]]:

@@ -35,7 +35,7 @@ LOCAL = TargetPolicy(allow_http=True, allow_private=True)
         "192.168.1.1",
         "169.254.169.254",  # cloud metadata service
         "100.64.0.1",  # shared (CGNAT) space
-        "0.0.0.0",
+        "0.0.0.0",  # noqa: S104 — a refused target here, nothing binds to it
         "224.0.0.1",
         "240.0.0.1",
         "::1",
