@@ -45,7 +45,9 @@ async def test_other_workspace_is_403_and_unknown_is_404(
         )
         assert foreign.status == 403
         assert (await foreign.json())["code"] == "not_a_member"
-        unknown = await client.get(f"/api/v1/workspaces/{uuid.uuid4()}{path}", headers=owner.headers)
+        unknown = await client.get(
+            f"/api/v1/workspaces/{uuid.uuid4()}{path}", headers=owner.headers
+        )
         assert unknown.status == 404
         assert (await unknown.json())["code"] == "workspace_not_found"
         garbage = await client.get(f"/api/v1/workspaces/not-a-uuid{path}", headers=owner.headers)

@@ -1,0 +1,187 @@
+"""Zoom connections against a local server speaking Zoom's OAuth/REST API: connect from a code,
+sealed storage, list/delete rules, OBF minting with refresh, and Zoom's failures."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient
+from pytest_aiohttp import AiohttpClient
+from sqlalchemy import select, update
+
+from control_plane.app import create_app
+from control_plane.db.models.zoom_connection import ZoomConnection
+from control_plane.errors import ProviderError
+from control_plane.keys import DB, ZOOM_TOKENS
+from control_plane.launchers.memory import MemoryLauncher
+from control_plane.settings import Settings
+
+from .conftest import KEY_PREFIX, Caller, Tenants
+from .fake_zoom import FakeZoom
+
+pytestmark = pytest.mark.api
+
+Client = TestClient[web.Request, web.Application]
+BASE = "/api/v1/workspace/integrations/zoom/connections"
+
+
+@pytest.fixture
+async def zoom() -> AsyncIterator[FakeZoom]:
+    fake = FakeZoom()
+    await fake.start()
+    yield fake
+    await fake.close()
+
+
+@pytest.fixture
+def settings(database_url: str, tmp_path: Path, zoom: FakeZoom) -> Settings:
+    return Settings(
+        database_url=database_url,
+        data_dir=tmp_path / "data",
+        launcher="memory",
+        key_prefix=KEY_PREFIX,
+        zoom_oauth_url=zoom.oauth_url,
+        zoom_api_base_url=zoom.api_base_url,
+        zoom_client_id=zoom.client_id,
+        zoom_client_secret=zoom.client_secret,
+    )
+
+
+async def _connect(
+    client: Client, caller: Caller, zoom: FakeZoom, user: str = "zu_1"
+) -> dict[str, object]:
+    code = zoom.authorize(user, f"{user}@example.org")
+    response = await client.post(
+        BASE,
+        json={"authorization_code": code, "redirect_uri": "https://app.example/cb"},
+        headers=caller.headers,
+    )
+    assert response.status == 201, await response.text()
+    body: dict[str, object] = await response.json()
+    return body
+
+
+async def test_connect_lists_and_stores_tokens_sealed(
+    client: Client, owner: Caller, zoom: FakeZoom
+) -> None:
+    created = await _connect(client, owner, zoom)
+    assert created["zoom_user_id"] == "zu_1"
+    assert created["email"] == "zu_1@example.org"
+    assert set(created) == {"id", "zoom_user_id", "email", "created_at", "expires_at"}
+    listed = await (await client.get(BASE, headers=owner.headers)).json()
+    assert [item["id"] for item in listed] == [created["id"]]
+
+    async with client.app[DB].sessions() as session:
+        row = (await session.scalars(select(ZoomConnection))).one()
+    issued = set(zoom._access) | set(zoom._refresh)
+    assert issued
+    for token in issued:
+        assert token not in row.access_token_sealed and token not in row.refresh_token_sealed
+
+    again = await _connect(client, owner, zoom)
+    assert again["id"] == created["id"]
+
+
+async def test_mint_uses_and_refreshes_the_stored_connection(
+    client: Client, owner: Caller, tenants: Tenants, zoom: FakeZoom
+) -> None:
+    created = await _connect(client, owner, zoom)
+    source = client.app[ZOOM_TOKENS]
+    assert owner.workspace_id is not None
+    connection_id = await source.usable_connection(owner.workspace_id, owner.user_id, None)
+    assert connection_id is not None and connection_id == created["id"]
+
+    token = await source.mint(connection_id, "85746352410")
+    assert token.startswith("obf-85746352410-")
+    assert zoom.obf_mints == [("zu_1", "85746352410")] and zoom.refreshes == 0
+
+    # Zoom no longer accepts the access token although our clock says it is valid.
+    zoom.expire_access_tokens()
+    await source.mint(connection_id, "85746352410")
+    assert zoom.refreshes == 1
+
+    # Our clock says it expired: refresh before asking Zoom.
+    async with client.app[DB].sessions.begin() as session:
+        await session.execute(
+            update(ZoomConnection).values(expires_at=datetime.now(UTC) - timedelta(seconds=5))
+        )
+    await source.mint(connection_id, "85746352410")
+    assert zoom.refreshes == 2 and len(zoom.obf_mints) == 3
+
+    other = await tenants.workspace("Other")
+    assert other.workspace_id is not None
+    assert await source.usable_connection(other.workspace_id, other.user_id, None) is None
+    assert await source.usable_connection(other.workspace_id, None, connection_id) is None
+    member = await tenants.member(owner)
+    assert await source.usable_connection(owner.workspace_id, member.user_id, None) is None
+    assert (
+        await source.usable_connection(owner.workspace_id, member.user_id, connection_id)
+        == connection_id
+    )
+
+
+async def test_zoom_refusals_and_outages(client: Client, owner: Caller, zoom: FakeZoom) -> None:
+    refused = await client.post(
+        BASE,
+        json={"authorization_code": "never-issued", "redirect_uri": "https://app.example/cb"},
+        headers=owner.headers,
+    )
+    assert refused.status == 400
+    assert (await refused.json())["code"] == "zoom_authorization_failed"
+
+    created = await _connect(client, owner, zoom)
+    zoom.fail_status = 503
+    code = zoom.authorize("zu_2", "zu_2@example.org")
+    outage = await client.post(
+        BASE,
+        json={"authorization_code": code, "redirect_uri": "https://app.example/cb"},
+        headers=owner.headers,
+    )
+    assert outage.status == 502
+    assert (await outage.json())["code"] == "zoom_provider_error"
+    with pytest.raises(ProviderError):
+        await client.app[ZOOM_TOKENS].mint(int(str(created["id"])), "85746352410")
+
+    zoom.fail_status = None
+    zoom.expire_access_tokens()
+    zoom._refresh.clear()  # the user revoked the app in Zoom
+    with pytest.raises(ProviderError):
+        await client.app[ZOOM_TOKENS].mint(int(str(created["id"])), "85746352410")
+
+
+async def test_not_configured_is_503(
+    aiohttp_client: AiohttpClient, settings: Settings, launcher: MemoryLauncher
+) -> None:
+    bare = settings.model_copy(update={"zoom_client_id": "", "zoom_client_secret": ""})
+    client = await aiohttp_client(create_app(bare, launcher=launcher))
+    owner = await Tenants(client.app[DB]).workspace()
+    response = await client.post(
+        BASE,
+        json={"authorization_code": "c", "redirect_uri": "https://app.example/cb"},
+        headers=owner.headers,
+    )
+    assert response.status == 503
+    assert response.headers["Retry-After"]
+    assert (await response.json())["code"] == "zoom_not_configured"
+
+
+async def test_delete_rules(
+    client: Client, owner: Caller, tenants: Tenants, zoom: FakeZoom
+) -> None:
+    mine = await _connect(client, owner, zoom)
+    member = await tenants.member(owner)
+    theirs = await _connect(client, member, zoom, user="zu_member")
+    other = await tenants.workspace("Other")
+
+    assert (await client.delete(f"{BASE}/{mine['id']}", headers=member.headers)).status == 404
+    assert (await client.delete(f"{BASE}/{mine['id']}", headers=other.headers)).status == 404
+    assert (await client.delete(f"{BASE}/{theirs['id']}", headers=owner.headers)).status == 204
+    assert (await client.delete(f"{BASE}/{mine['id']}", headers=owner.headers)).status == 204
+    gone = await client.delete(f"{BASE}/{mine['id']}", headers=owner.headers)
+    assert gone.status == 404
+    assert (await gone.json())["code"] == "zoom_connection_not_found"
+    assert await (await client.get(BASE, headers=owner.headers)).json() == []
