@@ -152,12 +152,15 @@ class Bot:
         if self.link is not None:
             commands = asyncio.create_task(self._serve_commands(self.link), name="commands")
         exit_: MeetingExit
+        cancelled = False
         try:
             await self._attend()
             exit_ = MeetingLeft(StatusReason.STOPPED_BY_API)
         except MeetingExit as exc:
             exit_ = exc
         except asyncio.CancelledError:
+            # The owner cancelled the bot: leave and report like a SIGTERM, then stay cancelled.
+            cancelled = True
             exit_ = MeetingLeft(StatusReason.SIGTERM)
         except Exception as exc:
             log.exception("bot failed", extra={"error": type(exc).__name__})
@@ -170,6 +173,8 @@ class Bot:
                 with contextlib.suppress(asyncio.CancelledError):
                     await commands
             await self._stop_services()
+        if cancelled:
+            raise asyncio.CancelledError
         return self.machine.status
 
     async def _start_services(self) -> None:

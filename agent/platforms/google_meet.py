@@ -158,21 +158,21 @@ _SPEAKERS_JS = """
 }
 """
 
-# Messages: [data-message-id] (VC). Meet groups consecutive messages under one sender header;
-# the sender is read from the message's data-sender-name, else from its group.
+# Messages: [data-message-id] (VC). Meet shows a header line (sender, then the time) above the
+# first message of a run by one sender; later messages of the run carry only their text.
 _CHAT_JS = """
 () => {
   const rows = [];
+  let sender = '';
   for (const el of document.querySelectorAll('[data-message-id]')) {
-    const group = el.closest('[data-sender-name]');
-    let sender = el.getAttribute('data-sender-name')
-      || (group && group.getAttribute('data-sender-name'));
-    const senderEl = el.querySelector('[data-sender-name], .sender, [data-sender]');
-    if (!sender && senderEl) sender = senderEl.textContent;
-    const textEl = el.querySelector('[data-message-text], .text, [jsname]') || el;
-    let text = textEl.innerText || textEl.textContent || '';
-    if (textEl === el && senderEl) text = text.replace(senderEl.textContent, '');
-    rows.push([el.getAttribute('data-message-id'), (sender || '').trim(), text.trim()]);
+    const lines = (el.innerText || '').split('\\n').map((l) => l.trim()).filter(Boolean);
+    if (!lines.length) continue;
+    let text = lines[0];
+    if (lines.length > 1) {
+      sender = lines[0].replace(/\\s*\\d{1,2}:\\d{2}(\\s?[AP]\\.?M\\.?)?$/i, '').trim();
+      text = lines.slice(1).join('\\n');
+    }
+    rows.push([el.getAttribute('data-message-id'), sender, text]);
   }
   return rows;
 }

@@ -103,13 +103,13 @@ _PARTICIPANTS_JS = """
 }
 """
 
-# Active speaker, polled (VH every ~250 ms): the --active speaker-bar frame, and the main
-# active-speaker frame.
+# Active speaker, polled (VH every ~250 ms): the --active speaker-bar frame. The main
+# active-speaker frame keeps showing the last speaker after they stop, so it names no one
+# speaking now.
 _SPEAKERS_JS = """
 () => {
   const names = [];
-  const lit = document.querySelectorAll(
-    '.speaker-bar-container__video-frame--active, .speaker-active-container__video-frame');
+  const lit = document.querySelectorAll('.speaker-bar-container__video-frame--active');
   for (const frame of lit) {
     const footer = frame.querySelector('.video-avatar__avatar-footer');
     if (footer && footer.textContent.trim()) names.push(footer.textContent.trim());

@@ -32,6 +32,7 @@ class LinkPeer:
         self.acked_commands: list[str] = []
         self.results: dict[str, Any] = {}
         self.rejected = 0
+        self.uploads: dict[str, tuple[bytes, dict[str, str]]] = {}
         self.changed = asyncio.Event()
         self._ws: web.WebSocketResponse | None = None
         self._runner: web.AppRunner | None = None
@@ -40,6 +41,7 @@ class LinkPeer:
     async def start(self, port: int = 0) -> None:
         app = web.Application()
         app.router.add_get("/internal/v1/agents/{bot_id}", self._handle)
+        app.router.add_put("/uploads/{name}", self._upload)
         self._runner = web.AppRunner(app, shutdown_timeout=0.5)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", port or self.port, reuse_address=True)
@@ -70,6 +72,11 @@ class LinkPeer:
             while not predicate():
                 self.changed.clear()
                 await self.changed.wait()
+
+    async def _upload(self, request: web.Request) -> web.Response:
+        """A stand-in for local artifact storage: keeps the bytes and headers it was sent."""
+        self.uploads[request.match_info["name"]] = (await request.read(), dict(request.headers))
+        return web.Response(status=200)
 
     async def _handle(self, request: web.Request) -> web.WebSocketResponse:
         if request.match_info["bot_id"] != self.bot_id:

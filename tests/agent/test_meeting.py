@@ -1,0 +1,313 @@
+"""The real agent in the testmeeting simulator, for each of the three skins.
+
+Each test opens a room with a short scenario, runs the agent (``agent.bot.Bot``: Chromium,
+the platform adapter, capture, link, SSE) against it with a real WebSocket peer speaking the
+control plane's side of the link, and compares what the agent reported with the room's ground
+truth. Timeouts are the API's minimums scaled by ``timeout_scale`` (a host setting the API
+cannot reach), so "exactly after the configured time" is checked against the scaled value.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from agent.artifacts import png_size
+from agent.bot import Bot
+from agent.contracts.bot_config import BotConfig, BotSettings
+from agent.contracts.link import Command, CommandName
+from agent.contracts.status import BotStatus
+from agent.settings import AgentSettings
+from testmeeting import Room, TestMeetingServer, parse_scenario
+from tests.agent.link_peer import LinkPeer
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.asyncio(loop_scope="module"),
+]
+
+PLATFORMS = ["google_meet", "zoom", "teams"]
+BOT_NAME = "Notetaker"
+TOKEN = "agent-token-for-tests"
+SCALE = 0.05  # admission 30 s → 1.5 s, left-alone 10 s → 0.5 s, startup-alone 60 s → 3 s
+POLL = 0.25
+
+
+def _meeting_ids() -> Iterator[dict[str, str]]:
+    for n in itertools.count(1):
+        letters = "".join(chr(ord("a") + (n // 26**k) % 26) for k in range(3))
+        yield {
+            "google_meet": f"{letters}-test-{letters}",
+            "zoom": f"{810000000 + n}",
+            "teams": f"{4100000000 + n}",
+        }
+
+
+_IDS = _meeting_ids()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def server() -> AsyncIterator[TestMeetingServer]:
+    async with TestMeetingServer() as running:
+        yield running
+
+
+@dataclass
+class Run:
+    """One agent run against one room."""
+
+    room: Room
+    bot: Bot
+    peer: LinkPeer
+    task: asyncio.Task[BotStatus]
+
+    def statuses(self) -> list[tuple[str, str | None]]:
+        return [(e.status.value, e.status_reason) for e in self.peer.events_of("status")]
+
+    def status_time(self, status: str) -> datetime:
+        found: datetime = next(
+            e.ts for e in self.peer.events_of("status") if e.status.value == status
+        )
+        return found
+
+    async def command(self, name: CommandName, **args: object) -> object:
+        command = Command(command=name, args=dict(args))
+        await self.peer.send_command(command)
+        await self.peer.wait_for(lambda: command.id in self.peer.results, within=15)
+        return self.peer.results[command.id]
+
+    async def finish(self) -> BotStatus:
+        return await asyncio.wait_for(self.task, 40)
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def start(server: TestMeetingServer, tmp_path: Path) -> AsyncIterator[object]:
+    runs: list[Run] = []
+
+    async def _start(platform: str, scenario: str, meeting_id: str | None = None) -> Run:
+        ids = next(_IDS)
+        room_id = ids[platform]
+        room = await server.create_room(
+            parse_scenario(f"platform: {platform}\nmeeting_id: '{room_id}'\n{scenario}")
+        )
+        peer = LinkPeer(str(uuid.uuid4()), TOKEN)
+        await peer.start()
+        config = BotConfig(
+            bot_id=uuid.UUID(peer.bot_id),
+            meeting_id=1,
+            platform=platform,
+            meeting_url=server.meeting_url(platform, meeting_id or room_id),
+            native_meeting_id=meeting_id or room_id,
+            settings=BotSettings(
+                bot_name=BOT_NAME,
+                admission_timeout_seconds=30,
+                startup_alone_timeout_seconds=60,
+                left_alone_timeout_seconds=10,
+            ),
+            control_plane_url=peer.url,
+            agent_token=TOKEN,
+        )
+        settings = AgentSettings(
+            extra_browser_args=server.browser_args(),
+            ignore_https_errors=True,
+            data_dir=tmp_path,
+            timeout_scale=SCALE,
+            poll_interval_seconds=POLL,
+            heartbeat_interval_seconds=1.0,
+            drain_timeout_seconds=5.0,
+            join_timeout_seconds=20.0,
+        )
+        bot = Bot(config, settings)
+        run = Run(room, bot, peer, asyncio.create_task(bot.run()))
+        runs.append(run)
+        return run
+
+    yield _start
+    for run in runs:
+        if not run.task.done():
+            run.bot.request_stop()
+            await asyncio.wait_for(run.task, 30)
+        await run.peer.stop()
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+async def test_lobby_admission_participants_chat_hand_screenshot_and_meeting_end(
+    platform: str, start: object
+) -> None:
+    run: Run = await start(  # type: ignore[operator]
+        platform,
+        """
+lobby: true
+admission: {decision: admit, after_s: 0.5}
+participants:
+  - name: Alice
+    utterances: [{at: 0.2, text: "Good morning everyone, let us review the plan for this week."}]
+    chat: [{at: 0.5, text: "Hello from Alice"}]
+  - {name: Bob, join_at: 1.0, leave_at: 2.5}
+""",
+    )
+    peer, room = run.peer, run.room
+    await peer.wait_for(lambda: any(s == "active" for s, _ in run.statuses()), within=30)
+    await peer.wait_for(
+        lambda: any("Bob" in e.left for e in peer.events_of("participants")), within=15
+    )
+    await peer.wait_for(lambda: bool(peer.events_of("chat_message")), within=10)
+
+    # Chat both ways: Alice's message reached the agent, the agent's message reached the room.
+    alice = peer.events_of("chat_message")[0]
+    assert (alice.sender, alice.text, alice.from_bot) == ("Alice", "Hello from Alice", False)
+    result = await run.command(CommandName.CHAT, text="Notes are on.")
+    assert result.ok, result  # type: ignore[attr-defined]
+    await _until(lambda: any(m.text == "Notes are on." for m in room.chat))
+    sent = next(m for m in room.chat if m.text == "Notes are on.")
+    assert sent.sender == BOT_NAME
+    assert any(e.from_bot and e.text == "Notes are on." for e in peer.events_of("chat_message"))
+
+    # Hand raise and lower, as the host sees it.
+    bot_in_room = room.find_by_name(BOT_NAME)
+    assert (await run.command(CommandName.HAND, raised=True)).ok  # type: ignore[attr-defined]
+    await _until(lambda: room.participants[bot_in_room.id].hand_raised)
+    assert (await run.command(CommandName.HAND, raised=False)).ok  # type: ignore[attr-defined]
+    await _until(lambda: not room.participants[bot_in_room.id].hand_raised)
+
+    # Screenshot: a PNG of the meeting, uploaded to the slot the control plane named.
+    slot = {
+        "storage_key": f"bots/{peer.bot_id}/screenshot/shot.png",
+        "url": f"{peer.url}/uploads/shot.png",
+        "headers": {"Content-Type": "image/png"},
+        "agent_auth": True,
+        "expires_at": (datetime.now(UTC) + timedelta(minutes=5)).isoformat(),
+    }
+    shot = await run.command(CommandName.SCREENSHOT, artifact_id="a1", upload=slot)
+    assert shot.ok, shot  # type: ignore[attr-defined]
+    body, headers = peer.uploads["shot.png"]
+    assert png_size(body) == (1280, 720)
+    assert headers["Authorization"] == f"Bearer {TOKEN}"
+    assert shot.result["storage_key"] == slot["storage_key"]  # type: ignore[attr-defined]
+    assert any(a.artifact_id == "a1" for a in peer.events_of("artifact"))
+
+    # Speech reached the agent as audio frames before anything else looked at it.
+    assert run.bot.capture.stats.voiced_seconds > 1.0
+
+    # Capabilities that come later answer clearly.
+    speak = await run.command(CommandName.SPEAK, text="hi")
+    assert speak.error == "capability_not_supported"  # type: ignore[attr-defined]
+
+    await room.end()
+    assert await run.finish() is BotStatus.COMPLETED
+    assert run.statuses() == [
+        ("joining", "join_started"),
+        ("awaiting_admission", "lobby"),
+        ("active", "admitted"),
+        ("stopping", "meeting_ended"),
+        ("completed", "meeting_ended"),
+    ]
+    updates = peer.events_of("participants")
+    assert [u.participants for u in updates] == [["Alice"], ["Alice", "Bob"], ["Alice"]]
+    assert [(u.joined, u.left) for u in updates] == [
+        (["Alice"], []),
+        (["Bob"], []),
+        ([], ["Bob"]),
+    ]
+    # The SSE log says the same, in the same order, with increasing ids.
+    stream = run.bot.stream.snapshot()
+    assert [e.id for e in stream] == list(range(1, len(stream) + 1))
+    sse_updates = [json.loads(e.data) for e in stream if e.event == "participant_update"]
+    assert [u["participants"] for u in sse_updates] == [u.participants for u in updates]
+    sse_statuses = [json.loads(e.data)["status"] for e in stream if e.event == "bot_status"]
+    assert sse_statuses == [s for s, _ in run.statuses()]
+    assert peer.duplicates == 0
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+async def test_lobby_never_answered_fails_after_exactly_the_admission_timeout(
+    platform: str, start: object
+) -> None:
+    run: Run = await start(  # type: ignore[operator]
+        platform, "lobby: true\nadmission: {decision: ignore}\nparticipants: [{name: Alice}]\n"
+    )
+    assert await run.finish() is BotStatus.FAILED
+    assert run.statuses()[-2:] == [
+        ("stopping", "admission_timeout"),
+        ("failed", "admission_timeout"),
+    ]
+    waited = (run.status_time("stopping") - run.status_time("awaiting_admission")).total_seconds()
+    configured = 30 * SCALE
+    assert configured <= waited <= configured + 2 * POLL + 0.5
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+async def test_denied_by_the_host(platform: str, start: object) -> None:
+    run: Run = await start(  # type: ignore[operator]
+        platform,
+        "lobby: true\nadmission: {decision: deny, after_s: 0.3}\nparticipants: [{name: Alice}]\n",
+    )
+    assert await run.finish() is BotStatus.FAILED
+    assert ("awaiting_admission", "lobby") in run.statuses()
+    assert run.statuses()[-1] == ("failed", "admission_denied")
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+async def test_removed_by_the_host(platform: str, start: object) -> None:
+    run: Run = await start(  # type: ignore[operator]
+        platform, "lobby: false\nparticipants: [{name: Alice}]\nremovals: [{at: 1.0}]\n"
+    )
+    assert await run.finish() is BotStatus.COMPLETED
+    assert run.statuses() == [
+        ("joining", "join_started"),
+        ("active", "joined"),
+        ("stopping", "removed_by_host"),
+        ("completed", "removed_by_host"),
+    ]
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+async def test_left_alone_after_the_last_participant_leaves(platform: str, start: object) -> None:
+    run: Run = await start(  # type: ignore[operator]
+        platform, "lobby: false\nparticipants: [{name: Alice, leave_at: 1.0}]\n"
+    )
+    assert await run.finish() is BotStatus.COMPLETED
+    assert run.statuses()[-1] == ("completed", "left_alone")
+    left = next(e.t for e in run.room.timeline() if e.type == "left" and e.name == "Alice")
+    waited = run.status_time("stopping").timestamp() - left
+    assert waited >= 10 * SCALE
+    assert [u.left for u in run.peer.events_of("participants")][-1] == ["Alice"]
+    # The bot left the room cleanly.
+    assert any(e.type == "left" and e.name == BOT_NAME for e in run.room.timeline())
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+async def test_startup_alone_when_nobody_comes(platform: str, start: object) -> None:
+    run: Run = await start(platform, "lobby: false\n")  # type: ignore[operator]
+    assert await run.finish() is BotStatus.COMPLETED
+    assert run.statuses()[-1] == ("completed", "startup_alone")
+    waited = (run.status_time("stopping") - run.status_time("active")).total_seconds()
+    assert 60 * SCALE <= waited <= 60 * SCALE + 2 * POLL + 0.5
+    assert run.peer.events_of("participants")[0].participants == []
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+async def test_unknown_meeting_fails_as_not_found(platform: str, start: object) -> None:
+    unknown = {"google_meet": "zzz-zzzz-zzz", "zoom": "899999999", "teams": "4199999999"}
+    run: Run = await start(  # type: ignore[operator]
+        platform, "lobby: false\n", meeting_id=unknown[platform]
+    )
+    assert await run.finish() is BotStatus.FAILED
+    assert run.statuses()[-1] == ("failed", "meeting_not_found")
+
+
+async def _until(predicate: Callable[[], bool], within: float = 10.0) -> None:
+    async with asyncio.timeout(within):
+        # The room exposes state, not events, so it is polled.
+        while not predicate():  # noqa: ASYNC110 - see above
+            await asyncio.sleep(0.1)
