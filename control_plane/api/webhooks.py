@@ -1,9 +1,11 @@
 """Webhook endpoint routes (API.md Part 1 "Webhooks", 2.8); every one needs role ``owner``.
 
-Paths are under ``/api/v1/workspaces/{workspace_id}/webhooks``. A workspace other than the
-key's answers 403 (as the other workspace paths of Part 1 do); an endpoint id of another
-workspace answers 404. The handlers validate input (event types, URL policy) and call the
-configured :class:`~control_plane.webhooks.provider.WebhookProvider`.
+Paths are under ``/api/v1/workspaces/{workspace_id}/webhooks``. Access follows the other
+workspace paths (:mod:`control_plane.auth.workspace_access`): unknown workspace 404, a
+workspace other than the key's 403 ``not_a_member``, role ``member`` 403 ``owner_required``;
+an endpoint id of another workspace answers 404 ``webhook_endpoint_not_found``. The handlers
+validate input (event types, URL policy) and call the configured
+:class:`~control_plane.webhooks.provider.WebhookProvider`.
 """
 
 from __future__ import annotations
@@ -13,10 +15,9 @@ import uuid
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
-from control_plane.api.http import json_response, path_uuid, read_body, read_query
+from control_plane.api.http import json_response, read_body, read_query
 from control_plane.api.routes import ApiRoutes
-from control_plane.auth.context import Role, auth_of
-from control_plane.errors import Forbidden
+from control_plane.auth.workspace_access import workspace_of_path
 from control_plane.keys import SETTINGS
 from control_plane.webhooks.schemas import (
     DeliveryAttempt,
@@ -33,8 +34,8 @@ routes = ApiRoutes("webhooks")
 _BASE = "/api/v1/workspaces/{workspace_id}/webhooks"
 _ONE = _BASE + "/{endpoint_id}"
 _PATH_TYPES = {"workspace_id": uuid.UUID}
-# 403 other workspace or role; 502/503 provider failure or not configured.
-_ERRORS = (403, 502, 503)
+# 403 other workspace or role; 404 unknown workspace/endpoint; 502/503 provider trouble.
+_ERRORS = (403, 404, 502, 503)
 
 
 class EndpointList(RootModel[list[Endpoint]]):
@@ -53,15 +54,9 @@ class LogsQuery(BaseModel):
     limit: int = Field(default=50, ge=1, le=250)
 
 
-def _owner_workspace(request: web.Request) -> uuid.UUID:
-    """The path's workspace after checking the caller is its owner (403 otherwise)."""
-    caller = auth_of(request)
-    workspace_id = path_uuid(request, "workspace_id", code="workspace_not_found")
-    if caller.workspace_id != workspace_id:
-        raise Forbidden("the API key does not belong to this workspace", code="not_a_member")
-    if caller.role is not Role.OWNER:
-        raise Forbidden("webhook endpoints need the owner role", code="owner_required")
-    return workspace_id
+async def _owner_workspace(request: web.Request) -> uuid.UUID:
+    """The path's workspace once the caller is its owner (404 unknown, 403 otherwise)."""
+    return await workspace_of_path(request, owner_only=True)
 
 
 @routes.post(
@@ -79,7 +74,7 @@ async def create_webhook_endpoint(request: web.Request) -> web.Response:
     422 ``unknown_event_type`` for a type outside the catalogue; 422
     ``webhook_url_not_allowed`` for a non-https URL or one resolving to an internal address.
     """
-    workspace_id = _owner_workspace(request)
+    workspace_id = await _owner_workspace(request)
     body = await read_body(request, EndpointCreate)
     spec = body.model_copy(
         update={
@@ -100,7 +95,7 @@ async def create_webhook_endpoint(request: web.Request) -> web.Response:
 )
 async def list_webhook_endpoints(request: web.Request) -> web.Response:
     """The workspace's endpoints, newest first."""
-    workspace_id = _owner_workspace(request)
+    workspace_id = await _owner_workspace(request)
     endpoints = await request.app[WEBHOOK_PROVIDER].list_endpoints(workspace_id)
     return json_response(EndpointList(endpoints))
 
@@ -109,12 +104,12 @@ async def list_webhook_endpoints(request: web.Request) -> web.Response:
     _ONE,
     summary="Get a webhook endpoint",
     response=Endpoint,
-    errors=(404, *_ERRORS),
+    errors=_ERRORS,
     path_types=_PATH_TYPES,
 )
 async def get_webhook_endpoint(request: web.Request) -> web.Response:
     """One endpoint."""
-    workspace_id = _owner_workspace(request)
+    workspace_id = await _owner_workspace(request)
     endpoint_id = request.match_info["endpoint_id"]
     return json_response(
         await request.app[WEBHOOK_PROVIDER].get_endpoint(workspace_id, endpoint_id)
@@ -126,7 +121,7 @@ async def get_webhook_endpoint(request: web.Request) -> web.Response:
     summary="Update a webhook endpoint",
     body=EndpointPatch,
     response=Endpoint,
-    errors=(404, *_ERRORS),
+    errors=_ERRORS,
     path_types=_PATH_TYPES,
 )
 async def update_webhook_endpoint(request: web.Request) -> web.Response:
@@ -134,7 +129,7 @@ async def update_webhook_endpoint(request: web.Request) -> web.Response:
 
     422 for an unknown event type or a refused URL; 502 provider error; 503 not configured.
     """
-    workspace_id = _owner_workspace(request)
+    workspace_id = await _owner_workspace(request)
     endpoint_id = request.match_info["endpoint_id"]
     patch = await read_body(request, EndpointPatch)
     updates: dict[str, object] = {}
@@ -153,12 +148,12 @@ async def update_webhook_endpoint(request: web.Request) -> web.Response:
     _ONE,
     summary="Delete a webhook endpoint",
     status=204,
-    errors=(404, *_ERRORS),
+    errors=_ERRORS,
     path_types=_PATH_TYPES,
 )
 async def delete_webhook_endpoint(request: web.Request) -> web.Response:
     """Delete the endpoint; undelivered messages to it are dropped."""
-    workspace_id = _owner_workspace(request)
+    workspace_id = await _owner_workspace(request)
     await request.app[WEBHOOK_PROVIDER].delete_endpoint(
         workspace_id, request.match_info["endpoint_id"]
     )
@@ -169,12 +164,12 @@ async def delete_webhook_endpoint(request: web.Request) -> web.Response:
     _ONE + "/secret",
     summary="Get a webhook endpoint's signing secret",
     response=EndpointSecret,
-    errors=(404, *_ERRORS),
+    errors=_ERRORS,
     path_types=_PATH_TYPES,
 )
 async def get_webhook_endpoint_secret(request: web.Request) -> web.Response:
     """``{key: "whsec_…"}``: verify deliveries with it (Standard Webhooks)."""
-    workspace_id = _owner_workspace(request)
+    workspace_id = await _owner_workspace(request)
     secret = await request.app[WEBHOOK_PROVIDER].get_secret(
         workspace_id, request.match_info["endpoint_id"]
     )
@@ -186,7 +181,7 @@ async def get_webhook_endpoint_secret(request: web.Request) -> web.Response:
     summary="List delivery attempts of a webhook endpoint",
     query=LogsQuery,
     response=AttemptList,
-    errors=(404, *_ERRORS),
+    errors=_ERRORS,
     path_types=_PATH_TYPES,
 )
 async def list_webhook_endpoint_logs(request: web.Request) -> web.Response:
@@ -194,7 +189,7 @@ async def list_webhook_endpoint_logs(request: web.Request) -> web.Response:
 
     ``response_status_code`` is the receiver's HTTP status, 0 when it gave none.
     """
-    workspace_id = _owner_workspace(request)
+    workspace_id = await _owner_workspace(request)
     query = read_query(request, LogsQuery)
     attempts = await request.app[WEBHOOK_PROVIDER].list_attempts(
         workspace_id, request.match_info["endpoint_id"], query.limit
