@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import ipaddress
+from pathlib import Path
 
 import pytest
 from cryptography import x509
 
 from testmeeting import Scenario, browser_args, parse_scenario
 from testmeeting.certs import generate_pem
+from testmeeting.cli import demo_scenarios, main
 from testmeeting.errors import ScenarioError
 from testmeeting.platforms import Platform, meeting_path, route
 
@@ -143,3 +145,17 @@ def test_certificate_names_the_platform_hosts() -> None:
     } <= set(names.get_values_for_type(x509.DNSName))
     assert ipaddress.ip_address("127.0.0.1") in names.get_values_for_type(x509.IPAddress)
     assert b"PRIVATE KEY" in key_pem
+
+
+def test_cli_refuses_a_bad_scenario_with_exit_code_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("platform: zoom\nmeeting_id: x\n")
+    assert main(["--scenario", str(bad)]) == 2
+    assert "wrong shape" in capsys.readouterr().err
+    assert main(["--scenario", str(tmp_path / "missing.yaml")]) == 2
+
+
+def test_demo_rooms_cover_every_platform() -> None:
+    assert {scenario.platform for scenario in demo_scenarios()} == set(Platform)
