@@ -15,6 +15,8 @@ from importlib import metadata
 from aiohttp import web
 
 from control_plane.action_prompts import action_prompts_ctx
+from control_plane.agent_link import live
+from control_plane.agent_link.wiring import setup_agent_link
 from control_plane.api import (
     action_prompts,
     api_keys,
@@ -58,6 +60,7 @@ def resources() -> tuple[ApiRoutes, ...]:
         api_keys.routes,
         zoom_connections.routes,
         action_prompts.routes,
+        live.routes,
     )
 
 
@@ -123,4 +126,5 @@ def create_app(settings: Settings, *, launcher: BotLauncher | None = None) -> we
     app.cleanup_ctx.append(zoom_ctx)
     app.cleanup_ctx.append(action_prompts_ctx)
     app.cleanup_ctx.append(webhooks_ctx)
+    setup_agent_link(app)
     return app

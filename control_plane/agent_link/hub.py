@@ -58,6 +58,14 @@ class AgentHub:
             self._send_locks.pop(bot_id, None)
             self._registered.pop(bot_id, None)
 
+    async def disconnect(self, bot_id: UUID) -> None:
+        """Close the bot's link if it is open here (its agent was given up on)."""
+        ws = self._sockets.pop(bot_id, None)
+        self._send_locks.pop(bot_id, None)
+        if ws is not None and not ws.closed:
+            with contextlib.suppress(ConnectionError):
+                await ws.close(code=4001, message=b"agent given up")
+
     def connected(self, bot_id: UUID) -> bool:
         """Whether an agent link for ``bot_id`` is open here."""
         ws = self._sockets.get(bot_id)

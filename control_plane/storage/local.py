@@ -19,8 +19,10 @@ import hmac
 import os
 import secrets
 import shutil
+from collections.abc import AsyncIterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import BinaryIO
 from urllib.parse import quote, urlencode
 
 from control_plane.storage.base import PresignedUrl, UploadTarget, check_key
@@ -117,6 +119,36 @@ class LocalArtifactStorage:
         partial = path.with_name(f".{path.name}.{secrets.token_hex(4)}.part")
         partial.write_bytes(data)
         partial.replace(path)  # atomic: readers never see half a file
+
+    async def put_stream(self, key: str, chunks: AsyncIterable[bytes]) -> int:
+        """Store a body that arrives in chunks (recordings are large); return its size in bytes.
+
+        The file appears under ``key`` only once complete.
+
+        Raises:
+            InvalidArtifactKey: The key is not a safe relative key.
+            OSError: The file cannot be written.
+        """
+        path = self.path_of(key)
+        partial = path.with_name(f".{path.name}.{secrets.token_hex(4)}.part")
+
+        def open_partial() -> BinaryIO:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            return partial.open("wb")
+
+        handle = await asyncio.to_thread(open_partial)
+        size = 0
+        try:
+            async for chunk in chunks:
+                await asyncio.to_thread(handle.write, chunk)
+                size += len(chunk)
+        except BaseException:
+            handle.close()
+            await asyncio.to_thread(partial.unlink, True)
+            raise
+        handle.close()
+        await asyncio.to_thread(partial.replace, path)
+        return size
 
     async def put(self, key: str, data: bytes, content_type: str) -> None:
         """Store ``data`` under ``key``; the content type is implied by the key's suffix."""

@@ -5,6 +5,7 @@ aggregate adds its module and one import line below.
 """
 
 from control_plane.db.models.action_prompt import ActionPrompt
+from control_plane.db.models.agent_link import AgentFrameReceipt, AgentLink, Artifact, ChatMessage
 from control_plane.db.models.bot import BotStatusChange, Meeting
 from control_plane.db.models.idempotency import IdempotencyRecord
 from control_plane.db.models.invitation import Invitation
@@ -20,8 +21,12 @@ from control_plane.db.models.zoom_connection import ZoomConnection
 
 __all__ = [
     "ActionPrompt",
+    "AgentFrameReceipt",
+    "AgentLink",
     "ApiKey",
+    "Artifact",
     "BotStatusChange",
+    "ChatMessage",
     "IdempotencyRecord",
     "Invitation",
     "Meeting",

@@ -1,0 +1,167 @@
+"""Internal HTTP surface of the agent link (not in the public OpenAPI document).
+
+- ``GET  /internal/v1/agents/{bot_id}`` — the link WebSocket (``Authorization: Bearer <agent
+  token>``). JSON text frames of ``agent.contracts.link``; each stored frame is acked by id.
+- ``POST /internal/v1/agents/{bot_id}/uploads`` — body ``UploadRequest``; answers an
+  ``UploadSlot`` for a recording or screenshot (same token).
+- ``PUT  /internal/v1/artifacts/{key}`` — local storage's upload path: a signed, expiring URL
+  that also needs the agent token of the bot whose prefix ``key`` lies under.
+- ``GET  /artifacts/{key}`` — local storage's signed, expiring download URLs.
+
+A wrong or missing agent token answers 401 ``invalid_agent_token`` before any WebSocket
+upgrade; bad or expired signatures answer 403 ``invalid_signature`` / ``url_expired``.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from aiohttp import WSMsgType, web
+from pydantic import ValidationError
+from sqlalchemy import select
+
+from agent.contracts.link import Ack, UploadRequest, UploadSlot, parse_agent_frame
+from control_plane.agent_link.agent_tokens import agent_token_digest, bearer_token
+from control_plane.agent_link.frames import FrameStore, LinkIdentity
+from control_plane.api.http import path_uuid, read_body
+from control_plane.db.models.agent_link import AgentLink
+from control_plane.db.models.bot import Meeting
+from control_plane.errors import AuthError, Forbidden, NotFound
+from control_plane.keys import AGENT_HUB, DB, SETTINGS, STATUS_HOOKS, STORAGE
+from control_plane.storage.base import InvalidArtifactKey, artifact_key, bot_prefix
+from control_plane.storage.local import (
+    LocalArtifactStorage,
+    SignatureExpired,
+    SignatureInvalid,
+)
+
+logger = logging.getLogger(__name__)
+
+routes = web.RouteTableDef()
+
+_ARTIFACT_FOLDERS = {"recording": "recordings", "screenshot": "screenshots"}
+# Frames are small JSON objects; a segment or participant list stays far below this.
+_MAX_FRAME_BYTES = 1024 * 1024
+
+
+async def authenticate_agent(request: web.Request, bot_id: uuid.UUID | None) -> LinkIdentity:
+    """The bot whose agent token the request carries; ``bot_id``, when given, must match.
+
+    Raises:
+        AuthError: 401 ``invalid_agent_token``.
+    """
+    token = bearer_token(request.headers.get("Authorization"))
+    if token is None:
+        raise AuthError("send the agent token as a Bearer token", code="invalid_agent_token")
+    async with request.app[DB].sessions() as session:
+        row = (
+            await session.execute(
+                select(Meeting.id, Meeting.bot_id, Meeting.workspace_id)
+                .join(AgentLink, AgentLink.meeting_id == Meeting.id)
+                .where(AgentLink.token_digest == agent_token_digest(token))
+            )
+        ).first()
+    # The lookup is by digest, so comparing bot ids leaks nothing about the token.
+    if row is None or (bot_id is not None and row[1] != bot_id):
+        raise AuthError("the agent token is not valid for this bot", code="invalid_agent_token")
+    return LinkIdentity(meeting_id=row[0], bot_id=row[1], workspace_id=row[2])
+
+
+@routes.get("/internal/v1/agents/{bot_id}")
+async def agent_link(request: web.Request) -> web.StreamResponse:
+    """The agent link WebSocket of one bot."""
+    bot_id = path_uuid(request, "bot_id", code="bot_not_found")
+    identity = await authenticate_agent(request, bot_id)
+    app = request.app
+    hub = app[AGENT_HUB]
+    store = FrameStore(app[DB], hub, identity, app[STATUS_HOOKS])
+    ws = web.WebSocketResponse(max_msg_size=_MAX_FRAME_BYTES)
+    await ws.prepare(request)
+    await hub.attach(bot_id, ws)
+    logger.info("agent link opened", extra={"bot_id": str(bot_id)})
+    try:
+        async for message in ws:
+            if message.type != WSMsgType.TEXT:
+                continue
+            try:
+                frame = parse_agent_frame(message.data)
+            except ValidationError:
+                logger.warning("agent frame rejected", extra={"bot_id": str(bot_id)})
+                continue
+            if await store.apply(frame):
+                await ws.send_str(Ack(ref_id=frame.id).model_dump_json())
+    finally:
+        hub.detach(bot_id, ws)
+        logger.info("agent link closed", extra={"bot_id": str(bot_id)})
+    return ws
+
+
+@routes.post("/internal/v1/agents/{bot_id}/uploads")
+async def upload_slot(request: web.Request) -> web.Response:
+    """Where the agent uploads one artifact (an ``UploadSlot``)."""
+    bot_id = path_uuid(request, "bot_id", code="bot_not_found")
+    await authenticate_agent(request, bot_id)
+    body = await read_body(request, UploadRequest)
+    key = artifact_key(bot_id, _ARTIFACT_FOLDERS[body.kind.value], body.name)
+    target = await request.app[STORAGE].upload_target(
+        key, body.content_type, request.app[SETTINGS].upload_url_ttl_seconds
+    )
+    slot = UploadSlot(
+        storage_key=key,
+        url=target.url,
+        headers=target.headers,
+        agent_auth=target.agent_auth,
+        expires_at=target.expires_at,
+    )
+    return web.json_response(text=slot.model_dump_json())
+
+
+def _local_storage(request: web.Request) -> LocalArtifactStorage:
+    storage = request.app[STORAGE]
+    if not isinstance(storage, LocalArtifactStorage):
+        raise NotFound("artifacts are not served by the control plane")
+    return storage
+
+
+def _verify(storage: LocalArtifactStorage, request: web.Request, method: str, key: str) -> None:
+    try:
+        storage.verify(
+            method, key, request.query.get("expires"), request.query.get("signature")
+        )
+    except SignatureExpired as exc:
+        raise Forbidden("this URL has expired", code="url_expired") from exc
+    except SignatureInvalid as exc:
+        raise Forbidden("this URL's signature is not valid", code="invalid_signature") from exc
+
+
+@routes.put("/internal/v1/artifacts/{key:.+}")
+async def upload_artifact(request: web.Request) -> web.Response:
+    """Local storage's upload path (signed URL + the agent token of the key's bot)."""
+    storage = _local_storage(request)
+    key = request.match_info["key"]
+    _verify(storage, request, "PUT", key)
+    identity = await authenticate_agent(request, None)
+    if not key.startswith(bot_prefix(identity.bot_id)):
+        raise Forbidden("the key belongs to another bot", code="invalid_signature")
+    try:
+        # Streamed to disk: recordings are far above the API's 1 MiB body limit.
+        size = await storage.put_stream(key, request.content.iter_chunked(1 << 16))
+    except InvalidArtifactKey as exc:
+        raise NotFound("no such artifact key") from exc
+    return web.json_response({"storage_key": key, "size_bytes": size}, status=201)
+
+
+@routes.get("/artifacts/{key:.+}")
+async def download_artifact(request: web.Request) -> web.StreamResponse:
+    """Local storage's signed download URLs."""
+    storage = _local_storage(request)
+    key = request.match_info["key"]
+    _verify(storage, request, "GET", key)
+    try:
+        path = storage.path_of(key)
+    except InvalidArtifactKey as exc:
+        raise NotFound("no such artifact") from exc
+    if await storage.size(key) is None:
+        raise NotFound("no such artifact")
+    return web.FileResponse(path)

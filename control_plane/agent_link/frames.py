@@ -1,0 +1,346 @@
+"""Storing what an agent reports: one handler per frame type, each frame stored once by id.
+
+:class:`FrameStore` is the control plane's half of the link protocol (DESIGN.md §5). Frames
+with effects in the database (``status``, ``participants``, ``transcript_segment``,
+``transcription_ready``, ``artifact``, ``chat_message``, ``action``) are applied in one
+transaction together with an :class:`~control_plane.db.models.agent_link.AgentFrameReceipt`
+of their id, and webhook events they cause are written into the webhook outbox in that same
+transaction: a frame resent after a reconnect finds its receipt and changes nothing, and a
+crash can neither lose nor duplicate an event. Every frame but ``ack`` is acked.
+
+Status moves go through the status-change service; a move the status table does not allow
+(a late or repeated report) is acked and ignored.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from agent.contracts.link import (
+    Ack,
+    ActionEvent,
+    AgentFrame,
+    ArtifactEvent,
+    ArtifactKind,
+    ChatMessageEvent,
+    CommandName,
+    CommandResult,
+    Heartbeat,
+    ParticipantsEvent,
+    Register,
+    StatusEvent,
+    TranscriptionReady,
+    TranscriptSegmentEvent,
+)
+from agent.contracts.status import BotStatus, can_transition
+from control_plane.agent_link.artifacts import add_artifact
+from control_plane.agent_link.hub import AgentHub
+from control_plane.bots.status import change_status, lock_meeting
+from control_plane.db.engine import Database
+from control_plane.db.models.agent_link import AgentFrameReceipt, AgentLink, ChatMessage
+from control_plane.db.models.bot import Meeting
+from control_plane.db.models.segment import Segment
+from control_plane.hooks import StatusHook
+from control_plane.storage.base import bot_prefix
+from control_plane.webhooks import events
+from control_plane.webhooks.outbox import emit
+
+logger = logging.getLogger(__name__)
+
+StoredFrame = (
+    StatusEvent
+    | ParticipantsEvent
+    | TranscriptSegmentEvent
+    | TranscriptionReady
+    | ArtifactEvent
+    | ChatMessageEvent
+    | ActionEvent
+)
+_Handler = Callable[[AsyncSession, Meeting, Any], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class LinkIdentity:
+    """Which bot a link belongs to (found by its agent token)."""
+
+    meeting_id: int
+    bot_id: uuid.UUID
+    workspace_id: uuid.UUID
+
+
+class FrameStore:
+    """Applies an authenticated agent's frames for one bot.
+
+    Args:
+        db: The control plane's database.
+        hub: Where command results and registrations are announced.
+        identity: The bot the link belongs to.
+        status_hooks: The app's status hooks (webhook ``bot.status_changed`` and others).
+    """
+
+    def __init__(
+        self,
+        db: Database,
+        hub: AgentHub,
+        identity: LinkIdentity,
+        status_hooks: list[StatusHook],
+    ) -> None:
+        self._db = db
+        self._hub = hub
+        self._identity = identity
+        self._status_hooks = status_hooks
+        self._handlers: dict[str, _Handler] = {
+            "status": self._status,
+            "participants": self._participants,
+            "transcript_segment": self._segment,
+            "transcription_ready": self._transcription_ready,
+            "artifact": self._artifact,
+            "chat_message": self._chat_message,
+            "action": self._action,
+        }
+
+    async def apply(self, frame: AgentFrame) -> bool:
+        """Apply one frame; return whether it is to be acked (every frame but ``ack``)."""
+        if isinstance(frame, Ack):
+            return False
+        now = datetime.now(UTC)
+        if isinstance(frame, Heartbeat):
+            await self._touch(now)
+        elif isinstance(frame, CommandResult):
+            self._hub.resolve(frame)
+            await self._touch(now)
+        elif isinstance(frame, Register):
+            await self._register(frame, now)
+        else:
+            await self._store(frame, now)
+        return True
+
+    async def _touch(self, now: datetime, session: AsyncSession | None = None) -> None:
+        statement = (
+            update(AgentLink)
+            .where(AgentLink.meeting_id == self._identity.meeting_id)
+            .values(last_seen_at=now)
+        )
+        if session is not None:
+            await session.execute(statement)
+            return
+        async with self._db.sessions.begin() as own:
+            await own.execute(statement)
+
+    async def _register(self, frame: Register, now: datetime) -> None:
+        async with self._db.sessions.begin() as session:
+            link = await session.get(AgentLink, self._identity.meeting_id)
+            if link is None:
+                return
+            link.stream_url = frame.stream_url
+            link.agent_version = frame.agent_version
+            link.registered_at = link.registered_at or now
+            link.last_seen_at = now
+            status = await session.scalar(
+                select(Meeting.status).where(Meeting.id == self._identity.meeting_id)
+            )
+        self._hub.mark_registered(self._identity.bot_id)
+        logger.info(
+            "agent registered",
+            extra={"bot_id": str(self._identity.bot_id), "agent_version": frame.agent_version},
+        )
+        if status == BotStatus.STOPPING:
+            # A stop may have been requested while the agent was away: say it again (an agent
+            # already leaving ignores it).
+            await self._hub.notify(
+                self._identity.bot_id, CommandName.STOP, {"reason": "stopped_by_api"}
+            )
+
+    async def _store(self, frame: StoredFrame, now: datetime) -> None:
+        try:
+            async with self._db.sessions.begin() as session:
+                seen = await session.get(
+                    AgentFrameReceipt, (self._identity.meeting_id, frame.id)
+                )
+                await self._touch(now, session)
+                if seen is not None:
+                    return
+                session.add(
+                    AgentFrameReceipt(
+                        meeting_id=self._identity.meeting_id,
+                        frame_id=frame.id,
+                        frame_type=frame.type,
+                        received_at=now,
+                    )
+                )
+                meeting = await lock_meeting(session, meeting_id=self._identity.meeting_id)
+                if meeting is None:
+                    return
+                await self._handlers[frame.type](session, meeting, frame)
+        except IntegrityError:
+            # The same frame arrived on an older connection at the same moment and won.
+            logger.info(
+                "agent frame stored concurrently",
+                extra={"bot_id": str(self._identity.bot_id), "frame_type": frame.type},
+            )
+
+    # Handlers (inside the frame's transaction) ------------------------------------------------
+
+    async def _status(self, session: AsyncSession, meeting: Meeting, frame: StatusEvent) -> None:
+        current = BotStatus(meeting.status)
+        if not can_transition(current, frame.status):
+            logger.info(
+                "agent status move ignored",
+                extra={
+                    "bot_id": str(meeting.bot_id),
+                    "from_status": current.value,
+                    "to_status": frame.status.value,
+                },
+            )
+            return
+        await change_status(
+            session,
+            meeting,
+            frame.status,
+            frame.status_reason,
+            at=frame.ts,
+            hooks=self._status_hooks,
+        )
+
+    async def _participants(
+        self, session: AsyncSession, meeting: Meeting, frame: ParticipantsEvent
+    ) -> None:
+        meeting.participants = list(frame.participants)
+        common = {"bot_id": str(meeting.bot_id), "meeting_id": meeting.id}
+        for name in frame.joined:
+            await emit(
+                session,
+                meeting.workspace_id,
+                events.EventType.PARTICIPANT_JOINED,
+                events.ParticipantJoined(
+                    **common, name=name, participants=list(frame.participants)
+                ),
+                at=frame.ts,
+            )
+        for name in frame.left:
+            await emit(
+                session,
+                meeting.workspace_id,
+                events.EventType.PARTICIPANT_LEFT,
+                events.ParticipantLeft(**common, name=name, participants=list(frame.participants)),
+                at=frame.ts,
+            )
+
+    async def _segment(
+        self, session: AsyncSession, meeting: Meeting, frame: TranscriptSegmentEvent
+    ) -> None:
+        data = frame.segment
+        row = await session.scalar(
+            select(Segment).where(Segment.meeting_id == meeting.id, Segment.segment_id == data.id)
+        )
+        if row is None:
+            row = Segment(meeting_id=meeting.id, segment_id=data.id)
+            session.add(row)
+        row.start = data.start
+        row.end = data.end
+        row.absolute_start_time = data.absolute_start_time
+        row.absolute_end_time = data.absolute_end_time
+        row.text = data.text
+        row.speaker = data.speaker
+        row.language = data.language
+        row.completed = data.completed
+        row.tier = data.tier
+
+    async def _transcription_ready(
+        self, session: AsyncSession, meeting: Meeting, frame: TranscriptionReady
+    ) -> None:
+        await emit(
+            session,
+            meeting.workspace_id,
+            events.EventType.TRANSCRIPTION_READY,
+            events.TranscriptionReady(
+                bot_id=str(meeting.bot_id),
+                meeting_id=meeting.id,
+                tier=frame.tier,
+                segment_count=frame.segment_count,
+            ),
+            at=frame.ts,
+        )
+
+    async def _artifact(
+        self, session: AsyncSession, meeting: Meeting, frame: ArtifactEvent
+    ) -> None:
+        if not frame.storage_key.startswith(bot_prefix(meeting.bot_id)):
+            logger.warning(
+                "agent artifact outside its prefix ignored", extra={"bot_id": str(meeting.bot_id)}
+            )
+            return
+        row = await add_artifact(
+            session,
+            meeting.id,
+            artifact_id=frame.artifact_id,
+            kind=frame.kind.value,
+            storage_key=frame.storage_key,
+            content_type=frame.content_type,
+            size_bytes=frame.size_bytes,
+            media_format=frame.format,
+            duration_s=frame.duration_s,
+            width=frame.width,
+            height=frame.height,
+            captured_at=frame.captured_at,
+        )
+        if row is not None and frame.kind is ArtifactKind.RECORDING:
+            await emit(
+                session,
+                meeting.workspace_id,
+                events.EventType.RECORDING_READY,
+                events.RecordingReady(
+                    bot_id=str(meeting.bot_id),
+                    meeting_id=meeting.id,
+                    recording_id=frame.artifact_id,
+                    format=frame.format or "",
+                    duration_s=frame.duration_s,
+                ),
+                at=frame.ts,
+            )
+
+    async def _chat_message(
+        self, session: AsyncSession, meeting: Meeting, frame: ChatMessageEvent
+    ) -> None:
+        exists = await session.scalar(
+            select(ChatMessage.id).where(
+                ChatMessage.meeting_id == meeting.id, ChatMessage.message_id == frame.message_id
+            )
+        )
+        if exists is None:
+            session.add(
+                ChatMessage(
+                    meeting_id=meeting.id,
+                    message_id=frame.message_id,
+                    sender=frame.sender,
+                    text=frame.text,
+                    timestamp=frame.timestamp,
+                    from_bot=frame.from_bot,
+                )
+            )
+
+    async def _action(self, session: AsyncSession, meeting: Meeting, frame: ActionEvent) -> None:
+        await emit(
+            session,
+            meeting.workspace_id,
+            events.EventType.ACTION_DETECTED,
+            events.ActionDetected(
+                bot_id=str(meeting.bot_id),
+                meeting_id=meeting.id,
+                id=frame.id,
+                type=frame.action_type.value,
+                text=frame.text,
+                segment_ids=list(frame.segment_ids),
+                timestamp=frame.ts,
+            ),
+            at=frame.ts,
+        )

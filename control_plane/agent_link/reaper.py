@@ -1,0 +1,169 @@
+"""The reaper: bots whose agent went silent become ``failed``, and their VM is torn down.
+
+Every ``interval`` seconds it looks at bots in a live status (``requested`` … ``stopping``)
+that have an agent link:
+
+- an agent that connected once but sent nothing (heartbeats included) for
+  ``heartbeat_timeout_seconds`` → ``failed`` / ``agent_lost``;
+- an agent that never connected within ``agent_connect_timeout_seconds`` of its launch →
+  ``failed`` / ``launch_failed``.
+
+Silence is counted from this process's start at the earliest, so a control plane that was
+down longer than the timeout does not condemn every agent before they could reconnect. The
+move is re-checked under the row lock, so two replicas reaping together fail a bot once. The
+launcher is then asked to terminate the bot's VM (or process), and an open link is closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import select
+
+from agent.contracts.status import LIVE_STATUSES, BotStatus, StatusReason, can_transition
+from control_plane.agent_link.hub import AgentHub
+from control_plane.bots.status import change_status, lock_meeting
+from control_plane.db.engine import Database
+from control_plane.db.models.agent_link import AgentLink
+from control_plane.db.models.bot import Meeting
+from control_plane.hooks import StatusHook
+from control_plane.launchers.base import BotLauncher, LaunchError, LaunchHandle
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Reaped:
+    """A bot the reaper failed, and why."""
+
+    bot_id: uuid.UUID
+    reason: StatusReason
+
+
+class Reaper:
+    """Finds silent agents and fails their bots.
+
+    Args:
+        db: The database.
+        launcher: Terminates the VMs of reaped bots.
+        hub: Open links (closed for reaped bots).
+        status_hooks: The app's status hooks.
+        heartbeat_timeout: Seconds of silence after which a connected agent is lost.
+        connect_timeout: Seconds after launch within which an agent must connect.
+    """
+
+    def __init__(
+        self,
+        db: Database,
+        launcher: BotLauncher,
+        hub: AgentHub,
+        status_hooks: list[StatusHook],
+        *,
+        heartbeat_timeout: float,
+        connect_timeout: float,
+    ) -> None:
+        self._db = db
+        self._launcher = launcher
+        self._hub = hub
+        self._status_hooks = status_hooks
+        self._heartbeat_timeout = timedelta(seconds=heartbeat_timeout)
+        self._connect_timeout = timedelta(seconds=connect_timeout)
+        self._watching_since = datetime.now(UTC)
+
+    @property
+    def interval(self) -> float:
+        """Seconds between sweeps: a quarter of the heartbeat timeout, at most 5 s."""
+        return min(self._heartbeat_timeout.total_seconds() / 4, 5.0)
+
+    def _verdict(
+        self, last_seen: datetime | None, launched: datetime, now: datetime
+    ) -> StatusReason | None:
+        if last_seen is not None:
+            if max(last_seen, self._watching_since) + self._heartbeat_timeout < now:
+                return StatusReason.AGENT_LOST
+            return None
+        if max(launched, self._watching_since) + self._connect_timeout < now:
+            return StatusReason.LAUNCH_FAILED
+        return None
+
+    async def sweep(self, now: datetime | None = None) -> list[Reaped]:
+        """Fail every silent bot once; return what was reaped."""
+        moment = now or datetime.now(UTC)
+        live = [status.value for status in LIVE_STATUSES]
+        async with self._db.sessions() as session:
+            rows = (
+                await session.execute(
+                    select(Meeting.id, AgentLink.last_seen_at, AgentLink.launched_at)
+                    .join(AgentLink, AgentLink.meeting_id == Meeting.id)
+                    .where(Meeting.status.in_(live))
+                )
+            ).all()
+        reaped: list[Reaped] = []
+        for meeting_id, last_seen, launched in rows:
+            if self._verdict(last_seen, launched, moment) is None:
+                continue
+            outcome = await self._fail(meeting_id, moment)
+            if outcome is not None:
+                reaped.append(outcome[0])
+                await self._tear_down(outcome[0].bot_id, outcome[1])
+        return reaped
+
+    async def _fail(
+        self, meeting_id: int, now: datetime
+    ) -> tuple[Reaped, str | None] | None:
+        async with self._db.sessions.begin() as session:
+            meeting = await lock_meeting(session, meeting_id=meeting_id)
+            link = await session.get(AgentLink, meeting_id)
+            if meeting is None or link is None:
+                return None
+            # Re-read under the lock: a frame or another replica may have come first.
+            reason = self._verdict(link.last_seen_at, link.launched_at, now)
+            if reason is None or not can_transition(BotStatus(meeting.status), BotStatus.FAILED):
+                return None
+            await change_status(
+                session, meeting, BotStatus.FAILED, reason.value, hooks=self._status_hooks, at=now
+            )
+            logger.warning(
+                "bot reaped",
+                extra={"bot_id": str(meeting.bot_id), "status_reason": reason.value},
+            )
+            return Reaped(meeting.bot_id, reason), meeting.bot_container_id
+
+    async def _tear_down(self, bot_id: uuid.UUID, container_id: str | None) -> None:
+        if container_id:
+            try:
+                await self._launcher.terminate(LaunchHandle(id=container_id))
+            except (LaunchError, OSError):
+                logger.exception(
+                    "reaped bot could not be terminated", extra={"bot_id": str(bot_id)}
+                )
+        await self._hub.disconnect(bot_id)
+
+    async def run(self) -> None:
+        """Sweep forever (until cancelled); a failed sweep is logged and retried."""
+        while True:
+            await asyncio.sleep(self.interval)
+            try:
+                await self.sweep()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.exception("reaper sweep failed")
+
+
+@contextlib.asynccontextmanager
+async def running(reaper: Reaper) -> AsyncIterator[None]:
+    """Run ``reaper`` in a task owned by the context; cancelled and awaited on exit."""
+    task = asyncio.create_task(reaper.run(), name="agent-reaper")
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

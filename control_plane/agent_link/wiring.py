@@ -1,0 +1,129 @@
+"""Plugging the agent link into the app: routes, shared state, hooks and the reaper.
+
+``create_app`` calls :func:`setup_agent_link` once, after the database and launcher contexts
+are appended. Its cleanup context builds the hub, the artifact storage and the stream-token
+signer (key files are created off the event loop), registers the launch hook (agent token and
+stream key into every ``BotConfig``), the agent commander, the artifact lister and purge hook
+of the meeting record, and owns the reaper task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+
+from aiohttp import web
+from sqlalchemy import delete
+from sqlalchemy.orm import object_session
+
+from agent.contracts.bot_config import BotConfig
+from agent.contracts.link import Command
+from control_plane.agent_link import endpoint
+from control_plane.agent_link.agent_tokens import agent_token_digest, mint_agent_token
+from control_plane.agent_link.hub import AgentHub, AgentNotConnected
+from control_plane.agent_link.meeting_parts import artifact_lister, purge_hook
+from control_plane.agent_link.reaper import Reaper, running
+from control_plane.agent_link.stream_tokens import StreamTokenSigner
+from control_plane.db.engine import Database
+from control_plane.db.models.agent_link import AgentLink
+from control_plane.db.models.bot import Meeting
+from control_plane.hooks import AgentCommander, LaunchHook
+from control_plane.keys import (
+    AGENT_COMMANDS,
+    AGENT_HUB,
+    ARTIFACT_LISTER,
+    DB,
+    LAUNCH_HOOKS,
+    LAUNCHER,
+    PURGE_HOOKS,
+    SETTINGS,
+    STATUS_HOOKS,
+    STORAGE,
+    STREAM_SIGNER,
+)
+from control_plane.storage.factory import build_storage
+
+
+def launch_hook(db: Database, signer: StreamTokenSigner, public_url: str) -> LaunchHook:
+    """The hook that gives each launched bot a fresh agent token and the stream public key.
+
+    The token's digest is stored in the meeting's own session when the meeting row is still
+    attached to one (the caller's launch transaction commits it; a second launch of one meeting
+    in one transaction is not supported), else in a transaction of its own, where a relaunch
+    replaces the previous token.
+    """
+
+    async def hook(meeting: Meeting, config: BotConfig) -> BotConfig:
+        token = mint_agent_token()
+        link = AgentLink(
+            meeting_id=meeting.id,
+            token_digest=agent_token_digest(token),
+            launched_at=datetime.now(UTC),
+        )
+        session = object_session(meeting)
+        if session is not None:
+            # No I/O here: the row is flushed by the caller's commit (SQLite would deadlock on a
+            # second transaction while the caller's holds the write lock).
+            session.add(link)
+        else:
+            async with db.sessions.begin() as own:
+                await own.execute(delete(AgentLink).where(AgentLink.meeting_id == meeting.id))
+                own.add(link)
+        return config.model_copy(
+            update={
+                "agent_token": token,
+                "stream_public_key": signer.public_key_pem,
+                "control_plane_url": config.control_plane_url or public_url,
+            }
+        )
+
+    return hook
+
+
+def agent_commander(hub: AgentHub) -> AgentCommander:
+    """Send a command to a bot's agent if its link is open here; return whether it went out."""
+
+    async def send(bot_id: uuid.UUID, command: Command) -> bool:
+        try:
+            await hub.send(bot_id, command.model_dump_json())
+        except AgentNotConnected:
+            return False
+        return True
+
+    return send
+
+
+async def agent_link_ctx(app: web.Application) -> AsyncIterator[None]:
+    """Build the agent link's state, register its hooks, and run the reaper while the app runs."""
+    settings = app[SETTINGS]
+    hub = AgentHub()
+    app[AGENT_HUB] = hub
+    storage = await asyncio.to_thread(build_storage, settings)
+    app[STORAGE] = storage
+    signer = await asyncio.to_thread(StreamTokenSigner.load_or_create, settings.data_dir)
+    app[STREAM_SIGNER] = signer
+    app[LAUNCH_HOOKS].append(launch_hook(app[DB], signer, settings.effective_public_url))
+    app[AGENT_COMMANDS] = agent_commander(hub)
+    app[ARTIFACT_LISTER] = artifact_lister(storage, settings.presigned_url_ttl_seconds)
+    app[PURGE_HOOKS].append(purge_hook(storage))
+    reaper = Reaper(
+        app[DB],
+        app[LAUNCHER],
+        hub,
+        app[STATUS_HOOKS],
+        heartbeat_timeout=settings.heartbeat_timeout_seconds,
+        connect_timeout=settings.agent_connect_timeout_seconds,
+    )
+    async with running(reaper):
+        yield
+    await hub.aclose()
+
+
+def setup_agent_link(app: web.Application) -> None:
+    """Add the internal routes and the agent link's cleanup context to ``app``."""
+    if PURGE_HOOKS not in app:
+        app[PURGE_HOOKS] = []
+    app.router.add_routes(endpoint.routes)
+    app.cleanup_ctx.append(agent_link_ctx)

@@ -1,0 +1,105 @@
+"""The agent-link aggregate: each bot's link credentials and liveness, the ledger of agent
+frames already stored, the meeting chat, and uploaded artifacts (recordings, screenshots).
+
+Idempotency of the link (DESIGN.md §5) rests on :class:`AgentFrameReceipt`: a frame's effects
+and its receipt row commit in one transaction, so a frame resent from the agent's outbox finds
+its receipt and is only acked again.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from control_plane.db.base import Base, UtcDateTime, utc_now
+
+
+class AgentLink(Base):
+    """One bot's agent: token digest, where it streams, and when it was last heard.
+
+    ``launched_at`` is when the token was minted (the bot was handed to the launcher);
+    ``last_seen_at`` is the last frame of any kind (heartbeats included); both drive the reaper.
+    """
+
+    __tablename__ = "agent_links"
+
+    meeting_id: Mapped[int] = mapped_column(
+        ForeignKey("meetings.id", ondelete="CASCADE"), primary_key=True
+    )
+    token_digest: Mapped[str] = mapped_column(String(64), unique=True)
+    stream_url: Mapped[str | None] = mapped_column(Text, default=None)
+    agent_version: Mapped[str | None] = mapped_column(String(64), default=None)
+    launched_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utc_now)
+    registered_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
+    last_seen_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
+
+
+class AgentFrameReceipt(Base):
+    """A frame (by the agent's stable id) whose effects are stored."""
+
+    __tablename__ = "agent_frame_receipts"
+
+    meeting_id: Mapped[int] = mapped_column(
+        ForeignKey("meetings.id", ondelete="CASCADE"), primary_key=True
+    )
+    frame_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    frame_type: Mapped[str] = mapped_column(String(32))
+    received_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utc_now)
+
+
+class ChatMessage(Base):
+    """A chat message seen in the meeting, sent by a participant or by the bot (API.md 2.5)."""
+
+    __tablename__ = "chat_messages"
+    __table_args__ = (
+        UniqueConstraint("meeting_id", "message_id"),
+        Index("ix_chat_messages_meeting_timestamp", "meeting_id", "timestamp"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    meeting_id: Mapped[int] = mapped_column(ForeignKey("meetings.id", ondelete="CASCADE"))
+    message_id: Mapped[str] = mapped_column(String(64))
+    sender: Mapped[str] = mapped_column(String(300))
+    text: Mapped[str] = mapped_column(Text)
+    timestamp: Mapped[datetime] = mapped_column(UtcDateTime)
+    from_bot: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class Artifact(Base):
+    """A recording or screenshot in artifact storage under ``storage_key`` (API.md 2.6).
+
+    ``artifact_id`` is the agent's stable id (the API's recording/screenshot ``id``);
+    ``kind`` is ``recording`` or ``screenshot``.
+    """
+
+    __tablename__ = "artifacts"
+    __table_args__ = (
+        UniqueConstraint("meeting_id", "artifact_id"),
+        Index("ix_artifacts_meeting_kind", "meeting_id", "kind", "created_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    meeting_id: Mapped[int] = mapped_column(ForeignKey("meetings.id", ondelete="CASCADE"))
+    artifact_id: Mapped[str] = mapped_column(String(64))
+    kind: Mapped[str] = mapped_column(String(16))
+    storage_key: Mapped[str] = mapped_column(String(512))
+    content_type: Mapped[str] = mapped_column(String(100))
+    size_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
+    format: Mapped[str | None] = mapped_column(String(16), default=None)
+    duration_s: Mapped[float | None] = mapped_column(Float, default=None)
+    width: Mapped[int | None] = mapped_column(Integer, default=None)
+    height: Mapped[int | None] = mapped_column(Integer, default=None)
+    captured_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utc_now)

@@ -1,0 +1,131 @@
+"""Fixtures of the agent-link tests: the real app (SQLite and PostgreSQL, from the API tests'
+fixtures) with short link timeouts, bots launched through the real launch hook, and a
+scripted agent peer that speaks the link protocol over a real WebSocket."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient
+
+from agent.contracts.bot_config import BotConfig, BotSettings, Platform
+from agent.contracts.status import BotStatus
+from control_plane.db.models.bot import Meeting
+from control_plane.keys import DB, LAUNCH_HOOKS
+from control_plane.settings import Settings
+from tests.agent_link.peer import ScriptedAgent
+from tests.api.conftest import (  # noqa: F401 - fixtures shared with the API tests
+    KEY_PREFIX,
+    Caller,
+    Tenants,
+    app,
+    client,
+    database_url,
+    launcher,
+    owner,
+    postgres_template,
+    sqlite_template,
+    tenants,
+)
+
+Client = TestClient[web.Request, web.Application]
+
+
+@pytest.fixture
+def settings(database_url: str, tmp_path: Path) -> Settings:  # noqa: F811 - narrows the API's
+    """Settings with link timeouts short enough for tests (memory launcher)."""
+    return Settings(
+        database_url=database_url,
+        data_dir=tmp_path / "data",
+        launcher="memory",
+        key_prefix=KEY_PREFIX,
+        public_url="http://127.0.0.1:1",
+        subscribe_wait_seconds=0.4,
+        agent_command_timeout_seconds=0.5,
+        heartbeat_timeout_seconds=30.0,
+        agent_connect_timeout_seconds=60.0,
+        scheduler_interval_seconds=0.05,
+    )
+
+
+@dataclass(frozen=True)
+class LaunchedBot:
+    """A bot row plus the ``BotConfig`` its launch hooks produced (agent token, stream key)."""
+
+    meeting_id: int
+    bot_id: uuid.UUID
+    config: BotConfig
+
+    @property
+    def token(self) -> str:
+        """The bot's agent token."""
+        assert self.config.agent_token is not None
+        return self.config.agent_token
+
+
+LaunchBot = Callable[..., Awaitable[LaunchedBot]]
+
+
+@pytest.fixture
+def launch_bot(client: Client, owner: Caller) -> LaunchBot:  # noqa: F811 - pytest fixtures
+    """Store a bot for ``owner`` and run the app's launch hooks as the scheduler does."""
+
+    async def launch(
+        status: BotStatus = BotStatus.REQUESTED,
+        *,
+        caller: Caller | None = None,
+        settings: BotSettings | None = None,
+        container_id: str | None = "mem-test",
+    ) -> LaunchedBot:
+        who = caller or owner
+        bot_settings = settings or BotSettings()
+        async with client.app[DB].sessions.begin() as session:
+            meeting = Meeting(
+                workspace_id=who.workspace_id,
+                user_id=who.user_id,
+                platform=Platform.GOOGLE_MEET.value,
+                native_meeting_id="abc-defg-hij",
+                constructed_meeting_url="https://meet.google.com/abc-defg-hij",
+                status=status.value,
+                settings=bot_settings.model_dump(mode="json"),
+                bot_container_id=container_id,
+                name="Weekly sync",
+            )
+            session.add(meeting)
+        config = BotConfig(
+            bot_id=meeting.bot_id,
+            meeting_id=meeting.id,
+            platform=Platform.GOOGLE_MEET,
+            meeting_url=meeting.constructed_meeting_url,
+            native_meeting_id=meeting.native_meeting_id,
+            settings=bot_settings,
+        )
+        for hook in client.app[LAUNCH_HOOKS]:
+            config = await hook(meeting, config)
+        return LaunchedBot(meeting.id, meeting.bot_id, config)
+
+    return launch
+
+
+ConnectAgent = Callable[[LaunchedBot], Awaitable[ScriptedAgent]]
+
+
+@pytest.fixture
+async def connect_agent(client: Client) -> AsyncIterator[ConnectAgent]:  # noqa: F811
+    """Open scripted agent links (closed after the test)."""
+    peers: list[ScriptedAgent] = []
+
+    async def connect(bot: LaunchedBot) -> ScriptedAgent:
+        peer = ScriptedAgent(client, bot.bot_id, bot.token)
+        await peer.connect()
+        peers.append(peer)
+        return peer
+
+    yield connect
+    for peer in peers:
+        await peer.close()
