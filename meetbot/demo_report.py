@@ -1,0 +1,225 @@
+"""The demo's summary: what happened, how well it was heard, how fast, and what was delivered.
+
+:func:`summarise` turns what the demo observed (status changes, final segments with their
+arrival times, the simulator's ground-truth timeline, verified webhook deliveries) into a
+:class:`DemoSummary`; :func:`render` prints it with ``rich``; ``--json-summary`` writes
+``DemoSummary.model_dump_json()``.
+
+Matching segments to turns: each final segment goes to the scripted utterance its absolute
+time span overlaps most (the utterance widened by ``MATCH_SLACK_S`` for the WebRTC and capture
+delay), else to the nearest one. A turn's end-of-utterance latency is the SSE arrival of the
+last final segment given to it minus the end of the utterance's voice: its start on the
+simulator's timeline plus the clip's last voiced frame (clips end in up to 2.4 s of silence,
+which would otherwise count as negative latency). Both are UNIX epoch seconds on this
+machine's clock. WER pools every turn with a known reference and
+uses the benchmark's normaliser (``agent.transcribe.normalize``), so figures compare.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel
+from rich.console import Console
+from rich.table import Table
+
+from agent.transcribe.normalize import word_errors
+from testmeeting import TimelineEvent
+
+MATCH_SLACK_S = 1.0
+"""Seconds an utterance is widened by when matching segments (capture and transport delay)."""
+
+
+class StatusChange(BaseModel):
+    """A bot status as the demo saw it (``elapsed_s`` from the launch request)."""
+
+    status: str
+    status_reason: str | None
+    at: str
+    elapsed_s: float
+
+
+class SegmentOut(BaseModel):
+    """A final transcript segment and when it reached the demo over SSE."""
+
+    id: str
+    speaker: str | None
+    text: str
+    start: float
+    end: float
+    arrived_elapsed_s: float
+
+
+class TurnOut(BaseModel):
+    """One scripted utterance against what the bot transcribed of it.
+
+    ``latency_s`` is end of utterance → SSE arrival of its last final segment; ``None`` when
+    no segment matched.
+    """
+
+    speaker: str
+    reference: str | None
+    hypothesis: str
+    speakers_heard: list[str]
+    wer: float | None
+    latency_s: float | None
+
+
+class WebhookOut(BaseModel):
+    """Signed deliveries received by the demo's endpoint (signatures checked)."""
+
+    verified: int
+    rejected: int
+    by_type: dict[str, int]
+    status_changes: list[str]
+
+
+class DemoSummary(BaseModel):
+    """Everything the demo reports at the end (the ``--json-summary`` document)."""
+
+    ok: bool
+    error: str | None = None
+    platform: str
+    speech_source: str
+    speech_seconds: float
+    bot_id: str | None
+    meeting_id: int | None
+    statuses: list[StatusChange]
+    final_status: str | None
+    final_reason: str | None
+    segments: list[SegmentOut]
+    turns: list[TurnOut]
+    wer: float | None
+    reference_words: int
+    latency_p50_s: float | None
+    latency_p95_s: float | None
+    webhooks: WebhookOut
+    transcript_url: str | None
+    stored_segments: int | None
+    elapsed_s: float
+
+
+def _epoch(value: Any) -> float:
+    return datetime.fromisoformat(str(value)).timestamp()
+
+
+def _match(segment: dict[str, Any], speech: list[TimelineEvent]) -> int | None:
+    if not speech:
+        return None
+    start, end = _epoch(segment["absolute_start_time"]), _epoch(segment["absolute_end_time"])
+
+    def overlap(event: TimelineEvent) -> float:
+        stop = (event.end or event.t) + MATCH_SLACK_S
+        return min(end, stop) - max(start, event.t)
+
+    def distance(event: TimelineEvent) -> float:
+        return min(abs(start - event.t), abs(end - (event.end or event.t)))
+
+    best = max(range(len(speech)), key=lambda i: overlap(speech[i]))
+    if overlap(speech[best]) > 0:
+        return best
+    return min(range(len(speech)), key=lambda i: distance(speech[i]))
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """The ``q``-th percentile (linear interpolation), ``None`` for no values."""
+    return float(np.percentile(values, q)) if values else None
+
+
+def build_turns(
+    finals: list[tuple[dict[str, Any], float]],
+    speech: list[TimelineEvent],
+    voiced_ends: tuple[float, ...] = (),
+) -> tuple[list[TurnOut], float | None, int]:
+    """Turns with their matched segments, pooled WER and reference word count.
+
+    Args:
+        finals: Final segments (SSE payloads) with their arrival epoch, in any order.
+        speech: The simulator's ``speech`` timeline events, in order.
+        voiced_ends: Per turn (same order), seconds from the clip's start to its last voiced
+            frame; a turn without one counts from the clip's end.
+    """
+    assigned: list[list[tuple[dict[str, Any], float]]] = [[] for _ in speech]
+    for segment, arrived in finals:
+        index = _match(segment, speech)
+        if index is not None:
+            assigned[index].append((segment, arrived))
+    turns: list[TurnOut] = []
+    errors = words = 0
+    for index, (event, matched) in enumerate(zip(speech, assigned, strict=True)):
+        matched.sort(key=lambda item: _epoch(item[0]["absolute_start_time"]))
+        hypothesis = " ".join(str(s["text"]).strip() for s, _ in matched).strip()
+        wer: float | None = None
+        if event.text:
+            turn_errors, turn_words = word_errors(event.text, hypothesis)
+            errors, words = errors + turn_errors, words + turn_words
+            wer = turn_errors / turn_words if turn_words else None
+        spoken_until = event.end or event.t
+        if index < len(voiced_ends):
+            spoken_until = min(spoken_until, event.t + voiced_ends[index])
+        latency = max(a for _, a in matched) - spoken_until if matched else None
+        turns.append(
+            TurnOut(
+                speaker=event.name or "",
+                reference=event.text,
+                hypothesis=hypothesis,
+                speakers_heard=sorted({str(s.get("speaker")) for s, _ in matched}),
+                wer=wer,
+                latency_s=latency,
+            )
+        )
+    pooled = errors / words if words else None
+    return turns, pooled, words
+
+
+def render(summary: DemoSummary, console: Console) -> None:
+    """Print the summary as tables."""
+    console.rule("[bold]summary")
+    statuses = Table(title="bot status", title_justify="left")
+    for column in ("elapsed", "status", "reason"):
+        statuses.add_column(column)
+    for change in summary.statuses:
+        statuses.add_row(f"{change.elapsed_s:6.1f} s", change.status, change.status_reason or "")
+    console.print(statuses)
+    turns = Table(title="turns (reference vs transcript)", title_justify="left")
+    for column in ("speaker", "heard as", "WER", "latency", "transcript"):
+        turns.add_column(column, overflow="fold")
+    for turn in summary.turns:
+        turns.add_row(
+            turn.speaker,
+            ", ".join(turn.speakers_heard) or "-",
+            f"{turn.wer:.2f}" if turn.wer is not None else "-",
+            f"{turn.latency_s:.2f} s" if turn.latency_s is not None else "-",
+            turn.hypothesis or "-",
+        )
+    console.print(turns)
+    figures = Table(show_header=False, box=None)
+    figures.add_column(style="bold")
+    figures.add_column(overflow="fold")
+    wer = "n/a (no reference text)" if summary.wer is None else (
+        f"{summary.wer:.3f} over {summary.reference_words} reference words"
+    )
+    p50, p95 = summary.latency_p50_s, summary.latency_p95_s
+    latency = "n/a" if p50 is None or p95 is None else f"p50 {p50:.2f} s, p95 {p95:.2f} s"
+    hooks = summary.webhooks
+    by_type = ", ".join(f"{kind} ×{count}" for kind, count in sorted(hooks.by_type.items()))
+    for label, value in (
+        ("speech", f"{summary.speech_seconds:.1f} s from {summary.speech_source}"),
+        ("final segments", str(len(summary.segments))),
+        ("stored segments", str(summary.stored_segments)),
+        ("WER", wer),
+        ("end-of-utterance latency", latency),
+        ("webhooks (signature verified)", f"{hooks.verified}: {by_type or 'none'}"),
+        ("webhooks rejected", str(hooks.rejected)),
+        ("status webhooks", " → ".join(hooks.status_changes) or "none"),
+        ("transcript", summary.transcript_url or "-"),
+        ("total time", f"{summary.elapsed_s:.1f} s"),
+    ):
+        figures.add_row(label, value)
+    console.print(figures)
+    if summary.ok:
+        console.print("[bold green]demo finished: the bot completed its meeting")
+    else:
+        console.print(f"[bold red]demo failed: {summary.error}")

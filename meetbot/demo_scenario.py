@@ -1,0 +1,217 @@
+"""The demo's meeting: three people taking turns, on real recorded speech when it is here.
+
+Speech comes from one of three places, in this order of preference:
+
+1. ``--audio`` files given by the user (speakers rotate Alice → Bob → Carol; a ``.txt``
+   beside a file is its reference text);
+2. the real-speech corpus (``MEETBOT_SPEECH_DIR``, default ``../shared/data/speech`` next to
+   the checkout): LibriSpeech, LJ Speech and JFK clips with gold transcripts (MANIFEST.tsv);
+3. sentences synthesised with Debian's espeak-ng.
+
+Utterance times are derived from the clips' real durations: the audio is prepared once with
+the simulator's own loader (:func:`testmeeting.room.prepare_audio`) to measure it, then each
+turn starts ``TURN_GAP_S`` after the previous one ends and the host ends the meeting
+``END_TAIL_S`` after the last word, so the bot leaves on its own (``meeting_ended``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+import numpy as np
+
+from testmeeting import Scenario
+from testmeeting.room import prepare_audio
+
+SPEAKERS = ("Alice", "Bob", "Carol")
+"""Display names of the three simulated participants, in speaking order."""
+
+MEETING_IDS = {
+    "google_meet": "abc-defg-hij",
+    "zoom": "81234567890",
+    "teams": "9312345678901",
+}
+"""Native meeting ids of the demo room per platform (shapes of API.md 2.3)."""
+
+PASSCODES = {"zoom": "demo", "teams": "demo"}
+"""Passcodes carried in the join URLs (``pwd`` / ``p``) where the platform uses them."""
+
+FIRST_TURN_AT_S = 2.0
+"""Scenario seconds (clock starts when the bot is admitted) before the first word."""
+
+TURN_GAP_S = 1.2
+"""Silence between turns: long enough for voice activity detection to close an utterance."""
+
+END_TAIL_S = 5.0
+"""Seconds after the last word before the host ends the meeting (the last final segment
+arrives about a second after speech ends; the rest is margin for a loaded CPU)."""
+
+# Real clips with gold references (MANIFEST.tsv), ordered so that any prefix of three turns or
+# more has all three speakers and the first three are short (a quick run's scenario).
+CORPUS_TURNS: tuple[str, ...] = (
+    "ls_testclean_61-70968-0000.wav",  # 4.9 s, LibriSpeech test-clean
+    "fw_stereo_diarization_ch1.wav",  # 5.0 s, LibriSpeech via faster-whisper's tests
+    "LJ001-0009.wav",  # 7.6 s, LJ Speech
+    "jfk.wav",  # 11.0 s, JFK inaugural address
+    "ls_testclean_1995-1837-0001.wav",  # 8.7 s, LibriSpeech test-clean
+)
+
+SYNTHETIC_TURNS: tuple[str, ...] = (
+    "Good morning everyone, thanks for joining the weekly planning meeting.",
+    "Morning. The release candidate passed all of its tests last night.",
+    "Great news. I will write the announcement and send it this afternoon.",
+    "Before we ship, please check the documentation for the new settings.",
+    "I can do that today and tell you when it is finished.",
+)
+
+
+class SpeechSource(StrEnum):
+    """Where the demo's speech comes from."""
+
+    FILES = "files"
+    CORPUS = "corpus"
+    ESPEAK = "espeak"
+
+
+@dataclass(frozen=True, slots=True)
+class DemoScenario:
+    """The scenario the simulator plays and what the summary compares against.
+
+    Attributes:
+        scenario: The room's script (no lobby; three participants; the host ends it).
+        source: Which speech was used.
+        speech_seconds: Total length of all utterances, seconds.
+        references: Reference text per turn in speaking order (``None`` where unknown).
+        voiced_ends: Per turn, seconds from the clip's start to its last voiced 20 ms frame
+            (clips carry trailing silence; latency counts from the end of the voice).
+    """
+
+    scenario: Scenario
+    source: SpeechSource
+    speech_seconds: float
+    references: tuple[str | None, ...]
+    voiced_ends: tuple[float, ...]
+
+
+VOICE_FRAME_S = 0.02
+VOICE_FLOOR_DB = 40.0
+"""A 20 ms frame is voiced when its RMS is within this many dB of the clip's loudest frame."""
+
+
+def voiced_end(pcm: bytes, sample_rate: int = 16_000) -> float:
+    """Seconds from the start of 16-bit mono ``pcm`` to the end of its last voiced frame.
+
+    Returns the clip's full length when it is silent throughout.
+    """
+    samples = np.frombuffer(pcm[: len(pcm) - len(pcm) % 2], dtype="<i2").astype(np.float64)
+    size = int(sample_rate * VOICE_FRAME_S)
+    count = len(samples) // size
+    if count == 0:
+        return len(samples) / sample_rate
+    rms = np.sqrt(np.mean(samples[: count * size].reshape(count, size) ** 2, axis=1)) + 1e-9
+    level = 20 * np.log10(rms)
+    voiced = np.flatnonzero(level >= level.max() - VOICE_FLOOR_DB)
+    if rms.max() < 1.0 or voiced.size == 0:
+        return len(samples) / sample_rate
+    return float((voiced[-1] + 1) * size / sample_rate)
+
+
+def default_speech_dir(repo: Path) -> Path:
+    """``../shared/data/speech`` relative to the checkout ``repo``."""
+    return repo.parent / "shared" / "data" / "speech"
+
+
+def pick_source(audio: list[Path], speech_dir: Path | None) -> SpeechSource:
+    """Choose the speech: given files, else the corpus when its clips are there, else espeak."""
+    if audio:
+        return SpeechSource.FILES
+    if speech_dir is not None and all((speech_dir / name).is_file() for name in CORPUS_TURNS):
+        return SpeechSource.CORPUS
+    return SpeechSource.ESPEAK
+
+
+def _turns(source: SpeechSource, audio: list[Path]) -> list[dict[str, str]]:
+    if source is SpeechSource.FILES:
+        return [{"file": str(path.resolve())} for path in audio]
+    if source is SpeechSource.CORPUS:
+        return [{"file": name} for name in CORPUS_TURNS]
+    return [{"text": text} for text in SYNTHETIC_TURNS]
+
+
+def _scenario(platform: str, timed: list[tuple[float, dict[str, str]]], end_at: float) -> Scenario:
+    participants: list[dict[str, object]] = [
+        {"name": name, "utterances": []} for name in SPEAKERS
+    ]
+    for index, (at, turn) in enumerate(timed):
+        utterances = participants[index % len(SPEAKERS)]["utterances"]
+        assert isinstance(utterances, list)  # noqa: S101 -- built just above; narrows the type
+        utterances.append({"at": round(at, 3), **turn})
+    return Scenario.model_validate(
+        {
+            "platform": platform,
+            "meeting_id": MEETING_IDS[platform],
+            "passcode": PASSCODES.get(platform),
+            "title": "meetbot demo",
+            "lobby": False,
+            "participants": participants,
+            "end_at": round(end_at, 3),
+        }
+    )
+
+
+def build_scenario(
+    platform: str,
+    *,
+    audio: list[Path],
+    speech_dir: Path | None,
+    max_speech_seconds: float | None = None,
+) -> DemoScenario:
+    """Build the demo scenario (blocking: decodes or synthesises audio; use a thread).
+
+    Args:
+        platform: ``google_meet``, ``zoom`` or ``teams``.
+        audio: Files given with ``--audio`` (any format ffmpeg reads), possibly empty.
+        speech_dir: The real-speech corpus folder, if any.
+        max_speech_seconds: Keep only as many turns as fit in this much speech (at least
+            three, so every speaker talks); ``None`` keeps them all.
+
+    Returns:
+        The scenario, its speech source, total speech length and per-turn references.
+
+    Raises:
+        testmeeting.errors.ScenarioError: A file cannot be read or synthesis failed.
+    """
+    source = pick_source(audio, speech_dir)
+    turns = _turns(source, audio)
+    search = [speech_dir] if speech_dir is not None else []
+    # Measure every clip with the simulator's own loader (same decoding, same durations).
+    draft = _scenario(platform, [(0.0, turn) for turn in turns], 0.0)
+    prepared = prepare_audio(draft, search)
+    durations: list[float] = []
+    references: list[str | None] = []
+    ends: list[float] = []
+    for index in range(len(turns)):
+        clip = prepared[(index % len(SPEAKERS), index // len(SPEAKERS))]
+        durations.append(clip.duration)
+        references.append(clip.text)
+        ends.append(voiced_end(clip.pcm))
+    keep = len(turns)
+    if max_speech_seconds is not None:
+        keep = min(len(turns), len(SPEAKERS))
+        while keep < len(turns) and sum(durations[: keep + 1]) <= max_speech_seconds:
+            keep += 1
+    timed: list[tuple[float, dict[str, str]]] = []
+    at = FIRST_TURN_AT_S
+    for turn, duration in zip(turns[:keep], durations[:keep], strict=True):
+        timed.append((at, turn))
+        at += duration + TURN_GAP_S
+    end_at = at - TURN_GAP_S + END_TAIL_S
+    return DemoScenario(
+        scenario=_scenario(platform, timed, end_at),
+        source=source,
+        speech_seconds=sum(durations[:keep]),
+        references=tuple(references[:keep]),
+        voiced_ends=tuple(ends[:keep]),
+    )
