@@ -19,7 +19,7 @@ from testmeeting.app_keys import ROOMS
 from testmeeting.errors import MediaNotFound, RoomNotFound, ScenarioError, TestMeetingError
 from testmeeting.platforms import Platform
 from testmeeting.room import Room
-from testmeeting.scenario import parse_scenario
+from testmeeting.scenario import Utterance, parse_scenario
 
 routes = web.RouteTableDef()
 
@@ -32,6 +32,21 @@ class ChatPost(BaseModel):
     text: str = Field(min_length=1, max_length=10_000)
     participant_id: str | None = None
     name: str | None = None
+
+
+class ParticipantPost(BaseModel):
+    """Body of ``POST …/participants``: a simulated participant joining now."""
+
+    name: str = Field(min_length=1, max_length=100)
+    mic_on: bool = True
+    camera_on: bool = False
+
+
+class SpeakPost(BaseModel):
+    """Body of ``POST …/participants/{id}/speak``: an audio file or a text to synthesise."""
+
+    file: str | None = None
+    text: str | None = None
 
 
 class HandPost(BaseModel):
@@ -111,6 +126,33 @@ async def list_participants(request: web.Request) -> web.Response:
     return web.json_response({"participants": [p.public() for p in room.participants.values()]})
 
 
+@routes.post("/api/rooms/{platform}/{meeting_id}/participants")
+async def add_participant(request: web.Request) -> web.Response:
+    """A simulated participant joins now; 201 with the participant."""
+    room = _room(request)
+    body = await _body(request, ParticipantPost)
+    participant = await room.add_participant(body.name, body.mic_on, body.camera_on)
+    return web.json_response(participant.public(), status=201)
+
+
+@routes.post("/api/rooms/{platform}/{meeting_id}/participants/{participant_id}/speak")
+async def speak(request: web.Request) -> web.Response:
+    """A simulated participant says a file or a synthesised text now.
+
+    Answers the timeline's view: ``{"text", "file", "duration"}`` (seconds).
+    """
+    room = _room(request)
+    body = await _body(request, SpeakPost)
+    try:
+        utterance = Utterance(at=0, file=body.file, text=body.text)
+    except ValidationError as exc:
+        raise ScenarioError("speak needs a file or a text") from exc
+    prepared = await room.say(request.match_info["participant_id"], utterance)
+    return web.json_response(
+        {"text": prepared.text, "file": prepared.file, "duration": prepared.duration}
+    )
+
+
 def _host_action(action: str) -> Callable[[web.Request], Awaitable[web.Response]]:
     async def handler(request: web.Request) -> web.Response:
         room = _room(request)
@@ -123,7 +165,7 @@ def _host_action(action: str) -> Callable[[web.Request], Awaitable[web.Response]
     return handler
 
 
-for _action in ("admit", "deny", "remove"):
+for _action in ("admit", "deny", "remove", "leave"):
     routes.post(
         f"/api/rooms/{{platform}}/{{meeting_id}}/participants/{{participant_id}}/{_action}"
     )(_host_action(_action))

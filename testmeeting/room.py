@@ -187,9 +187,12 @@ class Room:
         scenario: Scenario,
         audio: dict[tuple[int, int], PreparedUtterance],
         clock: Callable[[], float] = time.time,
+        audio_search: list[Path] | None = None,
     ) -> None:
         self.scenario = scenario
         self._audio = audio
+        self._audio_search = list(audio_search or [])
+        self._extra_slots: list[str] = []  # participants added through the host API
         self._clock = clock
         self._ids = itertools.count(1)
         self._chat_ids = itertools.count(1)
@@ -305,8 +308,42 @@ class Room:
         return self.participants.get(pid) if pid else None
 
     def simulated_slot_ids(self) -> list[str]:
-        """Ids of the simulated participants' audio slots (``sim-<index>``), in script order."""
-        return [f"sim-{index}" for index in range(len(self.scenario.participants))]
+        """Audio slots (remote tracks on Google Meet) of the simulated participants: scripted
+        ones as ``sim-<index>`` in script order, then those added later by participant id."""
+        scripted = [f"sim-{index}" for index in range(len(self.scenario.participants))]
+        return scripted + self._extra_slots
+
+    async def add_participant(
+        self, name: str, mic_on: bool = True, camera_on: bool = False
+    ) -> Participant:
+        """A simulated participant joins now (not from the script).
+
+        Pages are told the new audio slot before anyone can hear them speak.
+        """
+        participant = self._new_participant(name, simulated=True, state=ParticipantState.IN_MEETING)
+        participant.mic_on, participant.camera_on = mic_on, camera_on
+        participant.joined_at = self._clock()
+        self._extra_slots.append(participant.id)
+        self._record("joined", participant)
+        for pid in list(self._links):
+            await self._send(pid, {"type": "audio_slots", "audio_slots": self.simulated_slot_ids()})
+        await self._broadcast_participants()
+        return participant
+
+    async def say(self, participant_id: str, utterance: Utterance) -> PreparedUtterance:
+        """A simulated participant speaks ``utterance`` now (its ``at`` is ignored).
+
+        Raises:
+            ParticipantNotFound: No such participant.
+            InvalidState: They are not a simulated participant in the meeting.
+            ScenarioError: The audio cannot be read or synthesised.
+        """
+        participant = self._in_state(participant_id, ParticipantState.IN_MEETING)
+        if not participant.simulated:
+            raise InvalidState(f"participant {participant_id} is a browser participant")
+        prepared = await asyncio.to_thread(prepare_utterance, utterance, self._audio_search)
+        await self.play(participant_id, prepared)
+        return prepared
 
     async def _speak(self, index: int, u_index: int, utterance: Utterance) -> None:
         participant = self._sim(index)
@@ -484,12 +521,14 @@ class Room:
         await self._broadcast_participants()
 
     async def leave(self, participant_id: str) -> None:
-        """A participant leaves (pressed leave, or their page went away). Idempotent."""
-        participant = self.participants.get(participant_id)
-        if participant is None or participant.state not in (
-            ParticipantState.IN_MEETING,
-            ParticipantState.LOBBY,
-        ):
+        """A participant leaves (pressed leave, their page went away, or the host API says a
+        simulated one leaves). Idempotent.
+
+        Raises:
+            ParticipantNotFound: No such participant.
+        """
+        participant = self._participant(participant_id)
+        if participant.state not in (ParticipantState.IN_MEETING, ParticipantState.LOBBY):
             return
         participant.state = ParticipantState.LEFT
         participant.hand_raised = False
@@ -688,6 +727,20 @@ class Room:
                 await self._send(pid, {"type": "participants", "participants": visible})
 
 
+def prepare_utterance(utterance: Utterance, search: list[Path]) -> PreparedUtterance:
+    """Decode or synthesise one utterance (blocking; use ``asyncio.to_thread``).
+
+    Raises:
+        ScenarioError: The file is missing or undecodable, or synthesis fails.
+    """
+    if utterance.file is not None:
+        path = media.resolve_audio(utterance.file, search)
+        text = utterance.text or media.reference_text(path)
+        return PreparedUtterance(media.read_pcm(path), text, str(path))
+    assert utterance.text is not None  # noqa: S101 -- the Utterance validator guarantees it
+    return PreparedUtterance(media.synthesise(utterance.text), utterance.text, None)
+
+
 def prepare_audio(
     scenario: Scenario, search: list[Path]
 ) -> dict[tuple[int, int], PreparedUtterance]:
@@ -703,21 +756,11 @@ def prepare_audio(
     Raises:
         ScenarioError: A file is missing or undecodable, or synthesis fails.
     """
-    prepared: dict[tuple[int, int], PreparedUtterance] = {}
-    for p_index, sim in enumerate(scenario.participants):
-        for u_index, utterance in enumerate(sim.utterances):
-            if utterance.file is not None:
-                path = media.resolve_audio(utterance.file, search)
-                text = utterance.text or media.reference_text(path)
-                prepared[(p_index, u_index)] = PreparedUtterance(
-                    media.read_pcm(path), text, str(path)
-                )
-            else:
-                assert utterance.text is not None  # noqa: S101 -- the scenario validator guarantees it
-                prepared[(p_index, u_index)] = PreparedUtterance(
-                    media.synthesise(utterance.text), utterance.text, None
-                )
-    return prepared
+    return {
+        (p_index, u_index): prepare_utterance(utterance, search)
+        for p_index, sim in enumerate(scenario.participants)
+        for u_index, utterance in enumerate(sim.utterances)
+    }
 
 
 class Rooms:
@@ -749,7 +792,7 @@ class Rooms:
         audio = await asyncio.to_thread(prepare_audio, scenario, search)
         if key in self._rooms:
             raise RoomExists(f"room {key[0].value}/{key[1]} exists")
-        room = Room(scenario, audio)
+        room = Room(scenario, audio, audio_search=search)
         self._rooms[key] = room
         await room.start()
         log.info("room created", extra={"platform": key[0].value, "meeting_id": key[1]})

@@ -360,6 +360,9 @@
         state.selfId = message.participant_id;
         ensureSlots(message.audio_slots);
         break;
+      case "audio_slots":
+        ensureSlots(message.audio_slots);
+        break;
       case "lobby":
         show("lobby");
         break;

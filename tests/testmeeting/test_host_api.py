@@ -186,6 +186,37 @@ participants:
     await ws.close()
 
 
+async def test_participants_join_speak_and_leave_on_demand(
+    server: TestMeetingServer, http: aiohttp.ClientSession
+) -> None:
+    await create(http, server, "platform: google_meet\nmeeting_id: ddd-eeee-fff\nlobby: false\n")
+    base = f"{server.http_url}/api/rooms/google_meet/ddd-eeee-fff"
+    ws = await page(http, server, "google_meet", "ddd-eeee-fff")
+    await ws.send_json({"type": "join", "name": "Bot"})
+    bot = (await until(ws, "joined"))["participant_id"]
+    await until(ws, "admitted")
+    async with http.post(f"{base}/participants", json={"name": "Carol"}) as r:
+        assert r.status == 201
+        carol = (await r.json())["id"]
+    assert (await until(ws, "audio_slots"))["audio_slots"] == [carol]
+    async with http.post(f"{base}/participants/{carol}/speak", json={"text": "Quick update."}) as r:
+        said = await r.json()
+    assert said["text"] == "Quick update."
+    header, pcm = await speech(ws)
+    assert (header["participant_id"], header["slot"]) == (carol, carol)
+    assert said["duration"] == pytest.approx(len(pcm) / 32_000)
+    async with http.post(f"{base}/participants/{bot}/speak", json={"text": "No."}) as r:
+        assert r.status == 409
+    async with http.post(f"{base}/participants/{carol}/speak", json={}) as r:
+        assert r.status == 400
+    async with http.post(f"{base}/participants/{carol}/leave") as r:
+        assert (await r.json())["state"] == "left"
+    roster = await until(ws, "participants")
+    assert [p["name"] for p in roster["participants"]] == ["Bot"]
+    async with http.post(f"{base}/participants/p99/leave") as r:
+        assert r.status == 404
+
+
 async def test_host_denies_and_scripted_host_denies(
     server: TestMeetingServer, http: aiohttp.ClientSession
 ) -> None:

@@ -199,12 +199,15 @@ def best_envelope_correlation(heard: npt.NDArray[np.int16], source: npt.NDArray[
 
 
 def received_enough(room: Room, participant_id: str, seconds: float) -> bool:
-    """Whether the room holds ``seconds`` of microphone audio and a camera frame from them."""
+    """Whether the room holds ``seconds`` of microphone audio, a camera and a screen frame."""
     try:
         audio = room.received_audio(participant_id)[1]
     except MediaNotFound:
         return False
-    return bool(room.received_frames(participant_id, "camera")) and len(audio) > 32_000 * seconds
+    frames = room.received_frames(participant_id, "camera") and room.received_frames(
+        participant_id, "screen"
+    )
+    return bool(frames) and len(audio) > 32_000 * seconds
 
 
 @pytest.mark.parametrize("platform", list(SKINS))
@@ -295,7 +298,7 @@ async def test_denied_ended_and_unknown_meetings(
         await page.close()
 
 
-async def test_bot_microphone_and_camera_reach_the_server(
+async def test_bot_microphone_camera_and_screen_reach_the_server(
     server: TestMeetingServer, speech: Path
 ) -> None:
     from faster_whisper import WhisperModel  # heavy import: only this test needs it
@@ -324,6 +327,8 @@ async def test_bot_microphone_and_camera_reach_the_server(
             await expect(page.locator(skin.in_meeting)).to_be_visible()
             room = server.room("google_meet", meeting_id)
             bot = room.find_by_name("Speaker bot")
+            await page.click('button[aria-label="Share screen"]')
+            await expect(page.locator('button[aria-label="Stop presenting"]')).to_be_visible()
             # The clip lasts 11 s: wait until that much audio and a camera frame arrived.
             for _ in range(160):
                 if received_enough(room, bot.id, seconds=12):
@@ -334,8 +339,9 @@ async def test_bot_microphone_and_camera_reach_the_server(
         finally:
             await with_mic.close()
     _, pcm = room.received_audio(bot.id)
-    _, png = room.received_frames(bot.id, "camera")[-1]
-    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    for kind in ("camera", "screen"):
+        _, png = room.received_frames(bot.id, kind)[-1]
+        assert png.startswith(b"\x89PNG\r\n\x1a\n")
 
     model = WhisperModel(str(get_model_path()), device="cpu", compute_type="int8", cpu_threads=2)
     audio = np.frombuffer(pcm, dtype=np.int16).astype(np.float32) / 32768
