@@ -13,6 +13,7 @@ from sqlalchemy import func, select
 from agent.contracts.link import (
     ActionEvent,
     ActionType,
+    AgentFrame,
     ArtifactEvent,
     ArtifactKind,
     ChatMessageEvent,
@@ -114,7 +115,7 @@ async def test_frames_resent_after_a_reconnect_are_acked_but_stored_once(
     agent = await connect_agent(bot)
     await agent.register()
     now = datetime.now(UTC)
-    frames = [
+    frames: list[AgentFrame] = [
         StatusEvent(status=BotStatus.JOINING, status_reason="join_started"),
         StatusEvent(status=BotStatus.ACTIVE, status_reason="joined"),
         ParticipantsEvent(participants=["Ada", "Grace"], joined=["Ada", "Grace"]),
