@@ -16,9 +16,11 @@ speculatively → after ``endpoint_s`` (450 ms) of silence it is final, and the 
 result is the final result. End of speech → final is therefore about max(endpoint,
 speculate + one decode). If speech resumes, the speculative text is shown as a partial.
 
-Partials are decoded every ``partial_interval_s`` of an open utterance. When decoding falls
+Partials are decoded every ``partial_interval_s`` of an open utterance (never during a pause,
+when the speculation may be about to need the decoder). The interval stays at least three times
+the recent decode time, so partials take at most about a third of the decoder. When decoding falls
 behind (finals waiting, or the partial's audio is older than an interval) the interval doubles
-up to ``partial_interval_max_s`` (``metrics.partial_degradations``) and halves back when the
+up to ``partial_interval_max_s`` (``metrics.partial_degradations``) and shrinks back when the
 decoder keeps up. Finals are never skipped.
 """
 
@@ -64,6 +66,9 @@ log = logging.getLogger(__name__)
 # utterance whose track went quiet (muted, left) still ends.
 _GAP_TOLERANCE_S = 0.1
 _MAX_GAP_FILL_S = 1.0
+
+# Partial decodes get at most ~1/3 of the decoder: interval ≥ 3 × recent decode time.
+_PARTIAL_SHARE = 3.0
 
 JobKind = Literal["final", "speculative", "partial"]
 
@@ -197,6 +202,7 @@ class RealtimeTranscriber:
         self._closing = False
         self._tasks: list[asyncio.Task[None]] = []
         self._decode_options = DecodeOptions(beam_size=self._opts.realtime_beam_size)
+        self._decode_ema = 0.0
 
     async def __aenter__(self) -> RealtimeTranscriber:
         self.start()
@@ -310,6 +316,8 @@ class RealtimeTranscriber:
         partials: list[tuple[str, int, int, npt.NDArray[np.float32]]] = []
         if partial_every > 0 and not flush:
             for track in self._tracks.values():
+                if track.segmenter.pausing:
+                    continue  # speech may be ending: leave the decoder to the speculation
                 current = track.segmenter.current()
                 if current is None:
                     continue
@@ -452,19 +460,35 @@ class RealtimeTranscriber:
         heard = self._tracks[utt.track].segmenter.samples_seen - utt.start_sample
         behind = (heard - partial_samples) / SAMPLE_RATE
         interval = self.metrics.partial_interval_s
-        if behind > interval and interval < self._opts.partial_interval_max_s:
-            self.metrics.partial_interval_s = min(self._opts.partial_interval_max_s, interval * 2)
-            self.metrics.partial_degradations += 1
-            log.info(
-                "partial interval raised",
-                extra={"interval_s": self.metrics.partial_interval_s, "behind_s": behind},
+        if behind > interval:
+            self._set_partial_interval(interval * 2, behind)
+
+    def _tune_partials(self, decode_seconds: float) -> None:
+        """Keep partial decoding to about a third of the decoder's time.
+
+        Partials are the only work that can wait; finals and speculative decodes queue behind
+        a running partial, so its share of the decoder is what they pay in latency.
+        """
+        self._decode_ema = 0.7 * self._decode_ema + 0.3 * decode_seconds
+        needed = _PARTIAL_SHARE * self._decode_ema
+        interval = self.metrics.partial_interval_s
+        if needed > interval * 1.1:
+            self._set_partial_interval(needed, 0.0)
+        elif not self._finals and needed < interval:
+            self.metrics.partial_interval_s = max(
+                self._opts.partial_interval_s, needed, interval * 0.75
             )
 
-    def _maybe_recover(self, seconds: float) -> None:
-        interval = self.metrics.partial_interval_s
-        floor = self._opts.partial_interval_s
-        if not self._finals and seconds < 0.5 * interval and interval > floor:
-            self.metrics.partial_interval_s = max(self._opts.partial_interval_s, interval / 2)
+    def _set_partial_interval(self, wanted: float, behind: float) -> None:
+        capped = min(self._opts.partial_interval_max_s, max(self._opts.partial_interval_s, wanted))
+        if capped <= self.metrics.partial_interval_s:
+            return
+        self.metrics.partial_interval_s = capped
+        self.metrics.partial_degradations += 1
+        log.info(
+            "partial interval raised",
+            extra={"interval_s": round(capped, 2), "behind_s": round(behind, 2)},
+        )
 
     def _speaker_key(self, utt: _Utterance) -> str:
         return utt.speaker_hint or self._frame_speaker(utt.track) or utt.track
@@ -498,6 +522,7 @@ class RealtimeTranscriber:
             )
             self.metrics.decodes[kind] += 1
             self.metrics.decode_seconds += result.seconds
+            self._tune_partials(result.seconds)
             if self._language is None and language is None and self._engine.multilingual:
                 self._languages.observe(
                     self._speaker_key(utt), result.language, result.language_probability
@@ -521,7 +546,6 @@ class RealtimeTranscriber:
                 utt.spec_result = result
                 await self._partial(utt, result)
         else:
-            self._maybe_recover(result.seconds)
             if utt.ended is None:
                 await self._partial(utt, result)
 

@@ -138,6 +138,11 @@ class UtteranceSegmenter:
         return self._open is not None
 
     @property
+    def pausing(self) -> bool:
+        """True while an utterance is open but its latest window was silent."""
+        return self._open is not None and self._open.silence_windows > 0
+
+    @property
     def samples_seen(self) -> int:
         """Samples consumed so far (the track's audio clock)."""
         return self._samples_seen
