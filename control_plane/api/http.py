@@ -31,6 +31,7 @@ from control_plane.errors import (
 M = TypeVar("M", bound=BaseModel)
 
 MAX_BODY_BYTES = 1024 * 1024
+MAX_INT_ID = 2**31 - 1
 
 
 def error_items(exc: ValidationError, prefix: str) -> list[ErrorItem]:
@@ -90,9 +91,13 @@ def path_uuid(request: web.Request, name: str, *, code: str = "not_found") -> uu
 
 
 def path_int(request: web.Request, name: str, *, code: str = "not_found") -> int:
-    """Path parameter ``name`` as a positive int; anything else names no resource (404)."""
+    """Path parameter ``name`` as a positive int; anything else names no resource (404).
+
+    Ids are 32-bit ``INTEGER`` columns: a larger number names no row, and PostgreSQL would
+    refuse it as a query argument (a 500 instead of the 404 schemathesis found).
+    """
     text = request.match_info[name]
-    if not text.isascii() or not text.isdigit() or len(text) > 18:
+    if not text.isascii() or not text.isdigit() or len(text) > 10 or int(text) > MAX_INT_ID:
         raise NotFound(f"no such {name}", code=code)
     return int(text)
 
