@@ -72,6 +72,8 @@ class TestMeetingServer:
         self._runner: web.AppRunner | None = None
         self.https_port = 0
         self.http_port = 0
+        self.cert_pem = b""
+        """PEM of this run's self-signed certificate (for ``curl --cacert`` and the like)."""
 
     @property
     def host(self) -> str:
