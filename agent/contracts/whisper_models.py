@@ -136,3 +136,40 @@ def check_model_supports(model: str, language: str | None, task: Task | str) -> 
             f"model {model!r} is English-only; language {language!r} needs a multilingual "
             f"model such as {MULTILINGUAL_DEFAULT_MODEL!r}",
         )
+
+
+def deferred_model_for(
+    realtime_model: str, language: str | None, task: Task | str, deferred_model: str | None = None
+) -> str:
+    """The model the deferred pass uses: ``deferred_model`` if set, else the realtime model
+    for English transcription, else the multilingual default (``base``)."""
+    if deferred_model is not None:
+        return deferred_model
+    if Task(task) is Task.TRANSLATE or language is None or language.lower() != "en":
+        return MULTILINGUAL_DEFAULT_MODEL
+    return realtime_model
+
+
+def check_bot_transcription(
+    language: str | None,
+    task: Task | str,
+    tier: str,
+    realtime_model: str = DEFAULT_MODEL,
+    deferred_model: str | None = None,
+) -> None:
+    """Check a bot's transcription options against the model its tier will use.
+
+    The control plane calls this at bot creation (422 with ``error.code`` on failure). The
+    realtime tier uses ``realtime_model`` (the agent's ``MEETBOT_AGENT_TRANSCRIBE_MODEL``);
+    the deferred tier picks :func:`deferred_model_for`. A bot with ``language=None`` on an
+    English-only realtime model is accepted and transcribed as English.
+
+    Raises:
+        UnsupportedTranscriptionOptions: See :func:`check_model_supports`.
+    """
+    if tier == "deferred":
+        check_model_supports(
+            deferred_model_for(realtime_model, language, task, deferred_model), language, task
+        )
+    else:
+        check_model_supports(realtime_model, language, task)

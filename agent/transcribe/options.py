@@ -7,7 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.contracts.whisper_models import DEFAULT_MODEL, MULTILINGUAL_DEFAULT_MODEL
+from agent.contracts.bot_config import Task
+from agent.contracts.whisper_models import DEFAULT_MODEL, deferred_model_for
 from agent.transcribe.segmenter import SegmenterOptions
 
 
@@ -52,8 +53,5 @@ class TranscribeOptions(BaseModel):
 
     def deferred_model_for(self, language: str | None, translate: bool) -> str:
         """The model the deferred pass loads for this bot's language and task."""
-        if self.deferred_model is not None:
-            return self.deferred_model
-        if translate or language is None or language.lower() != "en":
-            return MULTILINGUAL_DEFAULT_MODEL
-        return self.model
+        task = Task.TRANSLATE if translate else Task.TRANSCRIBE
+        return deferred_model_for(self.model, language, task, self.deferred_model)

@@ -11,6 +11,7 @@ import pytest
 from agent.contracts.bot_config import Task
 from agent.contracts.whisper_models import (
     UnsupportedTranscriptionOptions,
+    check_bot_transcription,
     check_model_supports,
     is_multilingual,
 )
@@ -88,3 +89,16 @@ def test_checking_models_and_disabled_transcription_load_no_whisper() -> None:
         [sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_bot_check_follows_the_tier() -> None:
+    # Deferred picks the multilingual model for Spanish; realtime on tiny.en cannot serve it.
+    check_bot_transcription("es", "transcribe", "deferred", realtime_model="tiny.en")
+    check_bot_transcription("en", "transcribe", "realtime", realtime_model="tiny.en")
+    with pytest.raises(UnsupportedTranscriptionOptions):
+        check_bot_transcription("es", "transcribe", "realtime", realtime_model="tiny.en")
+    with pytest.raises(UnsupportedTranscriptionOptions):
+        check_bot_transcription(
+            "es", "translate", "deferred", realtime_model="tiny.en", deferred_model="tiny.en"
+        )
+    check_bot_transcription("es", "translate", "realtime", realtime_model="base")
