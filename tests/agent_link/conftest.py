@@ -12,11 +12,13 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
+from sqlalchemy import update
 
 from agent.contracts.bot_config import BotConfig, BotSettings, Platform
 from agent.contracts.status import BotStatus
 from control_plane.db.models.bot import Meeting
 from control_plane.keys import DB, LAUNCH_HOOKS
+from control_plane.launchers.memory import MemoryLauncher
 from control_plane.settings import Settings
 from tests.agent_link.peer import ScriptedAgent
 from tests.api.conftest import (  # noqa: F401 - fixtures shared with the API tests
@@ -72,15 +74,19 @@ LaunchBot = Callable[..., Awaitable[LaunchedBot]]
 
 
 @pytest.fixture
-def launch_bot(client: Client, owner: Caller) -> LaunchBot:  # noqa: F811 - pytest fixtures
-    """Store a bot for ``owner`` and run the app's launch hooks as the scheduler does."""
+def launch_bot(
+    client: Client,  # noqa: F811 - pytest fixtures arrive as same-named parameters
+    owner: Caller,  # noqa: F811
+    launcher: MemoryLauncher,  # noqa: F811
+) -> LaunchBot:
+    """Store a bot for ``owner``, run the app's launch hooks and launch it as the scheduler
+    does (the memory launcher's handle becomes ``bot_container_id``)."""
 
     async def launch(
         status: BotStatus = BotStatus.REQUESTED,
         *,
         caller: Caller | None = None,
         settings: BotSettings | None = None,
-        container_id: str | None = "mem-test",
     ) -> LaunchedBot:
         who = caller or owner
         bot_settings = settings or BotSettings()
@@ -93,7 +99,6 @@ def launch_bot(client: Client, owner: Caller) -> LaunchBot:  # noqa: F811 - pyte
                 constructed_meeting_url="https://meet.google.com/abc-defg-hij",
                 status=status.value,
                 settings=bot_settings.model_dump(mode="json"),
-                bot_container_id=container_id,
                 name="Weekly sync",
             )
             session.add(meeting)
@@ -107,6 +112,11 @@ def launch_bot(client: Client, owner: Caller) -> LaunchBot:  # noqa: F811 - pyte
         )
         for hook in client.app[LAUNCH_HOOKS]:
             config = await hook(meeting, config)
+        handle = await launcher.launch(config)
+        async with client.app[DB].sessions.begin() as session:
+            await session.execute(
+                update(Meeting).where(Meeting.id == meeting.id).values(bot_container_id=handle.id)
+            )
         return LaunchedBot(meeting.id, meeting.bot_id, config)
 
     return launch

@@ -44,7 +44,7 @@ def s3_endpoint() -> Iterator[str]:
     server.stop()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def storage(s3_endpoint: str) -> S3ArtifactStorage:
     return S3ArtifactStorage(BUCKET, endpoint_url=s3_endpoint, **CREDENTIALS)
 
