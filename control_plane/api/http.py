@@ -69,8 +69,33 @@ async def read_body(request: web.Request, model: type[M]) -> M:
     return validate(model, await read_json_object(request), "body")
 
 
+def _nul_locations(value: object, loc: list[str | int]) -> list[list[str | int]]:
+    if isinstance(value, str):
+        return [loc] if "\x00" in value else []
+    if isinstance(value, Mapping):
+        return [
+            found
+            for key, item in value.items()
+            for found in _nul_locations(key, [*loc, str(key)])
+            + _nul_locations(item, [*loc, str(key)])
+        ]
+    if isinstance(value, list):
+        return [found for i, item in enumerate(value) for found in _nul_locations(item, [*loc, i])]
+    return []
+
+
 def validate(model: type[M], data: Mapping[str, Any], prefix: str) -> M:
-    """Validate ``data`` into ``model`` (422 ``validation_error`` on failure)."""
+    """Validate ``data`` into ``model`` (422 ``validation_error`` on failure).
+
+    A NUL character anywhere is refused up front (422): PostgreSQL text cannot hold it, so it
+    would otherwise fail as a 500 deep in the database (schemathesis found this).
+    """
+    nul = _nul_locations(data, [prefix])
+    if nul:
+        raise Validation(
+            "text must not contain NUL characters",
+            errors=[ErrorItem(loc=loc, msg="NUL character", type="string_nul") for loc in nul],
+        )
     try:
         return model.model_validate(data)
     except ValidationError as exc:
