@@ -43,7 +43,7 @@ from control_plane.db.models.webhook import (
     WebhookMessage,
 )
 from control_plane.webhooks.ids import new_id
-from control_plane.webhooks.outbox import claim_message, pending_messages
+from control_plane.webhooks.outbox import pending_messages
 from control_plane.webhooks.schemas import AttemptStatus
 from control_plane.webhooks.signing import signed_headers
 from control_plane.webhooks.ssrf import TargetPolicy, TargetRefused, check_url, client_session
@@ -59,6 +59,7 @@ _RELAY_BATCH = 200
 @dataclass(frozen=True, slots=True)
 class _Job:
     delivery_id: int
+    attempts_before: int
     attempt_id: str
     message_id: str
     endpoint_id: str
@@ -66,6 +67,13 @@ class _Job:
     secret: str
     body: str
     disabled: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Result:
+    job: _Job
+    code: int
+    duration_ms: int
 
 
 def _now() -> datetime:
@@ -99,37 +107,69 @@ class DeliveryWorker:
         self._concurrency = concurrency
         self._wake = asyncio.Event()
         self._inflight: set[asyncio.Task[None]] = set()
+        # Outcomes waiting to be stored; the loop writes them in one transaction per pass, so
+        # attempts in flight never compete with each other for the database.
+        self._results: list[_Result] = []
+        self._stopping = False
 
     def wake(self) -> None:
         """Look at the outbox and the due deliveries now instead of at the next poll."""
         self._wake.set()
 
     async def run(self) -> None:
-        """Work until cancelled; in-flight attempts are cancelled with it (leases expire)."""
-        async with client_session(self._policy) as http, asyncio.TaskGroup() as group:
-            while True:
-                self._wake.clear()
-                try:
+        """Work until :meth:`stop` (or cancellation).
+
+        After :meth:`stop`, attempts in flight finish (each is bounded by the 15 s timeout)
+        and every outcome is stored before ``run`` returns. When cancelled instead, outcomes
+        not yet stored are lost and those deliveries are attempted again once their lease
+        expires (same ``webhook-id``).
+        """
+        async with client_session(self._policy) as http:
+            async with asyncio.TaskGroup() as group:
+                await self._loop(http, group)
+            if self._results:
+                await self._store(self._take_results())
+
+    def stop(self) -> None:
+        """Ask :meth:`run` to finish its attempts in flight, store them and return."""
+        self._stopping = True
+        self._wake.set()
+
+    async def _loop(self, http: aiohttp.ClientSession, group: asyncio.TaskGroup) -> None:
+        loop = asyncio.get_running_loop()
+        next_relay = 0.0
+        # Claim in batches: topping up one slot at a time would cost a transaction per attempt.
+        batch = max(1, self._concurrency // 4)
+        while not self._stopping:
+            self._wake.clear()
+            try:
+                if self._results:
+                    await self._store(self._take_results())
+                relayed = 0
+                if loop.time() >= next_relay:
                     relayed = await self._relay()
-                    free = self._concurrency - len(self._inflight)
-                    jobs = await self._claim(free) if free > 0 else []
-                except asyncio.CancelledError:
-                    raise
-                except Exception:
-                    # A database hiccup must not end delivery; the next pass retries.
-                    logger.exception("webhook worker pass failed")
-                    await asyncio.sleep(self._poll_interval)
-                    continue
-                for job in jobs:
-                    task = group.create_task(self._attempt(http, job))
-                    self._inflight.add(task)
-                    task.add_done_callback(self._finished)
-                if relayed or (jobs and len(jobs) == free):
-                    continue
-                try:
-                    await asyncio.wait_for(self._wake.wait(), self._poll_interval)
-                except TimeoutError:
-                    pass
+                    next_relay = loop.time() + (0 if relayed else self._poll_interval)
+                free = self._concurrency - len(self._inflight)
+                due_check = free >= batch or not self._inflight
+                jobs = await self._claim(free) if free > 0 and due_check else []
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                # A database hiccup must not end delivery; the next pass retries.
+                logger.exception("webhook worker pass failed")
+                await asyncio.sleep(self._poll_interval)
+                continue
+            for job in jobs:
+                task = group.create_task(self._attempt(http, job))
+                self._inflight.add(task)
+                task.add_done_callback(self._finished)
+            if relayed or (jobs and len(jobs) == free):
+                continue
+            timeout = max(0.0, min(self._poll_interval, next_relay - loop.time()))
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout or self._poll_interval)
+            except TimeoutError:
+                pass
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._inflight.discard(task)
@@ -138,10 +178,26 @@ class DeliveryWorker:
     async def _relay(self) -> int:
         """Fan undispatched outbox rows out to matching endpoints; returns rows relayed."""
         async with self._sessionmaker() as session, session.begin():
-            messages = await pending_messages(session, _RELAY_BATCH)
+            messages = {
+                message.id: message for message in await pending_messages(session, _RELAY_BATCH)
+            }
             if not messages:
                 return 0
-            workspaces = {message.workspace_id for message in messages}
+            now = _now()
+            # The conditional UPDATE is the claim: rows another replica took are not returned.
+            claimed = (
+                await session.scalars(
+                    update(WebhookMessage)
+                    .where(
+                        WebhookMessage.id.in_(list(messages)),
+                        WebhookMessage.dispatched_at.is_(None),
+                    )
+                    .values(dispatched_at=now)
+                    .returning(WebhookMessage.id)
+                    .execution_options(synchronize_session=False)
+                )
+            ).all()
+            workspaces = {messages[message_id].workspace_id for message_id in claimed}
             endpoints = await session.scalars(
                 select(WebhookEndpoint).where(
                     WebhookEndpoint.workspace_id.in_(workspaces),
@@ -151,12 +207,8 @@ class DeliveryWorker:
             by_workspace: dict[object, list[WebhookEndpoint]] = defaultdict(list)
             for endpoint in endpoints:
                 by_workspace[endpoint.workspace_id].append(endpoint)
-            now = _now()
-            relayed = 0
-            for message in messages:
-                if not await claim_message(session, message.id, now):
-                    continue
-                relayed += 1
+            for message_id in claimed:
+                message = messages[message_id]
                 for endpoint in by_workspace[message.workspace_id]:
                     if endpoint.filter_types and message.event_type not in endpoint.filter_types:
                         continue
@@ -169,7 +221,7 @@ class DeliveryWorker:
                             created_at=now,
                         )
                     )
-        return relayed
+        return len(claimed)
 
     async def _claim(self, limit: int) -> list[_Job]:
         """Claim up to ``limit`` due deliveries and open a ``sending`` attempt for each."""
@@ -193,53 +245,75 @@ class DeliveryWorker:
                     .limit(limit)
                 )
             ).all()
-            claimed: list[int] = []
-            for delivery_id in candidates:
-                result = await session.execute(
+            if not candidates:
+                return []
+            # Re-checking ``due`` in the UPDATE makes it the claim (safe across replicas).
+            claimed = (
+                await session.scalars(
                     update(WebhookDelivery)
-                    .where(WebhookDelivery.id == delivery_id, due)
+                    .where(WebhookDelivery.id.in_(candidates), due)
                     .values(status=AttemptStatus.SENDING, lease_until=now + LEASE)
+                    .returning(WebhookDelivery.id)
                     .execution_options(synchronize_session=False)
                 )
-                if getattr(result, "rowcount", 0) == 1:
-                    claimed.append(delivery_id)
+            ).all()
             if not claimed:
                 return []
             rows = await session.execute(
-                select(WebhookDelivery, WebhookMessage, WebhookEndpoint)
+                select(
+                    WebhookDelivery.id,
+                    WebhookDelivery.attempt_count,
+                    WebhookMessage.id,
+                    WebhookMessage.body,
+                    WebhookEndpoint.id,
+                    WebhookEndpoint.url,
+                    WebhookEndpoint.secret,
+                    WebhookEndpoint.disabled,
+                )
                 .join(WebhookMessage, WebhookMessage.id == WebhookDelivery.message_id)
                 .join(WebhookEndpoint, WebhookEndpoint.id == WebhookDelivery.endpoint_id)
                 .where(WebhookDelivery.id.in_(claimed))
             )
-            jobs: list[_Job] = []
-            for delivery, message, endpoint in rows:
-                attempt_id = new_id("atmpt")
-                session.add(
-                    WebhookAttempt(
-                        id=attempt_id,
-                        delivery_id=delivery.id,
-                        message_id=message.id,
-                        endpoint_id=endpoint.id,
-                        status=AttemptStatus.SENDING,
-                        timestamp=now,
-                    )
+            jobs = [
+                _Job(
+                    delivery_id=delivery_id,
+                    attempts_before=attempt_count,
+                    attempt_id=new_id("atmpt"),
+                    message_id=message_id,
+                    endpoint_id=endpoint_id,
+                    url=url,
+                    secret=secret,
+                    body=body,
+                    disabled=disabled,
                 )
-                jobs.append(
-                    _Job(
-                        delivery_id=delivery.id,
-                        attempt_id=attempt_id,
-                        message_id=message.id,
-                        endpoint_id=endpoint.id,
-                        url=endpoint.url,
-                        secret=endpoint.secret,
-                        body=message.body,
-                        disabled=endpoint.disabled,
-                    )
+                for (
+                    delivery_id,
+                    attempt_count,
+                    message_id,
+                    body,
+                    endpoint_id,
+                    url,
+                    secret,
+                    disabled,
+                ) in rows
+            ]
+            session.add_all(
+                WebhookAttempt(
+                    id=job.attempt_id,
+                    delivery_id=job.delivery_id,
+                    message_id=job.message_id,
+                    endpoint_id=job.endpoint_id,
+                    status=AttemptStatus.SENDING,
+                    response_status_code=0,
+                    response_duration_ms=0,
+                    timestamp=now,
                 )
+                for job in jobs
+            )
             return jobs
 
     async def _attempt(self, http: aiohttp.ClientSession, job: _Job) -> None:
-        """Send one attempt and store its outcome; never raises (the task group must live)."""
+        """Send one attempt and queue its outcome; never raises (the task group must live)."""
         started = time.monotonic()
         code = 0
         try:
@@ -262,16 +336,7 @@ class DeliveryWorker:
                 },
             )
         duration_ms = int((time.monotonic() - started) * 1000)
-        try:
-            await self._record(job, code, duration_ms)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            # The lease expires and another pass retries; losing the log line is all we risk.
-            logger.exception(
-                "storing a webhook attempt failed",
-                extra={"endpoint_id": job.endpoint_id, "message_id": job.message_id},
-            )
+        self._results.append(_Result(job, code, duration_ms))
 
     async def _post(self, http: aiohttp.ClientSession, job: _Job) -> int:
         check_url(job.url, self._policy)
@@ -281,31 +346,56 @@ class DeliveryWorker:
         ) as response:
             return response.status
 
-    async def _record(self, job: _Job, code: int, duration_ms: int) -> None:
-        success = 200 <= code < 300
+    def _take_results(self) -> list[_Result]:
+        results, self._results = self._results, []
+        return results
+
+    async def _store(self, results: list[_Result]) -> None:
+        """Store outcomes and schedule retries, all in one transaction.
+
+        On failure the outcomes are dropped: their deliveries stay ``sending`` until the lease
+        expires and are then attempted again (at least once, same ``webhook-id``).
+        """
+        try:
+            async with self._sessionmaker() as session, session.begin():
+                await self._record(session, results)
+        except Exception:
+            logger.exception("storing webhook attempts failed", extra={"count": len(results)})
+
+    async def _record(self, session: AsyncSession, results: list[_Result]) -> None:
         now = _now()
-        async with self._sessionmaker() as session, session.begin():
-            await session.execute(
-                update(WebhookAttempt)
-                .where(WebhookAttempt.id == job.attempt_id)
-                .values(
-                    status=AttemptStatus.SUCCESS if success else AttemptStatus.FAILED,
-                    response_status_code=code,
-                    response_duration_ms=duration_ms,
-                )
-                .execution_options(synchronize_session=False)
+        endpoint_ids = {result.job.endpoint_id for result in results}
+        endpoints = {
+            endpoint.id: endpoint
+            for endpoint in await session.scalars(
+                select(WebhookEndpoint).where(WebhookEndpoint.id.in_(endpoint_ids))
             )
-            delivery = await session.get(WebhookDelivery, job.delivery_id)
-            endpoint = await session.get(WebhookEndpoint, job.endpoint_id)
-            if delivery is None or endpoint is None:
-                return  # the endpoint was deleted meanwhile
-            delivery.attempt_count += 1
-            delivery.lease_until = None
+        }
+        attempts: list[dict[str, object]] = []
+        deliveries: list[dict[str, object]] = []
+        for result in results:
+            job = result.job
+            endpoint = endpoints.get(job.endpoint_id)
+            if endpoint is None:
+                continue  # deleted meanwhile, with its deliveries and attempts
+            success = 200 <= result.code < 300
+            attempts.append(
+                {
+                    "id": job.attempt_id,
+                    "status": AttemptStatus.SUCCESS if success else AttemptStatus.FAILED,
+                    "response_status_code": result.code,
+                    "response_duration_ms": result.duration_ms,
+                }
+            )
+            count = job.attempts_before + 1
+            state: dict[str, object] = {"id": job.delivery_id, "attempt_count": count}
+            state["lease_until"] = None
+            deliveries.append(state)
             if success:
-                delivery.status = AttemptStatus.SUCCESS
-                delivery.next_attempt_at = None
+                state["status"] = AttemptStatus.SUCCESS
+                state["next_attempt_at"] = None
                 endpoint.failing_since = None
-                return
+                continue
             if not job.disabled:
                 endpoint.failing_since = endpoint.failing_since or now
                 if now - endpoint.failing_since >= DISABLE_AFTER and not endpoint.disabled:
@@ -314,10 +404,14 @@ class DeliveryWorker:
                         "webhook endpoint disabled after failing for 5 days",
                         extra={"endpoint_id": endpoint.id},
                     )
-            retries_done = delivery.attempt_count - 1
+            retries_done = count - 1
             if retries_done < len(self._schedule) and not endpoint.disabled:
-                delivery.status = AttemptStatus.PENDING
-                delivery.next_attempt_at = now + timedelta(seconds=self._schedule[retries_done])
+                state["status"] = AttemptStatus.PENDING
+                state["next_attempt_at"] = now + timedelta(seconds=self._schedule[retries_done])
             else:
-                delivery.status = AttemptStatus.FAILED
-                delivery.next_attempt_at = None
+                state["status"] = AttemptStatus.FAILED
+                state["next_attempt_at"] = None
+        if attempts:
+            # ORM bulk UPDATE by primary key: one executemany per table.
+            await session.execute(update(WebhookAttempt), attempts)
+            await session.execute(update(WebhookDelivery), deliveries)

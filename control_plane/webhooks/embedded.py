@@ -167,5 +167,9 @@ class EmbeddedProvider:
             ]
 
     async def run(self) -> None:
-        """Run the delivery worker until cancelled."""
+        """Run the delivery worker until :meth:`stop` or cancellation."""
         await self.worker.run()
+
+    def stop(self) -> None:
+        """Let attempts in flight finish and be stored, then end :meth:`run`."""
+        self.worker.stop()

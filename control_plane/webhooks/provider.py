@@ -62,5 +62,9 @@ class WebhookProvider(Protocol):
         ...
 
     async def run(self) -> None:
-        """Background work (relaying the outbox, delivering) until cancelled."""
+        """Background work (relaying the outbox, delivering) until :meth:`stop` or cancelled."""
+        ...
+
+    def stop(self) -> None:
+        """Ask :meth:`run` to finish what it has in hand and return."""
         ...

@@ -21,6 +21,7 @@ event types); any other Svix answer or a transport failure → 502 ``webhook_pro
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import uuid
@@ -155,6 +156,7 @@ class SvixProvider:
         self._sessionmaker = sessionmaker
         self._poll_interval = poll_interval
         self._client: SvixAsync | None = None
+        self._stopping = asyncio.Event()
         if api_key:
             options = SvixOptions(
                 server_url=server_url or None, retry_schedule=list(request_retries), timeout=15.0
@@ -329,14 +331,14 @@ class SvixProvider:
         return sent
 
     async def run(self) -> None:
-        """Register event types, then relay the outbox until cancelled (with backoff on errors)."""
+        """Register event types, then relay the outbox until :meth:`stop` (backoff on errors)."""
         if self._client is None:
             logger.warning("svix webhook provider has no API key; events stay in the outbox")
             return
         backoff = self._poll_interval
         registered = False
         try:
-            while True:
+            while not self._stopping.is_set():
                 try:
                     if not registered:
                         await self.register_event_types()
@@ -348,9 +350,19 @@ class SvixProvider:
                 except (WebhookProviderError, Validation):
                     logger.warning("svix relay pass failed", extra={"retry_in_s": backoff})
                     backoff = min(backoff * 2, _MAX_BACKOFF_SECONDS)
-                await asyncio.sleep(backoff)
+                except Exception:
+                    # The database may be briefly away; relaying resumes when it is back.
+                    logger.exception("svix relay pass failed", extra={"retry_in_s": backoff})
+                    backoff = min(backoff * 2, _MAX_BACKOFF_SECONDS)
+                # Sleep, but wake at once when asked to stop.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), backoff)
         finally:
             await self.close()
+
+    def stop(self) -> None:
+        """End :meth:`run` after the message it is relaying (the rest stays in the outbox)."""
+        self._stopping.set()
 
     async def close(self) -> None:
         """Close the SDK's HTTP connections."""

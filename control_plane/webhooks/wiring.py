@@ -4,7 +4,7 @@
 :func:`~control_plane.webhooks.events.openapi_webhooks` into the OpenAPI document. The context
 builds the provider that ``webhook_provider`` names, registers :func:`status_changed_hook` with
 the status-change service (``STATUS_HOOKS``), and owns the provider's background task: started
-after the database is up, cancelled and awaited at shutdown.
+after the database is up, stopped (or at worst cancelled) and awaited at shutdown.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ from control_plane.webhooks.ssrf import TargetPolicy
 from control_plane.webhooks.svix_provider import SvixProvider
 
 WEBHOOK_PROVIDER = web.AppKey("webhook_provider", WebhookProvider)
+# The 15 s request timeout plus time to store the outcomes.
+STOP_TIMEOUT_SECONDS = 20.0
 
 
 def target_policy(settings: Settings) -> TargetPolicy:
@@ -88,6 +90,8 @@ async def webhooks_ctx(app: web.Application) -> AsyncIterator[None]:
     app[STATUS_HOOKS].append(status_changed_hook)
     task = asyncio.create_task(provider.run(), name="webhooks")
     yield
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
+    provider.stop()
+    # A graceful stop stores the outcome of attempts in flight (each at most 15 s); after
+    # that, cancellation (wait_for cancels and awaits the task).
+    with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+        await asyncio.wait_for(task, STOP_TIMEOUT_SECONDS)
