@@ -59,6 +59,8 @@ from agent.platforms.base import ChatLine, MeetingState, PlatformAdapter
 from agent.settings import AgentSettings
 from agent.sse.log import EventLog
 from agent.sse.server import SseServer, StreamAuth, create_sse_app
+from agent.transcribe.options import TranscribeOptions
+from agent.transcription import TranscriptionPipe
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +126,18 @@ class Bot:
         self._speaking: set[str] = set()
         self._chat_seen: set[str] = set()
         self.joined_at: float | None = None
+        self.transcription = TranscriptionPipe(
+            self.capture,
+            self.events,
+            config.settings,
+            TranscribeOptions(
+                model=settings.transcribe_model,
+                cpu_threads=settings.transcribe_cpu_threads,
+                models_dir=settings.models_dir,
+            ),
+            settings.data_dir / "transcribe" / self.bot_id,
+            self.bot_id,
+        )
 
     # ---- control --------------------------------------------------------------------
 
@@ -200,6 +214,7 @@ class Bot:
             )
             self.events = BotEvents(self.stream, self.link.send, self._observer)
             self.machine = StatusMachine(self.events)
+            self.transcription.events = self.events
             self.link.start()
         log.info("agent started", extra={"bot_id": self.bot_id, "stream_url": self.sse.url})
 
@@ -260,6 +275,7 @@ class Bot:
                 self.timers.admitted(_now())
                 self.joined_at = time.time()
                 await self.machine.move(BotStatus.ACTIVE, reason)
+                self.transcription.start(self.joined_at)
                 return
             if state is MeetingState.LOBBY and self.machine.status is BotStatus.JOINING:
                 self.timers.entered_lobby(_now())
@@ -308,8 +324,9 @@ class Bot:
             return
         changes = self.speaker_changes(self._speaking, speaking)
         self._speaking = speaking
-        if self._speaker_sink is not None:
-            for change in changes:
+        for change in changes:
+            self.transcription.speaker(change)
+            if self._speaker_sink is not None:
                 await self._speaker_sink(change)
 
     @staticmethod
@@ -374,6 +391,7 @@ class Bot:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self._leave(), timeout=LEAVE_TIMEOUT_S)
         await self.browser.close()
+        await self.transcription.finish(self.settings.finalize_timeout_seconds)
         await self.machine.move(final, exit_.reason, exit_.detail)
 
     async def _leave(self) -> None:

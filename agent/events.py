@@ -21,6 +21,7 @@ from agent.contracts.link import (
     ParticipantsEvent,
     Segment,
     StatusEvent,
+    TranscriptionReady,
     TranscriptSegmentEvent,
 )
 from agent.contracts.status import BotStatus
@@ -30,7 +31,8 @@ FrameSender = Callable[[AgentFrame], Awaitable[None]]
 """Queues a frame for the control plane (``LinkClient.send``)."""
 
 Observer = Callable[[str, dict[str, Any]], None]
-"""Sees every event by name and payload (the CLI prints them)."""
+"""Sees every event by name and payload (the CLI prints them to the terminal as its output;
+payloads hold transcript and chat text, so observers must not log them)."""
 
 
 def iso(ts: datetime) -> str:
@@ -87,17 +89,26 @@ class BotEvents:
         await self._to_stream("participant_update", payload)
 
     async def segment(self, segment: Segment) -> None:
-        """A transcript segment; partials (``completed=False``) reach only the stream."""
+        """A transcript segment; partials (``completed=False``) reach only the stream.
+
+        A final with empty text retracts its partials (no speech after all): the stream gets
+        it so clients drop the partial; the control plane has nothing to store.
+        """
         payload = segment.model_dump(mode="json")
         self._observe("transcript_segment", payload)
-        if segment.completed:
+        if segment.completed and segment.text.strip():
             await self._to_link(TranscriptSegmentEvent(segment=segment))
         await self._to_stream("transcript_segment", payload)
+
+    async def transcription_ready(self, frame: TranscriptionReady) -> None:
+        """A tier finished the meeting's transcript (link only; the webhook comes from it)."""
+        self._observe("transcription_ready", {"tier": frame.tier, "count": frame.segment_count})
+        await self._to_link(frame)
 
     async def chat(self, message: ChatMessageEvent) -> None:
         """A chat message seen in the meeting (link only: the stream has no chat event)."""
         self.chat_log.append(message)
-        self._observe("chat_message", {"sender_is_bot": message.from_bot})
+        self._observe("chat_message", message.model_dump(mode="json", exclude={"type"}))
         await self._to_link(message)
 
     async def artifact(self, frame: ArtifactEvent) -> None:

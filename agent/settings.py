@@ -72,6 +72,13 @@ class AgentSettings(BaseSettings):
     # Test-only multiplier of the BotConfig timeouts (see the module docstring).
     timeout_scale: float = Field(default=1.0, gt=0, le=1.0)
 
+    # Transcription (agent/transcribe): the realtime model, its CPU threads, where assembled
+    # models are cached, and how long the end of a meeting may take to transcribe.
+    transcribe_model: str = "tiny.en"
+    transcribe_cpu_threads: int = Field(default=2, ge=1, le=64)
+    models_dir: Path = Path("./data/models")
+    finalize_timeout_seconds: float = Field(default=600.0, gt=0)
+
     log_level: str = "INFO"
 
     def browser_args(self) -> list[str]:

@@ -4,8 +4,9 @@
 //    elements) is fed through its own AudioWorklet in one AudioContext({sampleRate: 16000}), so
 //    Chromium resamples to 16 kHz and downmixes to mono (channelCount 1, explicit). Blocks of
 //    100 ms are converted to int16 and sent to Python through the exposed binding
-//    __meetbotPcm(trackId, startEpochMs, base64) — base64 because an ArrayBuffer crosses the
-//    binding as {} (findings.md §3). The context resumes on the first trusted gesture in case
+//    __meetbotPcm(trackId, startEpochMs, base64, samples) — base64 because an ArrayBuffer
+//    crosses the binding as {} (findings.md §3); an empty string means that many samples of
+//    digital silence. The context resumes on the first trusted gesture in case
 //    the autoplay flag is missing.
 // 2. Bot media: getUserMedia / getDisplayMedia / enumerateDevices are replaced so the bot's
 //    microphone is a MediaStreamAudioDestinationNode (silent until Python plays into it), its
@@ -117,11 +118,11 @@
           const v = block[i] < 0 ? -block[i] : block[i];
           if (v > peak) peak = v;
         }
-        // Digital silence (a muted or idle track) carries nothing worth shipping.
-        if (peak === 0) return;
         entry.blocks += 1;
         const start = Date.now() - (block.length * 1000) / RATE;
-        call('__meetbotPcm', track.id, start, toBase64(block));
+        // Digital silence (an idle or muted track) goes as a sample count, not as data: the
+        // transcriber still needs it to see an utterance end, but it need not be encoded.
+        call('__meetbotPcm', track.id, start, peak === 0 ? '' : toBase64(block), block.length);
       };
       entry.nodes = [source, node, silent];
       call('__meetbotTrack', track.id, 'added', origin);

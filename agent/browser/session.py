@@ -92,8 +92,10 @@ class BrowserSession:
         log.info("browser started", extra={"headless": s.headless})
         return self._page
 
-    def _on_pcm(self, _source: Any, track_id: str, start_ms: float, data: str) -> None:
-        self._capture.on_pcm(track_id, start_ms, data)
+    def _on_pcm(
+        self, _source: Any, track_id: str, start_ms: float, data: str, samples: int = 0
+    ) -> None:
+        self._capture.on_pcm(track_id, start_ms, data, samples)
 
     def _on_track(self, _source: Any, track_id: str, event: str, origin: str) -> None:
         self._capture.on_track(track_id, event, origin)

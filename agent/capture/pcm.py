@@ -1,8 +1,9 @@
 """Receives the page's 100 ms PCM blocks and turns them into :class:`~agent.audio.AudioFrame`s.
 
 The page side is ``agent/browser/inject.js``: it calls the exposed binding
-``__meetbotPcm(track_id, start_epoch_ms, base64_int16)`` for every non-silent 100 ms block of
-every remote audio track (16 kHz mono int16 little-endian) and ``__meetbotTrack(track_id,
+``__meetbotPcm(track_id, start_epoch_ms, base64_int16, samples)`` for every 100 ms block of
+every remote audio track (16 kHz mono int16 little-endian; an empty string stands for
+``samples`` zeros, i.e. digital silence) and ``__meetbotTrack(track_id,
 event, origin)`` when a track is added or ends. Frames go to :attr:`AudioCapture.frames` for
 the transcriber; per-track levels are kept so tests and logs can tell speech was heard.
 """
@@ -21,6 +22,9 @@ import numpy as np
 from agent.audio import SAMPLE_RATE, AudioFrame
 
 log = logging.getLogger(__name__)
+
+MAX_BLOCK_SAMPLES = SAMPLE_RATE
+"""Largest block accepted from the page (one second; the page sends 100 ms)."""
 
 VOICED_DBFS = -45.0
 """A block whose RMS is above this level (dB relative to full scale) counts as sound."""
@@ -85,17 +89,23 @@ class AudioCapture:
         )
         self.stats = CaptureStats()
 
-    def on_pcm(self, track_id: str, start_epoch_ms: float, data: str) -> None:
+    def on_pcm(self, track_id: str, start_epoch_ms: float, data: str, samples: int = 0) -> None:
         """Binding target of ``__meetbotPcm``: decode, measure and queue one block."""
-        try:
-            raw = base64.b64decode(data, validate=True)
-        except (binascii.Error, TypeError):
-            self.stats.rejected += 1
-            return
-        if len(raw) % 2:
-            self.stats.rejected += 1
-            return
-        pcm = np.frombuffer(raw, dtype="<i2").astype(np.int16)
+        if not data:
+            if not 0 < int(samples) <= MAX_BLOCK_SAMPLES:
+                self.stats.rejected += 1
+                return
+            pcm = np.zeros(int(samples), dtype=np.int16)
+        else:
+            try:
+                raw = base64.b64decode(data, validate=True)
+            except (binascii.Error, TypeError):
+                self.stats.rejected += 1
+                return
+            if len(raw) % 2 or len(raw) > 2 * MAX_BLOCK_SAMPLES:
+                self.stats.rejected += 1
+                return
+            pcm = np.frombuffer(raw, dtype="<i2").astype(np.int16)
         start = float(start_epoch_ms) / 1000.0
         frame = AudioFrame(track_id=str(track_id), start_time=start, pcm=pcm)
         level = self.stats.tracks.get(frame.track_id)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import jiwer
 import pytest
 import pytest_asyncio
 
@@ -62,6 +63,11 @@ async def server() -> AsyncIterator[TestMeetingServer]:
         yield running
 
 
+@pytest.fixture(scope="module")
+def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("models")
+
+
 @dataclass
 class Run:
     """One agent run against one room."""
@@ -91,10 +97,14 @@ class Run:
 
 
 @pytest_asyncio.fixture(loop_scope="module")
-async def start(server: TestMeetingServer, tmp_path: Path) -> AsyncIterator[object]:
+async def start(
+    server: TestMeetingServer, tmp_path: Path, models_dir: Path
+) -> AsyncIterator[object]:
     runs: list[Run] = []
 
-    async def _start(platform: str, scenario: str, meeting_id: str | None = None) -> Run:
+    async def _start(
+        platform: str, scenario: str, meeting_id: str | None = None, transcribe: bool = False
+    ) -> Run:
         ids = next(_IDS)
         room_id = ids[platform]
         room = await server.create_room(
@@ -113,6 +123,7 @@ async def start(server: TestMeetingServer, tmp_path: Path) -> AsyncIterator[obje
                 admission_timeout_seconds=30,
                 startup_alone_timeout_seconds=60,
                 left_alone_timeout_seconds=10,
+                transcribe_enabled=transcribe,
             ),
             control_plane_url=peer.url,
             agent_token=TOKEN,
@@ -126,6 +137,7 @@ async def start(server: TestMeetingServer, tmp_path: Path) -> AsyncIterator[obje
             heartbeat_interval_seconds=1.0,
             drain_timeout_seconds=5.0,
             join_timeout_seconds=20.0,
+            models_dir=models_dir,
         )
         bot = Bot(config, settings)
         run = Run(room, bot, peer, asyncio.create_task(bot.run()))
@@ -141,19 +153,20 @@ async def start(server: TestMeetingServer, tmp_path: Path) -> AsyncIterator[obje
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
-async def test_lobby_admission_participants_chat_hand_screenshot_and_meeting_end(
+async def test_lobby_admission_participants_transcript_chat_hand_screenshot_and_meeting_end(
     platform: str, start: object
 ) -> None:
     run: Run = await start(  # type: ignore[operator]
         platform,
-        """
+        transcribe=True,
+        scenario="""
 lobby: true
 admission: {decision: admit, after_s: 0.5}
 participants:
   - name: Alice
     utterances: [{at: 0.2, text: "Good morning everyone, let us review the plan for this week."}]
     chat: [{at: 0.5, text: "Hello from Alice"}]
-  - {name: Bob, join_at: 1.0, leave_at: 2.5}
+  - {name: Bob, join_at: 1.5, leave_at: 4.0}
 """,
     )
     peer, room = run.peer, run.room
@@ -196,8 +209,16 @@ participants:
     assert shot.result["storage_key"] == slot["storage_key"]  # type: ignore[attr-defined]
     assert any(a.artifact_id == "a1" for a in peer.events_of("artifact"))
 
-    # Speech reached the agent as audio frames before anything else looked at it.
+    # Speech reached the agent as audio frames, and came out as a transcript segment named
+    # after the speaker, on the link (final) and on the stream (partials, then the final).
     assert run.bot.capture.stats.voiced_seconds > 1.0
+    await peer.wait_for(lambda: bool(peer.events_of("transcript_segment")), within=30)
+    final = peer.events_of("transcript_segment")[0].segment
+    assert final.completed
+    assert final.speaker == "Alice"
+    reference = "good morning everyone let us review the plan for this week"
+    assert jiwer.wer(reference, _normalise(final.text)) <= 0.5, final.text
+    assert 0.0 <= final.start < final.end
 
     # Capabilities that come later answer clearly.
     speak = await run.command(CommandName.SPEAK, text="hi")
@@ -226,6 +247,10 @@ participants:
     assert [u["participants"] for u in sse_updates] == [u.participants for u in updates]
     sse_statuses = [json.loads(e.data)["status"] for e in stream if e.event == "bot_status"]
     assert sse_statuses == [s for s, _ in run.statuses()]
+    sse_segments = [json.loads(e.data) for e in stream if e.event == "transcript_segment"]
+    assert sse_segments[-1]["id"] == final.id and sse_segments[-1]["completed"] is True
+    assert {s["id"] for s in sse_segments} == {final.id}
+    assert any(e.type == "transcription_ready" for e in peer.stored.values())
     assert peer.duplicates == 0
 
 
@@ -304,6 +329,10 @@ async def test_unknown_meeting_fails_as_not_found(platform: str, start: object) 
     )
     assert await run.finish() is BotStatus.FAILED
     assert run.statuses()[-1] == ("failed", "meeting_not_found")
+
+
+def _normalise(text: str) -> str:
+    return " ".join("".join(c if c.isalnum() else " " for c in text.lower()).split())
 
 
 async def _until(predicate: Callable[[], bool], within: float = 10.0) -> None:

@@ -1,0 +1,162 @@
+"""Wiring of capture → transcriber → events for one meeting.
+
+Frames from :class:`~agent.capture.pcm.AudioCapture` are fed to the ``Transcriber`` seam of
+``agent/transcribe`` (``open_transcriber``); its segments go to :class:`~agent.events.BotEvents`
+(partials to the SSE stream only, finals to the stream and the link); active-speaker changes
+from the platform adapter go to the transcriber for speaker names. Both pumps are tasks owned
+here, cancelled and awaited on every path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from pathlib import Path
+
+from agent.audio import SpeakerActivity
+from agent.capture.pcm import AudioCapture
+from agent.contracts.bot_config import BotSettings
+from agent.contracts.link import TranscriptionReady
+from agent.events import BotEvents
+from agent.transcribe.base import Transcriber
+from agent.transcribe.errors import TranscribeError
+from agent.transcribe.factory import open_transcriber
+from agent.transcribe.options import TranscribeOptions
+
+log = logging.getLogger(__name__)
+
+
+class TranscriptionPipe:
+    """One meeting's transcription: open with :meth:`start`, end with :meth:`finish`.
+
+    Args:
+        capture: Source of audio frames.
+        events: Where segments go.
+        settings: The bot's settings (``transcribe_enabled``, tier, language, task).
+        options: Model and tier knobs of the agent host.
+        work_dir: Scratch folder of the deferred tier.
+        bot_id: Prefix of segment ids (unique per meeting).
+    """
+
+    def __init__(
+        self,
+        capture: AudioCapture,
+        events: BotEvents,
+        settings: BotSettings,
+        options: TranscribeOptions,
+        work_dir: Path,
+        bot_id: str,
+    ) -> None:
+        self._capture = capture
+        self.events = events
+        self._settings = settings
+        self._options = options
+        self._work_dir = work_dir
+        self._bot_id = bot_id
+        self._transcriber: Transcriber | None = None
+        self._feeder: asyncio.Task[None] | None = None
+        self._emitter: asyncio.Task[None] | None = None
+        self._opener: asyncio.Task[None] | None = None
+        self._early_activity: list[SpeakerActivity] = []
+        self.finals = 0
+        self.partials = 0
+
+    @property
+    def running(self) -> bool:
+        """Whether a transcriber is open."""
+        return self._transcriber is not None
+
+    def start(self, join_time: float) -> None:
+        """Open the transcriber in the background (loading a model takes seconds; the meeting
+        must not wait for it) and start both pumps once it is open."""
+        if self._opener is None:
+            self._opener = asyncio.create_task(self._open(join_time), name="transcribe-open")
+
+    async def _open(self, join_time: float) -> None:
+        """Open the transcriber (unless transcription is off) and start both pumps.
+
+        A model that cannot be loaded is logged and the meeting goes on untranscribed.
+        """
+        try:
+            self._transcriber = await open_transcriber(
+                self._settings,
+                self._options,
+                join_time=join_time,
+                work_dir=self._work_dir,
+                id_prefix=self._bot_id,
+            )
+        except TranscribeError as exc:
+            log.error("transcription unavailable", extra={"error": type(exc).__name__})
+            return
+        if self._transcriber is None:
+            return
+        # Speakers who lit up while the model loaded name the audio captured meanwhile.
+        for activity in self._early_activity:
+            self._transcriber.speaker_activity(activity)
+        self._early_activity.clear()
+        self._feeder = asyncio.create_task(self._feed(self._transcriber), name="transcribe-feed")
+        self._emitter = asyncio.create_task(self._emit(self._transcriber), name="transcribe-emit")
+        log.info("transcription started", extra={"tier": self._settings.transcription_tier})
+
+    def speaker(self, activity: SpeakerActivity) -> None:
+        """Pass an active-speaker change on to the transcriber (kept until it is open)."""
+        if self._transcriber is not None:
+            self._transcriber.speaker_activity(activity)
+        elif self._opener is not None and not self._opener.done():
+            self._early_activity.append(activity)
+
+    async def _feed(self, transcriber: Transcriber) -> None:
+        while True:
+            frame = await self._capture.frames.get()
+            await transcriber.feed(frame)
+
+    async def _emit(self, transcriber: Transcriber) -> None:
+        async for segment in transcriber.segments():
+            if segment.completed:
+                self.finals += 1
+            else:
+                self.partials += 1
+            await self.events.segment(segment)
+
+    async def finish(self, within_seconds: float) -> None:
+        """Feed what was captured, flush the transcriber, deliver the last segments.
+
+        Gives up (aborting the transcriber) after ``within_seconds``.
+        """
+        if self._opener is not None:
+            try:
+                await asyncio.wait_for(self._opener, timeout=within_seconds)
+            except TimeoutError:
+                log.warning("transcriber did not open in time")
+        transcriber = self._transcriber
+        if transcriber is None:
+            return
+        if self._feeder is not None:
+            # Frames already captured still belong to the meeting.
+            while not self._capture.frames.empty():
+                await transcriber.feed(self._capture.frames.get_nowait())
+            self._feeder.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._feeder
+        try:
+            await asyncio.wait_for(transcriber.close(), timeout=within_seconds)
+            if self._emitter is not None:
+                await asyncio.wait_for(self._emitter, timeout=within_seconds)
+        except TimeoutError:
+            log.warning("transcription did not finish in time")
+            await transcriber.abort()
+        except Exception as exc:
+            # The meeting is over either way: report what was transcribed and shut down.
+            log.exception("transcription failed at close", extra={"error": type(exc).__name__})
+            await transcriber.abort()
+        finally:
+            if self._emitter is not None and not self._emitter.done():
+                self._emitter.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._emitter
+        tier = self._settings.transcription_tier.value
+        await self.events.transcription_ready(
+            TranscriptionReady(tier=tier, segment_count=self.finals)
+        )
+        self._transcriber = None
