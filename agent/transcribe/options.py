@@ -27,6 +27,8 @@ class TranscribeOptions(BaseModel):
         partial_interval_s: Audio between two partial decodes of one utterance.
         partial_interval_max_s: Ceiling the interval degrades to when the CPU falls behind.
         realtime_beam_size: Beam of the realtime tier (1: greedy, measured best for latency).
+        realtime_without_timestamps: Decode utterances without timestamp tokens (one text per
+            utterance; fewer tokens to generate).
         deferred_beam_size: Beam of the deferred pass.
         frame_queue_size: Frames buffered before ``feed`` waits (backpressure, never drop).
         segment_queue_size: Segments buffered for the consumer; partials are skipped, finals
@@ -46,6 +48,7 @@ class TranscribeOptions(BaseModel):
     partial_interval_s: float = Field(default=2.0, gt=0.2)
     partial_interval_max_s: float = Field(default=8.0, gt=0.2)
     realtime_beam_size: int = Field(default=1, ge=1, le=10)
+    realtime_without_timestamps: bool = True
     deferred_beam_size: int = Field(default=5, ge=1, le=10)
     frame_queue_size: int = Field(default=256, ge=1)
     segment_queue_size: int = Field(default=1024, ge=1)

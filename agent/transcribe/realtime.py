@@ -201,7 +201,10 @@ class RealtimeTranscriber:
         self._ingest_done = False
         self._closing = False
         self._tasks: list[asyncio.Task[None]] = []
-        self._decode_options = DecodeOptions(beam_size=self._opts.realtime_beam_size)
+        self._decode_options = DecodeOptions(
+            beam_size=self._opts.realtime_beam_size,
+            without_timestamps=self._opts.realtime_without_timestamps,
+        )
         self._decode_ema = 0.0
 
     async def __aenter__(self) -> RealtimeTranscriber:
