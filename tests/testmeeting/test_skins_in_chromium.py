@@ -82,7 +82,7 @@ SKINS = {
         in_meeting='button[aria-label="Leave call"]',
         speaking='div[data-participant-id].Oaajhc:has(span.notranslate:text-is("Alice"))',
         chat_open='button[aria-label="Chat with everyone"]',
-        chat_input='textarea[aria-label="Send a message"]',
+        chat_input='textarea[aria-label*="Send a message"]',
         chat_send='button[aria-label="Send a message"]',
         chat_message="[data-message-id]",
         people_open='button[aria-label="People"]',
