@@ -30,6 +30,9 @@ from control_plane.api.http import MAX_BODY_BYTES
 from control_plane.api.middlewares import auth_middleware, error_middleware, observe_middleware
 from control_plane.api.routes import ApiRoutes, build_openapi, spec_index
 from control_plane.auth.ratelimit import RateLimiter
+from control_plane.bots import routes as bot_routes
+from control_plane.bots import schedule_routes
+from control_plane.bots.scheduler import scheduler_ctx
 from control_plane.db.engine import create_database
 from control_plane.keys import (
     DB,
@@ -37,6 +40,7 @@ from control_plane.keys import (
     LAUNCHER,
     METRICS,
     OPENAPI,
+    PURGE_HOOKS,
     RATE_LIMITER,
     ROUTE_SPECS,
     SETTINGS,
@@ -44,6 +48,7 @@ from control_plane.keys import (
 )
 from control_plane.launchers import create_launcher
 from control_plane.launchers.base import BotLauncher
+from control_plane.meetings import routes as meeting_routes
 from control_plane.metrics import Metrics
 from control_plane.settings import Settings
 from control_plane.webhooks.wiring import add_to_openapi, webhooks_ctx
@@ -54,6 +59,9 @@ def resources() -> tuple[ApiRoutes, ...]:
     """Every resource's routes, in registration order (add one line per resource module)."""
     return (
         meta.routes,
+        schedule_routes.routes,  # before bot_routes: /bots/schedule is not a bot id
+        bot_routes.routes,
+        meeting_routes.routes,
         webhooks.routes,
         workspaces.routes,
         invitations.routes,
@@ -115,6 +123,7 @@ def create_app(settings: Settings, *, launcher: BotLauncher | None = None) -> we
     )
     app[STATUS_HOOKS] = []
     app[LAUNCH_HOOKS] = []
+    app[PURGE_HOOKS] = []
     all_routes = resources()
     for res in all_routes:
         app.router.add_routes(res.table)
@@ -127,4 +136,6 @@ def create_app(settings: Settings, *, launcher: BotLauncher | None = None) -> we
     app.cleanup_ctx.append(action_prompts_ctx)
     app.cleanup_ctx.append(webhooks_ctx)
     setup_agent_link(app)
+    # Last to start, first to stop: no launch runs while the rest shuts down.
+    app.cleanup_ctx.append(scheduler_ctx)
     return app

@@ -9,6 +9,10 @@
   minting an on-behalf-of token from it.
 * :data:`AgentCommander` — ``delivered = await send(bot_id, command)``; False when no agent of
   that bot is connected.
+* :data:`ArtifactLister` — ``recordings, screenshots = await list(session, meeting)`` with
+  presigned URLs, for the full meeting record and the bot's ``recording_url`` (first recording).
+* :data:`PurgeHook` — ``await purge(session, meeting)`` inside the purge transaction of
+  ``DELETE /api/v1/meetings/{id}``: delete this part's rows (chat, artifacts) and stored files.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from agent.contracts.bot_config import BotConfig
 from agent.contracts.link import Command
 from control_plane.db.models.bot import Meeting
+from control_plane.meetings.schemas import Recording, Screenshot
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,10 @@ class StatusChange:
 StatusHook = Callable[[AsyncSession, StatusChange], Awaitable[None]]
 LaunchHook = Callable[[Meeting, BotConfig], Awaitable[BotConfig]]
 AgentCommander = Callable[[uuid.UUID, Command], Awaitable[bool]]
+ArtifactLister = Callable[
+    [AsyncSession, Meeting], Awaitable[tuple[list[Recording], list[Screenshot]]]
+]
+PurgeHook = Callable[[AsyncSession, Meeting], Awaitable[None]]
 
 
 class ZoomTokenSource(Protocol):

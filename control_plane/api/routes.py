@@ -16,7 +16,8 @@ Then ``control_plane.app`` adds the module's ``routes`` to ``RESOURCES`` (one li
 registers the handlers and feeds :func:`build_openapi`. The document lists, per route: path
 parameters (``path_types`` gives non-string ones, e.g. ``{"meeting_id": int}``), query
 parameters (from the ``query`` model's fields), the JSON request body, the success response
-(``response`` model, or ``text_media`` for text bodies, or none for 204) and problem+json
+(``response`` model, or ``text_media`` for text bodies, or none for 204; ``also_status``
+lists further success statuses with the same body) and problem+json
 error responses: the declared ``errors`` plus the ones every route can give (401/403/429 when
 ``auth``; 400/413/415/422 with a body; 500).
 
@@ -77,6 +78,7 @@ class RouteSpec:
     query: type[BaseModel] | None = None
     response: type[BaseModel] | None = None
     status: int = 200
+    also_status: tuple[int, ...] = ()
     text_media: tuple[str, ...] = ()
     errors: tuple[int, ...] = ()
     auth: bool = True
@@ -235,6 +237,8 @@ def _operation(spec: RouteSpec, refs: Refs) -> dict[str, Any]:
     if spec.body is not None:
         error_statuses |= {400, 413, 415, 422}
     responses: dict[str, Any] = {str(spec.status): success}
+    for status in spec.also_status:
+        responses[str(status)] = {**success, "description": _STATUS_TEXT.get(status, "Success")}
     for status in sorted(error_statuses):
         responses[str(status)] = _problem_response(status)
     op["responses"] = responses

@@ -30,7 +30,8 @@ class Meeting(Base):
 
     ``settings`` is the JSON of :class:`agent.contracts.bot_config.BotSettings` (defaults
     filled in). ``launch_at`` = ``scheduled_start_at + join_offset_seconds`` for scheduled bots;
-    the scheduler claims rows with status ``scheduled`` and ``launch_at <= now``.
+    the scheduler claims rows with status ``scheduled`` or ``requested``, ``launch_at <= now``
+    and no ``launch_claimed_at`` (immediate bots get ``launch_at`` = creation time).
     ``name`` and ``participants`` make the list item's ``data``; purge nulls/empties them and
     sets ``redacted``.
     """
@@ -39,7 +40,7 @@ class Meeting(Base):
     __table_args__ = (
         Index("ix_meetings_workspace_created", "workspace_id", "created_at", "id"),
         Index("ix_meetings_workspace_status", "workspace_id", "status"),
-        Index("ix_meetings_status_launch_at", "status", "launch_at"),
+        Index("ix_meetings_status_launch_at", "status", "launch_claimed_at", "launch_at"),
         Index("ix_meetings_workspace_name", "workspace_id", "name"),
         Index("ix_meetings_native", "workspace_id", "platform", "native_meeting_id"),
     )
@@ -64,6 +65,8 @@ class Meeting(Base):
     scheduled_start_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
     join_offset_seconds: Mapped[int] = mapped_column(Integer, default=0)
     launch_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
+    # Set atomically by the one scheduler loop that claims this bot for launch (exactly once).
+    launch_claimed_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
     bot_container_id: Mapped[str | None] = mapped_column(String(256), default=None)
     start_time: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
     end_time: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)

@@ -87,6 +87,7 @@ def upgrade() -> None:
         sa.Column("scheduled_start_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("join_offset_seconds", sa.Integer(), nullable=False),
         sa.Column("launch_at", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("launch_claimed_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("bot_container_id", sa.String(length=256), nullable=True),
         sa.Column("start_time", sa.DateTime(timezone=True), nullable=True),
         sa.Column("end_time", sa.DateTime(timezone=True), nullable=True),
@@ -114,7 +115,10 @@ def upgrade() -> None:
         unique=False,
     )
     op.create_index(
-        "ix_meetings_status_launch_at", "meetings", ["status", "launch_at"], unique=False
+        "ix_meetings_status_launch_at",
+        "meetings",
+        ["status", "launch_claimed_at", "launch_at"],
+        unique=False,
     )
     op.create_index(
         "ix_meetings_workspace_created",

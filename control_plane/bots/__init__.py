@@ -1,0 +1,1 @@
+"""Bots: launch, read, update and stop bots; scheduled bots; the scheduler that launches them."""

@@ -1,0 +1,63 @@
+"""The shared body of both creation routes: validate, honour ``Idempotency-Key``, store, wake."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from aiohttp import web
+from pydantic import BaseModel
+from sqlalchemy.exc import IntegrityError
+
+from agent.contracts.status import BotStatus
+from control_plane.api.http import read_json_object, validate
+from control_plane.api.idempotency import body_digest, find_replay, idempotency_key, remember
+from control_plane.auth.context import auth_of
+from control_plane.bots.schemas import BotCreate, ScheduledBotCreate
+from control_plane.bots.service import create_meeting, require_zoom_token
+from control_plane.db.models.bot import Meeting
+from control_plane.keys import DB, SCHEDULER
+
+
+async def create_response(
+    request: web.Request,
+    model: type[BotCreate] | type[ScheduledBotCreate],
+    route: str,
+    render: Callable[[Meeting], BaseModel],
+) -> web.Response:
+    """Create a bot from the request and answer 201 with ``render(meeting)``.
+
+    The key's workspace binding is checked first (403), then the body (415/413/400/422), then
+    the idempotency key (replay, or 422 ``idempotency_key_reused``).
+    """
+    auth = auth_of(request)
+    auth.require_workspace()
+    raw = await read_json_object(request)
+    body = validate(model, raw, "body")
+    key = idempotency_key(request)
+    digest = body_digest(raw)
+    zoom_connection_id = await require_zoom_token(request.app, auth, body)
+    database = request.app[DB]
+    try:
+        async with database.sessions.begin() as session:
+            if key is not None:
+                replay = await find_replay(session, auth.key_id, route, key, digest)
+                if replay is not None:
+                    return replay
+            meeting = await create_meeting(request.app, session, auth, body, zoom_connection_id)
+            text = render(meeting).model_dump_json()
+            if key is not None:
+                remember(session, auth.key_id, route, key, digest, 201, text)
+    except IntegrityError:
+        if key is None:
+            raise
+        # A concurrent request with the same key committed first: answer what it answered.
+        async with database.sessions.begin() as session:
+            replay = await find_replay(session, auth.key_id, route, key, digest)
+        if replay is None:
+            raise
+        return replay
+    if meeting.status == BotStatus.REQUESTED.value:
+        scheduler = request.app.get(SCHEDULER)
+        if scheduler is not None:
+            scheduler.wake()
+    return web.Response(text=text, status=201, content_type="application/json")

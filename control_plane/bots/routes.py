@@ -1,0 +1,96 @@
+"""Bots (API.md Part 1 "Launch a bot", "Update a bot", 2.3): create, list, get, update, stop."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from aiohttp import web
+
+from control_plane.api.http import json_response, path_uuid, read_body, read_query
+from control_plane.api.routes import ApiRoutes
+from control_plane.auth.context import auth_of
+from control_plane.bots.creation import create_response
+from control_plane.bots.schemas import BotCreate, BotList, BotRecord, BotUpdate
+from control_plane.bots.service import (
+    find_bot,
+    recording_url_of,
+    stop_bot,
+    to_record,
+    update_bot,
+)
+from control_plane.keys import DB
+from control_plane.meetings.queries import list_meetings
+from control_plane.meetings.schemas import MeetingQuery
+
+routes = ApiRoutes("bots")
+
+BOTS = "/api/v1/bots"
+BOT = "/api/v1/bots/{bot_id}"
+
+
+@routes.post(
+    BOTS,
+    summary="Launch a bot",
+    body=BotCreate,
+    response=BotRecord,
+    status=201,
+    errors=(400,),
+    idempotent=True,
+)
+async def create_bot(request: web.Request) -> web.Response:
+    """Send a bot into a meeting (status ``requested``), or schedule it (``scheduled``) when
+    ``scheduled_at`` is in the future.
+
+    400: neither ``meeting_url`` nor ``native_meeting_id`` (``missing_meeting_reference``), an
+    id invalid for the platform (``invalid_meeting_id``), ``zoom_token_required``; 403
+    ``key_not_bound``; 422: invalid platform, ``malformed_meeting_url``, out-of-range timeout,
+    ``idempotency_key_reused``.
+    """
+    return await create_response(request, BotCreate, BOTS, partial(to_record, at_creation=True))
+
+
+@routes.get(BOTS, summary="List bots", query=MeetingQuery, response=BotList, errors=(400, 422))
+async def list_bots(request: web.Request) -> web.Response:
+    """The workspace's bots with the filters and paging of ``GET /api/v1/meetings``."""
+    query = read_query(request, MeetingQuery)
+    async with request.app[DB].sessions() as session:
+        rows = await list_meetings(session, auth_of(request).workspace_id, query)
+        bots = [to_record(meeting) for meeting in rows]
+    return json_response(BotList(bots=bots))
+
+
+@routes.get(BOT, summary="Get a bot", response=BotRecord, errors=(404,))
+async def get_bot(request: web.Request) -> web.Response:
+    """The bot record; 404 ``bot_not_found`` (also for another workspace's bot)."""
+    bot_id = path_uuid(request, "bot_id", code="bot_not_found")
+    async with request.app[DB].sessions() as session:
+        meeting = await find_bot(session, auth_of(request).workspace_id, bot_id)
+        recording_url = await recording_url_of(request.app, session, meeting)
+        record = to_record(meeting, recording_url=recording_url)
+    return json_response(record)
+
+
+@routes.patch(BOT, summary="Update a bot", body=BotUpdate, response=BotRecord, errors=(404, 409))
+async def patch_bot(request: web.Request) -> web.Response:
+    """Change options of a ``requested`` or ``scheduled`` bot; 409 ``bot_not_updatable``
+    otherwise."""
+    bot_id = path_uuid(request, "bot_id", code="bot_not_found")
+    update = await read_body(request, BotUpdate)
+    return json_response(await update_bot(request.app, auth_of(request), bot_id, update))
+
+
+@routes.route(
+    "DELETE",
+    BOT,
+    summary="Stop a bot",
+    response=BotRecord,
+    status=202,
+    also_status=(200,),
+    errors=(404, 409),
+)
+async def delete_bot(request: web.Request) -> web.Response:
+    """Stop the bot: 202 ``stopping`` (``cancelled`` when it was scheduled); 200 unchanged when
+    it is already stopping; 409 ``bot_finished`` when final."""
+    bot_id = path_uuid(request, "bot_id", code="bot_not_found")
+    status, record = await stop_bot(request.app, auth_of(request), bot_id)
+    return json_response(record, status=status)

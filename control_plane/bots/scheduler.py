@@ -1,0 +1,293 @@
+"""The scheduler: claims due bots exactly once, launches them, and reaps stuck launches.
+
+Due bots are rows with status ``scheduled`` or ``requested``, ``launch_at <= now`` and no
+``launch_claimed_at``. A claim sets ``launch_claimed_at`` atomically — PostgreSQL:
+``SELECT … FOR UPDATE SKIP LOCKED`` then ``UPDATE``, so concurrent replicas take disjoint rows;
+SQLite: one ``UPDATE … WHERE id IN (SELECT … LIMIT n) RETURNING id`` (its transactions are
+exclusive) — and moves ``scheduled → requested`` (``scheduled_launch``) in the same transaction.
+Only the claiming loop launches a row, so each due bot is launched once, across replicas and
+restarts (the claim is in the database, not in memory).
+
+After the claim commits, each bot's ``BotConfig`` is built (Zoom OBF token minted from a stored
+connection when needed, then every launch hook), handed to the launcher, and the returned handle
+stored as ``bot_container_id``. A launch that fails marks the bot ``failed``/``launch_failed``;
+a bot stopped while it was being launched is terminated right away. A claim older than
+``stale_claim`` without a handle (the process died mid-launch) is failed by the reaper.
+
+:class:`Scheduler` is owned by the app (:func:`scheduler_ctx`): one task, cancelled and awaited
+at shutdown. ``wake()`` makes it look now (after ``POST /api/v1/bots``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from aiohttp import web
+from sqlalchemy import select, update
+
+from agent.contracts.bot_config import BotConfig, BotSettings, Platform
+from agent.contracts.status import BotStatus, StatusReason
+from control_plane.api.idempotency import purge_expired
+from control_plane.bots.status import change_status, lock_meeting
+from control_plane.db.engine import Database
+from control_plane.db.models.bot import Meeting
+from control_plane.errors import DomainError
+from control_plane.hooks import LaunchHook, StatusHook, ZoomTokenSource
+from control_plane.keys import (
+    DB,
+    LAUNCH_HOOKS,
+    LAUNCHER,
+    METRICS,
+    SCHEDULER,
+    SETTINGS,
+    STATUS_HOOKS,
+    ZOOM_TOKENS,
+)
+from control_plane.launchers.base import BotLauncher, LaunchError
+from control_plane.metrics import Metrics
+
+log = logging.getLogger(__name__)
+
+_DUE_STATUSES = (BotStatus.SCHEDULED.value, BotStatus.REQUESTED.value)
+_MAINTENANCE_EVERY_S = 60.0
+
+
+@dataclass
+class Scheduler:
+    """Claims and launches due bots.
+
+    Args:
+        database: Where the bots live.
+        launcher: Starts bots.
+        control_plane_url: Put into every ``BotConfig``.
+        status_hooks: In-transaction status hooks (the app's live list).
+        launch_hooks: ``BotConfig`` hooks (the app's live list).
+        zoom_tokens: Returns the Zoom token source, or None when the integration is absent.
+        metrics: Counters to bump.
+        interval: Seconds between looks when nothing wakes it.
+        batch_size: Rows claimed per transaction.
+        stale_claim: Age after which a claimed bot without a handle is failed.
+    """
+
+    database: Database
+    launcher: BotLauncher
+    control_plane_url: str
+    status_hooks: Sequence[StatusHook] = ()
+    launch_hooks: Sequence[LaunchHook] = ()
+    zoom_tokens: Callable[[], ZoomTokenSource | None] = lambda: None
+    metrics: Metrics | None = None
+    interval: float = 1.0
+    batch_size: int = 50
+    stale_claim: timedelta = timedelta(minutes=10)
+    _wake: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def wake(self) -> None:
+        """Look for due bots now instead of at the next interval."""
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Loop until cancelled: claim and launch due bots, reap stale claims, tidy up."""
+        last_maintenance = 0.0
+        while True:
+            self._wake.clear()
+            try:
+                launched = await self.run_once()
+                if time.monotonic() - last_maintenance >= _MAINTENANCE_EVERY_S:
+                    await self.maintain()
+                    last_maintenance = time.monotonic()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the loop must outlive a database hiccup
+                log.exception("scheduler pass failed")
+                launched = 0
+            if launched >= self.batch_size:
+                continue  # more may be due: no pause
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=self.interval)
+
+    async def run_once(self, now: datetime | None = None) -> int:
+        """Claim one batch of due bots and launch them; returns how many were claimed."""
+        claimed = await self.claim(now or datetime.now(UTC))
+        if claimed:
+            async with asyncio.TaskGroup() as group:
+                for meeting in claimed:
+                    group.create_task(self._launch(meeting))
+        return len(claimed)
+
+    async def claim(self, now: datetime) -> list[Meeting]:
+        """Atomically claim up to ``batch_size`` due bots (see the module docstring)."""
+        async with self.database.sessions.begin() as session:
+            if self.database.dialect == "postgresql":
+                rows = (
+                    (
+                        await session.execute(
+                            select(Meeting)
+                            .where(
+                                Meeting.status.in_(_DUE_STATUSES),
+                                Meeting.launch_claimed_at.is_(None),
+                                Meeting.launch_at <= now,
+                            )
+                            .order_by(Meeting.launch_at, Meeting.id)
+                            .limit(self.batch_size)
+                            .with_for_update(skip_locked=True)
+                        )
+                    )
+                    .scalars()
+                    .all()
+                )
+                for meeting in rows:
+                    meeting.launch_claimed_at = now
+                meetings = list(rows)
+            else:
+                due = (
+                    select(Meeting.id)
+                    .where(
+                        Meeting.status.in_(_DUE_STATUSES),
+                        Meeting.launch_claimed_at.is_(None),
+                        Meeting.launch_at <= now,
+                    )
+                    .order_by(Meeting.launch_at, Meeting.id)
+                    .limit(self.batch_size)
+                    .scalar_subquery()
+                )
+                ids = (
+                    (
+                        await session.execute(
+                            update(Meeting)
+                            .where(Meeting.id.in_(due))
+                            .values(launch_claimed_at=now)
+                            .returning(Meeting.id)
+                            .execution_options(synchronize_session=False)
+                        )
+                    )
+                    .scalars()
+                    .all()
+                )
+                meetings = list(
+                    (await session.execute(select(Meeting).where(Meeting.id.in_(ids)))).scalars()
+                )
+            for meeting in meetings:
+                if meeting.status == BotStatus.SCHEDULED.value:
+                    await change_status(
+                        session,
+                        meeting,
+                        BotStatus.REQUESTED,
+                        StatusReason.SCHEDULED_LAUNCH.value,
+                        hooks=self.status_hooks,
+                        at=now,
+                    )
+        if self.metrics is not None and meetings:
+            self.metrics.scheduler_claimed.inc(len(meetings))
+        return meetings
+
+    async def _config(self, meeting: Meeting) -> BotConfig:
+        token = meeting.zoom_obf_token
+        if meeting.platform == Platform.ZOOM.value and not token:
+            source = self.zoom_tokens()
+            if source is None or meeting.zoom_connection_id is None:
+                raise LaunchError("no Zoom token and no Zoom connection to mint one")
+            token = await source.mint(meeting.zoom_connection_id, meeting.native_meeting_id)
+        config = BotConfig(
+            bot_id=meeting.bot_id,
+            meeting_id=meeting.id,
+            platform=Platform(meeting.platform),
+            meeting_url=meeting.constructed_meeting_url,
+            native_meeting_id=meeting.native_meeting_id,
+            passcode=meeting.passcode,
+            zoom_obf_token=token,
+            settings=BotSettings.model_validate(meeting.settings),
+            control_plane_url=self.control_plane_url,
+        )
+        for hook in self.launch_hooks:
+            config = await hook(meeting, config)
+        return config
+
+    async def _launch(self, meeting: Meeting) -> None:
+        fields = {"bot_id": str(meeting.bot_id), "meeting_id": meeting.id}
+        try:
+            handle = await self.launcher.launch(await self._config(meeting))
+        except (LaunchError, DomainError) as exc:
+            log.warning("bot launch failed", extra={**fields, "error": type(exc).__name__})
+            await self._fail(meeting.id, StatusReason.LAUNCH_FAILED.value)
+            return
+        except Exception:
+            log.exception("bot launch crashed", extra=fields)
+            await self._fail(meeting.id, StatusReason.LAUNCH_FAILED.value)
+            return
+        if self.metrics is not None:
+            self.metrics.bots_launched.labels("ok").inc()
+        async with self.database.sessions.begin() as session:
+            current = await lock_meeting(session, meeting_id=meeting.id)
+            if current is not None:
+                current.bot_container_id = handle.id
+            still_wanted = current is not None and current.status == BotStatus.REQUESTED.value
+        if not still_wanted:
+            # Stopped (or deleted) while we were launching: do not leave it running.
+            await self.launcher.terminate(handle)
+        log.info("bot launched", extra={**fields, "container": handle.id})
+
+    async def _fail(self, meeting_id: int, reason: str) -> None:
+        if self.metrics is not None:
+            self.metrics.bots_launched.labels("failed").inc()
+        async with self.database.sessions.begin() as session:
+            meeting = await lock_meeting(session, meeting_id=meeting_id)
+            if meeting is not None and meeting.status == BotStatus.REQUESTED.value:
+                await change_status(
+                    session, meeting, BotStatus.FAILED, reason, hooks=self.status_hooks
+                )
+
+    async def maintain(self, now: datetime | None = None) -> None:
+        """Fail launches stuck without a handle and drop expired idempotency records."""
+        moment = now or datetime.now(UTC)
+        async with self.database.sessions.begin() as session:
+            stale = (
+                (
+                    await session.execute(
+                        select(Meeting.id).where(
+                            Meeting.status == BotStatus.REQUESTED.value,
+                            Meeting.bot_container_id.is_(None),
+                            Meeting.launch_claimed_at < moment - self.stale_claim,
+                        )
+                    )
+                )
+                .scalars()
+                .all()
+            )
+            await purge_expired(session, moment)
+        for meeting_id in stale:
+            log.warning("bot launch abandoned", extra={"meeting_id": meeting_id})
+            await self._fail(meeting_id, StatusReason.LAUNCH_FAILED.value)
+
+
+def scheduler_from_app(app: web.Application) -> Scheduler:
+    """A scheduler wired to the app's database, launcher, hooks and settings."""
+    settings = app[SETTINGS]
+    status_hooks = app[STATUS_HOOKS]
+    launch_hooks = app[LAUNCH_HOOKS]
+    return Scheduler(
+        database=app[DB],
+        launcher=app[LAUNCHER],
+        control_plane_url=settings.effective_public_url,
+        status_hooks=status_hooks,
+        launch_hooks=launch_hooks,
+        zoom_tokens=lambda: app.get(ZOOM_TOKENS),
+        metrics=app[METRICS],
+        interval=settings.scheduler_interval_seconds,
+    )
+
+
+async def scheduler_ctx(app: web.Application) -> AsyncIterator[None]:
+    """``cleanup_ctx``: run the scheduler for the app's lifetime (cancelled and awaited)."""
+    scheduler = scheduler_from_app(app)
+    app[SCHEDULER] = scheduler
+    task = asyncio.create_task(scheduler.run(), name="scheduler")
+    yield
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task

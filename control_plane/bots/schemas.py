@@ -1,0 +1,163 @@
+"""Request and response models of the bot and scheduled-bot routes (API.md Part 1, 2.3, 2.4)."""
+
+from __future__ import annotations
+
+import uuid
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent.contracts.bot_config import (
+    ADMISSION_TIMEOUT_S,
+    LEFT_ALONE_TIMEOUT_S,
+    STARTUP_ALONE_TIMEOUT_S,
+    BotSettings,
+    CaptureMode,
+    Platform,
+    RecordingFormat,
+    Task,
+    TranscriptionTier,
+)
+from agent.contracts.status import BotStatus
+from control_plane.api.timestamps import UtcDateTime
+
+JOIN_OFFSET_S = (-3600, 3600)
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _EditableOptions(_Body):
+    """Options a bot's owner may change before it joins (PATCH of bots and scheduled bots)."""
+
+    bot_name: str | None = Field(default=None, min_length=1, max_length=100)
+    language: str | None = Field(default=None, min_length=2, max_length=8)
+    recording_enabled: bool | None = None
+    transcribe_enabled: bool | None = None
+    voice_agent_enabled: bool | None = None
+    capture_modes: list[CaptureMode] | None = Field(default=None, min_length=1, max_length=2)
+    recording_format: RecordingFormat | None = None
+
+
+class _LaunchOptions(_EditableOptions):
+    """Every launch option of ``POST /api/v1/bots`` except the meeting and the schedule.
+
+    Omitted options take the defaults of :class:`BotSettings` (``recording_enabled`` and
+    ``transcribe_enabled``: the workspace's settings).
+    """
+
+    platform: Platform
+    meeting_url: str | None = Field(default=None, min_length=1, max_length=2048)
+    native_meeting_id: str | None = Field(default=None, min_length=1, max_length=512)
+    task: Task | None = None
+    transcription_tier: TranscriptionTier | None = None
+    default_avatar_url: str | None = Field(default=None, max_length=2048)
+    enable_actions: bool | None = None
+    prompt_version_id: str | None = Field(default=None, min_length=1, max_length=64)
+    passcode: str | None = Field(default=None, min_length=1, max_length=256)
+    zoom_obf_token: str | None = Field(default=None, min_length=1, max_length=4096)
+    zoom_connection_id: int | None = Field(default=None, ge=1)
+    left_alone_timeout_seconds: int | None = Field(
+        default=None, ge=LEFT_ALONE_TIMEOUT_S[0], le=LEFT_ALONE_TIMEOUT_S[1]
+    )
+    startup_alone_timeout_seconds: int | None = Field(
+        default=None, ge=STARTUP_ALONE_TIMEOUT_S[0], le=STARTUP_ALONE_TIMEOUT_S[1]
+    )
+    admission_timeout_seconds: int | None = Field(
+        default=None, ge=ADMISSION_TIMEOUT_S[0], le=ADMISSION_TIMEOUT_S[1]
+    )
+
+
+class BotCreate(_LaunchOptions):
+    """Body of ``POST /api/v1/bots``; a future ``scheduled_at`` schedules instead of launching."""
+
+    scheduled_at: UtcDateTime | None = None
+
+
+class ScheduledBotCreate(_LaunchOptions):
+    """Body of ``POST /api/v1/bots/schedule``: launches at ``scheduled_start_at +
+    join_offset_seconds`` (seconds, −3600 to 3600)."""
+
+    scheduled_start_at: UtcDateTime
+    join_offset_seconds: int = Field(default=0, ge=JOIN_OFFSET_S[0], le=JOIN_OFFSET_S[1])
+
+
+class BotUpdate(_EditableOptions):
+    """Body of ``PATCH /api/v1/bots/{bot_id}``: only given fields change."""
+
+
+class ScheduledBotUpdate(_EditableOptions):
+    """Body of ``PATCH /api/v1/bots/schedule/{bot_id}``: only given fields change."""
+
+    meeting_url: str | None = Field(default=None, min_length=1, max_length=2048)
+    scheduled_start_at: UtcDateTime | None = None
+    join_offset_seconds: int | None = Field(default=None, ge=JOIN_OFFSET_S[0], le=JOIN_OFFSET_S[1])
+
+
+class MeetingData(BaseModel):
+    """``data`` of a bot/meeting: its name and the current participant names."""
+
+    name: str | None
+    participants: list[str]
+
+
+class BotRecord(BaseModel):
+    """The bot record (``MeetingResponse``, API.md Part 1 + 2.3).
+
+    ``data`` is null in the creation response and an object everywhere else; ``ws_url`` and
+    ``ws_token`` stay null (the stream is reached through ``subscribe``).
+    """
+
+    id: int
+    bot_id: uuid.UUID
+    platform: Platform
+    native_meeting_id: str
+    constructed_meeting_url: str
+    status: BotStatus
+    status_reason: str | None
+    bot_container_id: str | None
+    start_time: UtcDateTime | None
+    end_time: UtcDateTime | None
+    data: MeetingData | None
+    recording_url: str | None
+    ws_url: str | None
+    ws_token: str | None
+    scheduled_at: UtcDateTime | None
+    settings: BotSettings
+    created_at: UtcDateTime
+    updated_at: UtcDateTime
+
+
+class BotList(BaseModel):
+    """``GET /api/v1/bots``: newest first."""
+
+    bots: list[BotRecord]
+
+
+class ScheduledBot(BaseModel):
+    """A scheduled entry (API.md 2.4); ``id`` is the meeting id."""
+
+    id: int
+    bot_id: uuid.UUID
+    platform: Platform
+    native_meeting_id: str
+    meeting_url: str
+    status: BotStatus
+    scheduled_start_at: UtcDateTime
+    join_offset_seconds: int
+    launch_at: UtcDateTime
+    settings: BotSettings
+    created_at: UtcDateTime
+    updated_at: UtcDateTime
+
+
+class ScheduledBotList(BaseModel):
+    """``GET /api/v1/bots/schedule``: entries with status ``scheduled``, newest first."""
+
+    scheduled_bots: list[ScheduledBot]
+
+
+class Message(BaseModel):
+    """``{message}`` answers (cancel, purge)."""
+
+    message: str

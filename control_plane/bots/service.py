@@ -1,0 +1,490 @@
+"""What the bot routes do: create (immediate or scheduled), read, update, stop, cancel.
+
+Launching itself is the scheduler's job (:mod:`control_plane.bots.scheduler`): creation stores
+the row (``requested`` with ``launch_at`` = now, or ``scheduled``) and wakes the scheduler, which
+claims it exactly once and hands it to the launcher. That keeps ``POST /api/v1/bots`` fast,
+makes its response the record *at creation* (Part 1: ``bot_container_id`` null), and lets a
+launch interrupted by a crash be found again by the scheduler's reaper.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from aiohttp import web
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from agent.contracts.bot_config import BotSettings, Platform
+from agent.contracts.link import Command, CommandName
+from agent.contracts.meeting_urls import (
+    InvalidMeetingId,
+    MalformedMeetingUrl,
+    MeetingReference,
+    MeetingReferenceError,
+    MissingMeetingReference,
+    resolve_meeting,
+)
+from agent.contracts.status import FINAL_STATUSES, BotStatus, StatusReason
+from control_plane.auth.context import AuthContext
+from control_plane.bots.schemas import (
+    BotCreate,
+    BotRecord,
+    BotUpdate,
+    MeetingData,
+    ScheduledBot,
+    ScheduledBotCreate,
+    ScheduledBotUpdate,
+)
+from control_plane.bots.status import change_status, lock_meeting, record_creation
+from control_plane.db.models.bot import Meeting
+from control_plane.db.models.workspace import Workspace
+from control_plane.errors import Conflict, ErrorItem, NotFound, Validation
+from control_plane.keys import (
+    AGENT_COMMANDS,
+    ARTIFACT_LISTER,
+    DB,
+    LAUNCHER,
+    SETTINGS,
+    STATUS_HOOKS,
+    ZOOM_TOKENS,
+)
+from control_plane.launchers.base import LaunchHandle
+
+log = logging.getLogger(__name__)
+
+UPDATABLE_STATUSES = frozenset({BotStatus.REQUESTED, BotStatus.SCHEDULED})
+STOPPABLE_STATUSES = frozenset(
+    {BotStatus.REQUESTED, BotStatus.JOINING, BotStatus.AWAITING_ADMISSION, BotStatus.ACTIVE}
+)
+
+# Launch options copied from a request into BotSettings when given.
+_SETTING_FIELDS = tuple(BotSettings.model_fields)
+
+
+def bot_not_found() -> NotFound:
+    """404 ``bot_not_found``."""
+    return NotFound("no such bot in this workspace", code="bot_not_found")
+
+
+def scheduled_bot_not_found() -> NotFound:
+    """404 ``scheduled_bot_not_found`` (also: launched or cancelled already)."""
+    return NotFound(
+        "no scheduled bot with this id (it may have launched or been cancelled)",
+        code="scheduled_bot_not_found",
+    )
+
+
+def meeting_reference(
+    platform: Platform,
+    *,
+    meeting_url: str | None,
+    native_meeting_id: str | None,
+    passcode: str | None,
+    extra_hosts: Sequence[str],
+) -> MeetingReference:
+    """Resolve the meeting, mapping errors to the API's: 400 missing/invalid id, 422 bad URL."""
+    try:
+        return resolve_meeting(
+            platform,
+            meeting_url=meeting_url,
+            native_meeting_id=native_meeting_id,
+            passcode=passcode,
+            extra_hosts=extra_hosts,
+        )
+    except MissingMeetingReference as exc:
+        raise Validation(str(exc), status=400, code=exc.code) from exc
+    except InvalidMeetingId as exc:
+        loc: list[str | int] = ["body", "native_meeting_id" if native_meeting_id else "meeting_url"]
+        raise Validation(
+            str(exc),
+            status=400,
+            code=exc.code,
+            errors=[ErrorItem(loc=loc, msg=str(exc), type=exc.code)],
+        ) from exc
+    except MalformedMeetingUrl as exc:
+        raise Validation(
+            str(exc),
+            status=422,
+            code=exc.code,
+            errors=[ErrorItem(loc=["body", "meeting_url"], msg=str(exc), type=exc.code)],
+        ) from exc
+    except MeetingReferenceError as exc:  # a future subclass: treat as a bad request
+        raise Validation(str(exc), status=400, code=exc.code) from exc
+
+
+def _settings_from(body: BotCreate | ScheduledBotCreate, workspace: Workspace) -> BotSettings:
+    given: dict[str, Any] = {
+        name: getattr(body, name)
+        for name in _SETTING_FIELDS
+        if name in type(body).model_fields and getattr(body, name) is not None
+    }
+    given.setdefault("recording_enabled", workspace.recording_enabled)
+    given.setdefault("transcribe_enabled", workspace.transcribe_enabled)
+    if workspace.default_prompt_version_id is not None:
+        given.setdefault("prompt_version_id", workspace.default_prompt_version_id)
+    return BotSettings.model_validate(given)
+
+
+def _merged_settings(meeting: Meeting, update: BotUpdate | ScheduledBotUpdate) -> dict[str, Any]:
+    merged = dict(meeting.settings)
+    merged.update(
+        {
+            name: getattr(update, name)
+            for name in update.model_fields_set
+            if name in _SETTING_FIELDS and getattr(update, name) is not None
+        }
+    )
+    return BotSettings.model_validate(merged).model_dump(mode="json")
+
+
+async def require_zoom_token(
+    app: web.Application, auth: AuthContext, body: BotCreate | ScheduledBotCreate
+) -> int | None:
+    """The stored Zoom connection a zoom bot will use, or None when it brings its own token.
+
+    Call it before opening the creation transaction: the Zoom part reads its own tables.
+
+    Raises:
+        Validation: 400 ``zoom_token_required`` when there is neither.
+    """
+    if body.platform is not Platform.ZOOM or body.zoom_obf_token:
+        return None
+    source = app.get(ZOOM_TOKENS)
+    workspace_id = auth.require_workspace()
+    connection = (
+        await source.usable_connection(workspace_id, auth.user_id, body.zoom_connection_id)
+        if source is not None
+        else None
+    )
+    if connection is None:
+        raise Validation(
+            "a zoom bot needs zoom_obf_token or a usable stored Zoom connection",
+            status=400,
+            code="zoom_token_required",
+        )
+    return connection
+
+
+def to_record(
+    meeting: Meeting, *, at_creation: bool = False, recording_url: str | None = None
+) -> BotRecord:
+    """The bot record of a row (``data`` null in the creation response, per Part 1)."""
+    return BotRecord(
+        id=meeting.id,
+        bot_id=meeting.bot_id,
+        platform=Platform(meeting.platform),
+        native_meeting_id=meeting.native_meeting_id,
+        constructed_meeting_url=meeting.constructed_meeting_url,
+        status=BotStatus(meeting.status),
+        status_reason=meeting.status_reason,
+        bot_container_id=meeting.bot_container_id,
+        start_time=meeting.start_time,
+        end_time=meeting.end_time,
+        data=None
+        if at_creation
+        else MeetingData(name=meeting.name, participants=list(meeting.participants or [])),
+        recording_url=recording_url,
+        ws_url=None,
+        ws_token=None,
+        scheduled_at=meeting.scheduled_start_at,
+        settings=BotSettings.model_validate(meeting.settings),
+        created_at=meeting.created_at,
+        updated_at=meeting.updated_at,
+    )
+
+
+def to_scheduled(meeting: Meeting) -> ScheduledBot:
+    """The scheduled entry of a row that has a schedule."""
+    if meeting.scheduled_start_at is None or meeting.launch_at is None:
+        raise ValueError("meeting has no schedule")
+    return ScheduledBot(
+        id=meeting.id,
+        bot_id=meeting.bot_id,
+        platform=Platform(meeting.platform),
+        native_meeting_id=meeting.native_meeting_id,
+        meeting_url=meeting.constructed_meeting_url,
+        status=BotStatus(meeting.status),
+        scheduled_start_at=meeting.scheduled_start_at,
+        join_offset_seconds=meeting.join_offset_seconds,
+        launch_at=meeting.launch_at,
+        settings=BotSettings.model_validate(meeting.settings),
+        created_at=meeting.created_at,
+        updated_at=meeting.updated_at,
+    )
+
+
+async def create_meeting(
+    app: web.Application,
+    session: AsyncSession,
+    auth: AuthContext,
+    body: BotCreate | ScheduledBotCreate,
+    zoom_connection_id: int | None,
+) -> Meeting:
+    """Validate and store a new bot in ``session``'s transaction (the caller commits).
+
+    ``zoom_connection_id`` comes from :func:`require_zoom_token`, called before the transaction.
+
+    A :class:`ScheduledBotCreate`, or a :class:`BotCreate` whose ``scheduled_at`` is in the
+    future, becomes ``scheduled``; anything else ``requested`` with ``launch_at`` = now.
+
+    Raises:
+        KeyNotBound: 403, the key has no workspace.
+        Validation: 400 missing/invalid meeting id, ``scheduled_start_in_past``; 422 malformed
+            meeting URL.
+    """
+    workspace_id = auth.require_workspace()
+    workspace = await session.get(Workspace, workspace_id)
+    if workspace is None:
+        raise bot_not_found()
+    settings = app[SETTINGS]
+    ref = meeting_reference(
+        body.platform,
+        meeting_url=body.meeting_url,
+        native_meeting_id=body.native_meeting_id,
+        passcode=body.passcode,
+        extra_hosts=settings.extra_meeting_hosts,
+    )
+    now = datetime.now(UTC)
+    if isinstance(body, ScheduledBotCreate):
+        if body.scheduled_start_at <= now:
+            raise _start_in_past()
+        start: datetime | None = body.scheduled_start_at
+        offset = body.join_offset_seconds
+    else:
+        start = body.scheduled_at if body.scheduled_at and body.scheduled_at > now else None
+        offset = 0
+    scheduled = start is not None
+    meeting = Meeting(
+        bot_id=uuid.uuid4(),
+        workspace_id=workspace_id,
+        user_id=auth.user_id,
+        platform=body.platform.value,
+        native_meeting_id=ref.native_meeting_id,
+        constructed_meeting_url=ref.constructed_meeting_url,
+        passcode=ref.passcode,
+        zoom_obf_token=body.zoom_obf_token,
+        zoom_connection_id=zoom_connection_id,
+        status=(BotStatus.SCHEDULED if scheduled else BotStatus.REQUESTED).value,
+        settings=_settings_from(body, workspace).model_dump(mode="json"),
+        scheduled_start_at=start,
+        join_offset_seconds=offset,
+        launch_at=(start + timedelta(seconds=offset)) if start is not None else now,
+        participants=[],
+        redacted=False,
+        created_at=now,
+        updated_at=now,
+    )
+    reason = None if scheduled else StatusReason.LAUNCHED.value
+    hooks = app[STATUS_HOOKS]
+    await record_creation(session, meeting, reason, hooks=hooks, at=now)
+    return meeting
+
+
+def _start_in_past() -> Validation:
+    return Validation(
+        "scheduled_start_at must be in the future",
+        status=400,
+        code="scheduled_start_in_past",
+        errors=[
+            ErrorItem(loc=["body", "scheduled_start_at"], msg="must be in the future", type="past")
+        ],
+    )
+
+
+async def find_bot(
+    session: AsyncSession, workspace_id: uuid.UUID | None, bot_id: uuid.UUID
+) -> Meeting:
+    """The bot ``bot_id`` of ``workspace_id``.
+
+    Raises:
+        NotFound: 404 ``bot_not_found`` (also for another workspace's bot).
+    """
+    meeting = (
+        await session.execute(select(Meeting).where(Meeting.bot_id == bot_id))
+    ).scalar_one_or_none()
+    if meeting is None or workspace_id is None or meeting.workspace_id != workspace_id:
+        raise bot_not_found()
+    return meeting
+
+
+async def recording_url_of(
+    app: web.Application, session: AsyncSession, meeting: Meeting
+) -> str | None:
+    """Presigned URL of the bot's main (first) recording, when the artifact part is present."""
+    lister = app.get(ARTIFACT_LISTER)
+    if lister is None:
+        return None
+    recordings, _ = await lister(session, meeting)
+    return recordings[0].url if recordings else None
+
+
+async def update_bot(
+    app: web.Application, auth: AuthContext, bot_id: uuid.UUID, update: BotUpdate
+) -> BotRecord:
+    """Apply a PATCH to a ``requested`` or ``scheduled`` bot.
+
+    Raises:
+        NotFound: 404 ``bot_not_found``.
+        Conflict: 409 ``bot_not_updatable`` in any other status.
+    """
+    async with app[DB].sessions.begin() as session:
+        meeting = await lock_meeting(session, bot_id=bot_id)
+        if meeting is None or meeting.workspace_id != auth.workspace_id:
+            raise bot_not_found()
+        if BotStatus(meeting.status) not in UPDATABLE_STATUSES:
+            raise Conflict(
+                f"a bot can be updated only while requested or scheduled, not {meeting.status}",
+                code="bot_not_updatable",
+            )
+        meeting.settings = _merged_settings(meeting, update)
+        meeting.updated_at = datetime.now(UTC)
+        launched = meeting.bot_container_id is not None
+        record = to_record(meeting)
+    if launched:
+        await _send(
+            app,
+            bot_id,
+            Command(
+                command=CommandName.UPDATE_SETTINGS,
+                args={"settings": record.settings.model_dump(mode="json")},
+            ),
+        )
+    return record
+
+
+async def _send(app: web.Application, bot_id: uuid.UUID, command: Command) -> bool:
+    sender = app.get(AGENT_COMMANDS)
+    if sender is None:
+        return False
+    try:
+        return await sender(bot_id, command)
+    except Exception:  # a broken link must not fail the API call that caused the command
+        log.exception(
+            "agent command failed", extra={"bot_id": str(bot_id), "command": command.command.value}
+        )
+        return False
+
+
+async def stop_bot(
+    app: web.Application, auth: AuthContext, bot_id: uuid.UUID
+) -> tuple[int, BotRecord]:
+    """``DELETE /api/v1/bots/{bot_id}``: stop a bot.
+
+    Returns:
+        ``(202, record)`` with status ``stopping`` (``cancelled`` for a scheduled bot), or
+        ``(200, record)`` unchanged when it is already stopping.
+
+    Raises:
+        NotFound: 404 ``bot_not_found``.
+        Conflict: 409 ``bot_finished`` when the bot is in a final status.
+    """
+    hooks = app[STATUS_HOOKS]
+    async with app[DB].sessions.begin() as session:
+        meeting = await lock_meeting(session, bot_id=bot_id)
+        if meeting is None or meeting.workspace_id != auth.workspace_id:
+            raise bot_not_found()
+        status = BotStatus(meeting.status)
+        if status in FINAL_STATUSES:
+            raise Conflict(f"the bot has already {status.value}", code="bot_finished")
+        if status is BotStatus.STOPPING:
+            return 200, to_record(meeting)
+        if status is BotStatus.SCHEDULED:
+            await change_status(
+                session,
+                meeting,
+                BotStatus.CANCELLED,
+                StatusReason.CANCELLED_BY_API.value,
+                hooks=hooks,
+            )
+            return 202, to_record(meeting)
+        await change_status(
+            session, meeting, BotStatus.STOPPING, StatusReason.STOPPED_BY_API.value, hooks=hooks
+        )
+        record = to_record(meeting)
+        container = meeting.bot_container_id
+    if await _send(app, bot_id, Command(command=CommandName.STOP)):
+        return 202, record
+    # No agent to stop gracefully: tear its VM down (if it got one) and finish the bot here.
+    if container is not None:
+        await app[LAUNCHER].terminate(LaunchHandle(id=container))
+    async with app[DB].sessions.begin() as session:
+        meeting = await lock_meeting(session, bot_id=bot_id)
+        if meeting is not None and meeting.status == BotStatus.STOPPING.value:
+            await change_status(
+                session,
+                meeting,
+                BotStatus.COMPLETED,
+                StatusReason.STOPPED_BY_API.value,
+                hooks=hooks,
+            )
+    return 202, record
+
+
+async def _find_scheduled(session: AsyncSession, auth: AuthContext, meeting_id: int) -> Meeting:
+    meeting = await lock_meeting(session, meeting_id=meeting_id)
+    if (
+        meeting is None
+        or meeting.workspace_id != auth.workspace_id
+        or meeting.status != BotStatus.SCHEDULED.value
+        or meeting.launch_claimed_at is not None
+    ):
+        raise scheduled_bot_not_found()
+    return meeting
+
+
+async def update_scheduled(
+    app: web.Application, auth: AuthContext, meeting_id: int, update: ScheduledBotUpdate
+) -> ScheduledBot:
+    """``PATCH /api/v1/bots/schedule/{id}``: only given fields change; ``launch_at`` follows.
+
+    Raises:
+        NotFound: 404 when absent, another workspace's, launched or cancelled.
+        Validation: 400 ``scheduled_start_in_past``; 400/422 for a bad ``meeting_url``.
+    """
+    now = datetime.now(UTC)
+    async with app[DB].sessions.begin() as session:
+        meeting = await _find_scheduled(session, auth, meeting_id)
+        given = update.model_fields_set
+        if "scheduled_start_at" in given and update.scheduled_start_at is not None:
+            if update.scheduled_start_at <= now:
+                raise _start_in_past()
+            meeting.scheduled_start_at = update.scheduled_start_at
+        if "join_offset_seconds" in given and update.join_offset_seconds is not None:
+            meeting.join_offset_seconds = update.join_offset_seconds
+        if "meeting_url" in given and update.meeting_url is not None:
+            ref = meeting_reference(
+                Platform(meeting.platform),
+                meeting_url=update.meeting_url,
+                native_meeting_id=None,
+                passcode=None,
+                extra_hosts=app[SETTINGS].extra_meeting_hosts,
+            )
+            meeting.native_meeting_id = ref.native_meeting_id
+            meeting.constructed_meeting_url = ref.constructed_meeting_url
+            meeting.passcode = ref.passcode or meeting.passcode
+        if meeting.scheduled_start_at is not None:
+            meeting.launch_at = meeting.scheduled_start_at + timedelta(
+                seconds=meeting.join_offset_seconds
+            )
+        meeting.settings = _merged_settings(meeting, update)
+        meeting.updated_at = now
+        return to_scheduled(meeting)
+
+
+async def cancel_scheduled(app: web.Application, auth: AuthContext, meeting_id: int) -> None:
+    """``DELETE /api/v1/bots/schedule/{id}``: ``scheduled → cancelled``; the bot never launches.
+
+    Raises:
+        NotFound: 404 when absent, another workspace's, launched or cancelled.
+    """
+    hooks = app[STATUS_HOOKS]
+    async with app[DB].sessions.begin() as session:
+        meeting = await _find_scheduled(session, auth, meeting_id)
+        await change_status(
+            session, meeting, BotStatus.CANCELLED, StatusReason.CANCELLED_BY_API, hooks=hooks
+        )

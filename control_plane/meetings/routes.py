@@ -1,0 +1,187 @@
+"""Meetings (API.md Part 1 "Meetings", 2.6): list, full record, transcript, purge."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Literal
+
+from aiohttp import web
+from sqlalchemy import delete, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from agent.contracts.bot_config import BotSettings, Platform
+from agent.contracts.status import FINAL_STATUSES, BotStatus
+from control_plane.api.http import json_response, path_int, read_query
+from control_plane.api.routes import ApiRoutes
+from control_plane.auth.context import auth_of
+from control_plane.bots.schemas import MeetingData, Message
+from control_plane.bots.service import to_record
+from control_plane.bots.status import lock_meeting
+from control_plane.db.models.bot import Meeting
+from control_plane.db.models.segment import Segment
+from control_plane.errors import Conflict, NotFound
+from control_plane.keys import ARTIFACT_LISTER, DB, PURGE_HOOKS
+from control_plane.meetings.queries import list_meetings
+from control_plane.meetings.schemas import (
+    MeetingList,
+    MeetingListItem,
+    MeetingQuery,
+    MeetingRecord,
+    SegmentOut,
+    Transcript,
+    TranscriptQuery,
+    TranscriptSummary,
+)
+from control_plane.meetings.transcripts import to_srt, to_txt, to_vtt
+
+routes = ApiRoutes("meetings")
+
+MEETINGS = "/api/v1/meetings"
+MEETING = "/api/v1/meetings/{meeting_id}"
+TRANSCRIPT = "/api/v1/meetings/{meeting_id}/transcript"
+_ID = {"meeting_id": int}
+
+
+def _not_found() -> NotFound:
+    return NotFound("no such meeting in this workspace", code="meeting_not_found")
+
+
+async def _find(session: AsyncSession, request: web.Request) -> Meeting:
+    meeting_id = path_int(request, "meeting_id", code="meeting_not_found")
+    meeting = await session.get(Meeting, meeting_id)
+    if meeting is None or meeting.workspace_id != auth_of(request).workspace_id:
+        raise _not_found()
+    return meeting
+
+
+async def _segments(session: AsyncSession, meeting_id: int) -> list[SegmentOut]:
+    rows = (
+        await session.execute(
+            select(Segment)
+            .where(Segment.meeting_id == meeting_id)
+            .order_by(Segment.start, Segment.id)
+        )
+    ).scalars()
+    return [
+        SegmentOut(
+            id=row.segment_id,
+            start=row.start,
+            end=row.end,
+            absolute_start_time=row.absolute_start_time,
+            absolute_end_time=row.absolute_end_time,
+            text=row.text,
+            speaker=row.speaker,
+            language=row.language,
+            completed=row.completed,
+            tier="deferred" if row.tier == "deferred" else "realtime",
+        )
+        for row in rows
+    ]
+
+
+@routes.get(
+    MEETINGS, summary="List meetings", query=MeetingQuery, response=MeetingList, errors=(400, 422)
+)
+async def list_meetings_route(request: web.Request) -> web.Response:
+    """The workspace's meetings, newest first; ``limit`` 1–200 (default 50), ``offset`` ≥ 0.
+
+    400 ``invalid_date`` for a malformed ``date_from``/``date_to``.
+    """
+    query = read_query(request, MeetingQuery)
+    async with request.app[DB].sessions() as session:
+        rows = await list_meetings(session, auth_of(request).workspace_id, query)
+        items = [
+            MeetingListItem(
+                id=row.id,
+                bot_id=row.bot_id,
+                platform=Platform(row.platform),
+                status=BotStatus(row.status),
+                data=MeetingData(name=row.name, participants=list(row.participants or [])),
+                created_at=row.created_at,
+                updated_at=row.updated_at,
+            )
+            for row in rows
+        ]
+    return json_response(MeetingList(meetings=items))
+
+
+@routes.get(MEETING, summary="Get a meeting", response=MeetingRecord, errors=(404,), path_types=_ID)
+async def get_meeting(request: web.Request) -> web.Response:
+    """The full record: bot record, recordings and screenshots (presigned URLs valid 1 hour),
+    transcript summary, ``redacted``."""
+    async with request.app[DB].sessions() as session:
+        meeting = await _find(session, request)
+        lister = request.app.get(ARTIFACT_LISTER)
+        recordings, screenshots = await lister(session, meeting) if lister is not None else ([], [])
+        segments = await _segments(session, meeting.id)
+        tier: Literal["realtime", "deferred"] = (
+            "deferred"
+            if BotSettings.model_validate(meeting.settings).transcription_tier.value == "deferred"
+            else "realtime"
+        )
+        summary = TranscriptSummary(
+            segment_count=len(segments),
+            languages=sorted({seg.language for seg in segments if seg.language}),
+            tier=tier,
+            ready=BotStatus(meeting.status) in FINAL_STATUSES,
+        )
+        base = to_record(meeting, recording_url=recordings[0].url if recordings else None)
+        record = MeetingRecord(
+            **base.model_dump(),
+            recordings=recordings,
+            screenshots=screenshots,
+            transcript=summary,
+            redacted=meeting.redacted,
+        )
+    return json_response(record)
+
+
+@routes.get(
+    TRANSCRIPT,
+    summary="Get a meeting's transcript",
+    query=TranscriptQuery,
+    response=Transcript,
+    text_media=("text/plain", "application/x-subrip", "text/vtt"),
+    errors=(404, 422),
+    path_types=_ID,
+)
+async def get_transcript(request: web.Request) -> web.Response:
+    """``format=json`` (default) → ``{segments}``; ``txt``, ``srt``, ``vtt`` → text."""
+    query = read_query(request, TranscriptQuery)
+    async with request.app[DB].sessions() as session:
+        meeting = await _find(session, request)
+        segments = await _segments(session, meeting.id)
+    if query.format == "json":
+        return json_response(Transcript(segments=segments))
+    if query.format == "txt":
+        return web.Response(text=to_txt(segments), content_type="text/plain")
+    if query.format == "srt":
+        return web.Response(text=to_srt(segments), content_type="application/x-subrip")
+    return web.Response(text=to_vtt(segments), content_type="text/vtt")
+
+
+@routes.delete(
+    MEETING, summary="Purge a meeting", response=Message, errors=(404, 409), path_types=_ID
+)
+async def purge_meeting(request: web.Request) -> web.Response:
+    """Remove segments, recordings, screenshots, chat and participant names of a finalized
+    meeting; the row stays with ``redacted: true``. 409 ``meeting_active`` before it is final.
+    Purging twice answers 200 again."""
+    meeting_id = path_int(request, "meeting_id", code="meeting_not_found")
+    async with request.app[DB].sessions.begin() as session:
+        meeting = await lock_meeting(session, meeting_id=meeting_id)
+        if meeting is None or meeting.workspace_id != auth_of(request).workspace_id:
+            raise _not_found()
+        if BotStatus(meeting.status) not in FINAL_STATUSES:
+            raise Conflict(
+                f"the meeting is still {meeting.status}; stop the bot first",
+                code="meeting_active",
+            )
+        await session.execute(delete(Segment).where(Segment.meeting_id == meeting.id))
+        for hook in request.app[PURGE_HOOKS]:
+            await hook(session, meeting)
+        meeting.name = None
+        meeting.participants = []
+        meeting.redacted = True
+        meeting.updated_at = datetime.now(UTC)
+    return json_response(Message(message=f"meeting {meeting_id} purged"))
