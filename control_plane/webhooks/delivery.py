@@ -111,9 +111,11 @@ class DeliveryWorker:
         # attempts in flight never compete with each other for the database.
         self._results: list[_Result] = []
         self._stopping = False
+        self._relay_now = True
 
     def wake(self) -> None:
         """Look at the outbox and the due deliveries now instead of at the next poll."""
+        self._relay_now = True
         self._wake.set()
 
     async def run(self) -> None:
@@ -146,7 +148,8 @@ class DeliveryWorker:
                 if self._results:
                     await self._store(self._take_results())
                 relayed = 0
-                if loop.time() >= next_relay:
+                if self._relay_now or loop.time() >= next_relay:
+                    self._relay_now = False
                     relayed = await self._relay()
                     next_relay = loop.time() + (0 if relayed else self._poll_interval)
                 free = self._concurrency - len(self._inflight)

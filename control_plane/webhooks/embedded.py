@@ -170,6 +170,10 @@ class EmbeddedProvider:
         """Run the delivery worker until :meth:`stop` or cancellation."""
         await self.worker.run()
 
+    def wake(self) -> None:
+        """Relay and deliver now (called after an event is committed in this process)."""
+        self.worker.wake()
+
     def stop(self) -> None:
         """Let attempts in flight finish and be stored, then end :meth:`run`."""
         self.worker.stop()

@@ -32,12 +32,18 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel
-from sqlalchemy import select, update
+from sqlalchemy import event, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 
 from control_plane.db.models.webhook import WebhookMessage
 from control_plane.webhooks.events import EventType, build_payload
 from control_plane.webhooks.ids import new_id
+
+WAKE_INFO_KEY = "meetbot.webhooks.wake"
+"""``Session.info`` key of a no-argument callable that wakes the webhook worker (set by the
+app's webhook context on its sessionmaker); :func:`emit` calls it after the commit."""
+_WAKE_ARMED = "meetbot.webhooks.wake_armed"
 
 
 async def emit(
@@ -74,6 +80,21 @@ async def emit(
         created_at=created,
     )
     session.add(message)
+    wake = session.info.get(WAKE_INFO_KEY)
+    if callable(wake) and not session.info.get(_WAKE_ARMED):
+        # Tell this process's worker as soon as the event is committed, instead of letting it
+        # wait for its next poll; other replicas still find it by polling.
+        session.info[_WAKE_ARMED] = True
+
+        def _after_commit(sync_session: Session) -> None:
+            sync_session.info.pop(_WAKE_ARMED, None)
+            wake()
+
+        def _after_rollback(sync_session: Session) -> None:
+            sync_session.info.pop(_WAKE_ARMED, None)
+
+        event.listen(session.sync_session, "after_commit", _after_commit, once=True)
+        event.listen(session.sync_session, "after_soft_rollback", _after_rollback, once=True)
     return message.id
 
 

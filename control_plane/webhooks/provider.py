@@ -65,6 +65,10 @@ class WebhookProvider(Protocol):
         """Background work (relaying the outbox, delivering) until :meth:`stop` or cancelled."""
         ...
 
+    def wake(self) -> None:
+        """New events were committed: look at the outbox now rather than at the next poll."""
+        ...
+
     def stop(self) -> None:
         """Ask :meth:`run` to finish what it has in hand and return."""
         ...

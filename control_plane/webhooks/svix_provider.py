@@ -157,6 +157,7 @@ class SvixProvider:
         self._poll_interval = poll_interval
         self._client: SvixAsync | None = None
         self._stopping = asyncio.Event()
+        self._wake = asyncio.Event()
         if api_key:
             options = SvixOptions(
                 server_url=server_url or None, retry_schedule=list(request_retries), timeout=15.0
@@ -339,6 +340,7 @@ class SvixProvider:
         registered = False
         try:
             while not self._stopping.is_set():
+                self._wake.clear()
                 try:
                     if not registered:
                         await self.register_event_types()
@@ -354,15 +356,20 @@ class SvixProvider:
                     # The database may be briefly away; relaying resumes when it is back.
                     logger.exception("svix relay pass failed", extra={"retry_in_s": backoff})
                     backoff = min(backoff * 2, _MAX_BACKOFF_SECONDS)
-                # Sleep, but wake at once when asked to stop.
+                # Sleep, but wake at once for new events or when asked to stop.
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stopping.wait(), backoff)
+                    await asyncio.wait_for(self._wake.wait(), backoff)
         finally:
             await self.close()
+
+    def wake(self) -> None:
+        """Relay now (called after an event is committed in this process)."""
+        self._wake.set()
 
     def stop(self) -> None:
         """End :meth:`run` after the message it is relaying (the rest stays in the outbox)."""
         self._stopping.set()
+        self._wake.set()
 
     async def close(self) -> None:
         """Close the SDK's HTTP connections."""

@@ -2,7 +2,9 @@
 
 ``create_app`` appends :func:`webhooks_ctx` after the database context and merges
 :func:`~control_plane.webhooks.events.openapi_webhooks` into the OpenAPI document. The context
-builds the provider that ``webhook_provider`` names, registers :func:`status_changed_hook` with
+builds the provider that ``webhook_provider`` names, lets every session of the app wake it
+after committing an event (``Session.info``, see :func:`~control_plane.webhooks.outbox.emit`),
+registers :func:`status_changed_hook` with
 the status-change service (``STATUS_HOOKS``), and owns the provider's background task: started
 after the database is up, stopped (or at worst cancelled) and awaited at shutdown.
 """
@@ -22,7 +24,7 @@ from control_plane.keys import DB, SETTINGS, STATUS_HOOKS
 from control_plane.settings import Settings
 from control_plane.webhooks.embedded import EmbeddedProvider
 from control_plane.webhooks.events import BotStatusChanged, EventType, openapi_webhooks
-from control_plane.webhooks.outbox import emit
+from control_plane.webhooks.outbox import WAKE_INFO_KEY, emit
 from control_plane.webhooks.provider import WebhookProvider
 from control_plane.webhooks.ssrf import TargetPolicy
 from control_plane.webhooks.svix_provider import SvixProvider
@@ -85,8 +87,12 @@ def add_to_openapi(document: dict[str, Any]) -> None:
 
 async def webhooks_ctx(app: web.Application) -> AsyncIterator[None]:
     """Cleanup context: provider, status hook, and the provider's owned background task."""
-    provider = create_provider(app[SETTINGS], app[DB].sessions)
+    sessions = app[DB].sessions
+    provider = create_provider(app[SETTINGS], sessions)
     app[WEBHOOK_PROVIDER] = provider
+    info = dict(sessions.kw.get("info") or {})
+    info[WAKE_INFO_KEY] = provider.wake
+    sessions.configure(info=info)
     app[STATUS_HOOKS].append(status_changed_hook)
     task = asyncio.create_task(provider.run(), name="webhooks")
     yield
