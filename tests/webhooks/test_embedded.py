@@ -20,12 +20,14 @@ from pytest_aiohttp import AiohttpClient
 from sqlalchemy import select, update
 from standardwebhooks.webhooks import Webhook
 
+from agent.contracts.status import BotStatus
 from control_plane.app import create_app
 from control_plane.auth.context import Role
+from control_plane.bots import status as status_service
+from control_plane.bots.status import lock_meeting
 from control_plane.db.engine import Database, create_database
 from control_plane.db.models.bot import Meeting
 from control_plane.db.models.webhook import WebhookDelivery, WebhookEndpoint, WebhookMessage
-from control_plane.hooks import StatusChange
 from control_plane.keys import DB, STATUS_HOOKS
 from control_plane.launchers.memory import MemoryLauncher
 from control_plane.settings import Settings
@@ -92,15 +94,12 @@ async def new_meeting(database: Database, workspace_id: uuid.UUID | None) -> Mee
 async def change_status(
     database: Database, hooks: list[Any], meeting: Meeting, status: str, reason: str
 ) -> None:
-    """What the status-change service does: row update and hooks in one transaction."""
+    """Move the bot through the real status-change service (row, audit row, hooks: one
+    transaction)."""
     async with database.sessions.begin() as session:
-        row = await session.get(Meeting, meeting.id)
+        row = await lock_meeting(session, meeting_id=meeting.id)
         assert row is not None
-        previous, row.status, row.status_reason = row.status, status, reason
-        await session.flush()
-        change = StatusChange(row, previous, status, reason, datetime.now(UTC))
-        for hook in hooks:
-            await hook(session, change)
+        await status_service.change_status(session, row, BotStatus(status), reason, hooks=hooks)
 
 
 async def test_endpoint_crud_and_validation(
@@ -364,3 +363,32 @@ async def test_openapi_lists_the_event_catalogue_and_the_routes(client: Client) 
     assert "WebhookBotStatusChanged" in document["components"]["schemas"]
     logs = document["paths"]["/api/v1/workspaces/{workspace_id}/webhooks/{endpoint_id}/logs"]
     assert "200" in logs["get"]["responses"]
+
+
+async def test_bot_launch_and_stop_through_the_api_reach_the_receiver(
+    client: Client, owner: Caller, receiver: Receiver
+) -> None:
+    endpoint = await create_endpoint(
+        client, owner, url=receiver.url("/bots"), filter_types=["bot.status_changed"]
+    )
+    launched = await client.post(
+        "/api/v1/bots",
+        json={"platform": "google_meet", "meeting_url": "https://meet.google.com/abc-defg-hij"},
+        headers=owner.headers,
+    )
+    assert launched.status == 201, await launched.text()
+    bot = await launched.json()
+    stopped = await client.delete(f"/api/v1/bots/{bot['bot_id']}", headers=owner.headers)
+    assert stopped.status == 202
+    got = await receiver.wait_for("/bots", 2)
+    verifier = Webhook(await secret_of(client, owner, endpoint["id"]))
+    events = sorted(
+        (verifier.verify(item.body, item.headers)["data"] for item in got),
+        key=lambda data: data["previous_status"] is not None,
+    )
+    assert [(e["previous_status"], e["status"]) for e in events] == [
+        (None, "requested"),
+        ("requested", "stopping"),
+    ]
+    assert {e["bot_id"] for e in events} == {bot["bot_id"]}
+    assert {e["meeting_id"] for e in events} == {bot["id"]}
