@@ -107,7 +107,8 @@ class _Track:
 
 @dataclass(frozen=True, slots=True)
 class _Batch:
-    events: list[tuple[str, SegmenterEvent]]
+    # (track, event, epoch of the track's sample 0 when the event happened)
+    events: list[tuple[str, SegmenterEvent, float]]
     partials: list[tuple[str, int, int, npt.NDArray[np.float32]]]
     wall: float
 
@@ -301,21 +302,21 @@ class RealtimeTranscriber:
 
     def _analyse(self, frames: list[AudioFrame], partial_every: int, flush: bool) -> _Batch:
         """VAD + segmentation of a batch; runs in a worker thread, the only one touching them."""
-        events: list[tuple[str, SegmenterEvent]] = []
+        events: list[tuple[str, SegmenterEvent, float]] = []
         for frame in frames:
             track = self._tracks[frame.track_id]
             gap = frame.start_time - track.expected_next
             if gap > _GAP_TOLERANCE_S:
                 fill = np.zeros(int(min(gap, _MAX_GAP_FILL_S) * SAMPLE_RATE), dtype=np.float32)
-                events += [(track.track_id, e) for e in self._push(track, fill)]
+                events += [(track.track_id, e, track.epoch0) for e in self._push(track, fill)]
                 # Keep sample → epoch mapping right for the audio after the gap.
                 track.epoch0 += gap - len(fill) / SAMPLE_RATE
             samples = frame.pcm.astype(np.float32) / 32768.0
-            events += [(track.track_id, e) for e in self._push(track, samples)]
+            events += [(track.track_id, e, track.epoch0) for e in self._push(track, samples)]
             track.expected_next = frame.end_time
         if flush:
             for track in self._tracks.values():
-                events += [(track.track_id, e) for e in track.segmenter.flush()]
+                events += [(track.track_id, e, track.epoch0) for e in track.segmenter.flush()]
         partials: list[tuple[str, int, int, npt.NDArray[np.float32]]] = []
         if partial_every > 0 and not flush:
             for track in self._tracks.values():
@@ -369,7 +370,7 @@ class RealtimeTranscriber:
             self._wake.set()
 
     def _apply(self, batch: _Batch) -> None:
-        for track_id, event in batch.events:
+        for track_id, event, epoch0 in batch.events:
             track = self._tracks[track_id]
             if isinstance(event, Started):
                 self.metrics.utterances += 1
@@ -377,7 +378,7 @@ class RealtimeTranscriber:
                     track=track_id,
                     number=event.utterance,
                     segment_id=f"{self._id_prefix}-{track.index}-{event.utterance}",
-                    start_epoch=track.epoch0 + event.start_sample / SAMPLE_RATE,
+                    start_epoch=epoch0 + event.start_sample / SAMPLE_RATE,
                     start_sample=event.start_sample,
                     speaker_hint=self._track_speakers.get(track_id),
                 )

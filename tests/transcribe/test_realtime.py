@@ -222,3 +222,20 @@ async def test_translate_gives_english(
     assert len(words) >= 5
     assert sum(w.strip(".,;:!?") in english for w in words) / len(words) >= 0.15, words
     assert all(s.language == source for s in got)
+
+
+async def test_a_gap_in_frames_ends_the_utterance_and_keeps_the_clock(
+    speech: Path, tiny_engine: WhisperEngine, silero: SileroSession
+) -> None:
+    jfk = load_wav(speech, "jfk.wav")
+    head, tail = jfk[: int(2.4 * 16_000)], jfk[int(3.0 * 16_000) :]
+    # The track sends nothing for 5 s (muted), then speaks again.
+    stream = [*frames(head, "t", JOIN), *frames(np.concatenate([tail, silence(1.0)]), "t",
+                                                JOIN + 7.4)]
+    got = finals(await replay(_transcriber(tiny_engine, silero), stream))
+    assert len(got) >= 2
+    first, rest = got[0], got[1:]
+    assert "fellow americans" in first.text.lower()
+    assert first.end <= 2.5
+    assert all(s.start >= 7.3 for s in rest)
+    assert "country" in " ".join(s.text for s in rest).lower()

@@ -1,0 +1,27 @@
+"""A speaker's detected language stays put once detection is sure."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent.transcribe.realtime import LanguageMemory
+
+pytestmark = pytest.mark.unit
+
+
+def test_confident_detection_locks_the_speaker() -> None:
+    memory = LanguageMemory(lock_probability=0.8)
+    assert memory.language_for("Ada") is None
+    memory.observe("Ada", "de", 0.95)
+    memory.observe("Ada", "nl", 0.99)  # later detections no longer matter
+    assert memory.language_for("Ada") == "de"
+    assert memory.language_for("Bob") is None
+
+
+def test_unsure_detections_lock_by_majority_after_three() -> None:
+    memory = LanguageMemory(lock_probability=0.8)
+    memory.observe("Bob", "es", 0.5)
+    memory.observe("Bob", "pt", 0.6)
+    assert memory.language_for("Bob") is None
+    memory.observe("Bob", "es", 0.55)
+    assert memory.language_for("Bob") == "es"
