@@ -46,10 +46,9 @@ Endpointing runs on frame timestamps (a gap in a track's frames counts as silenc
 Receive (run concurrently with feeding, until it ends)::
 
     async for segment in transcriber.segments():   # agent.contracts.link.Segment
-        ...   # completed=False: partial → SSE only, replaced later by the same id
-              # completed=True, text != "": final → SSE + link TranscriptSegmentEvent
-              # completed=True, text == "": retracts earlier partials of that id (SSE only,
-              #   store nothing)
+        ...   # completed=False: partial → SSE only, replaced later by the same id;
+              #   an empty text clears that id's partials (no final follows)
+              # completed=True: final (never empty) → SSE + link TranscriptSegmentEvent
 
 Segments carry ``start``/``end`` (s since join), absolute times, ``speaker``, ``language``
 (detected per speaker when the bot's language is None, then kept stable; for translate it is

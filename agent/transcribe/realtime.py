@@ -249,8 +249,9 @@ class RealtimeTranscriber:
     async def segments(self) -> AsyncIterator[Segment]:
         """Partial (``completed=False``) and final segments, in emission order, until closed.
 
-        A final with the same ``id`` replaces earlier partials. A final with empty ``text``
-        retracts partials whose utterance turned out to be no speech (store nothing for it).
+        A final with the same ``id`` replaces earlier partials. A partial with empty ``text``
+        clears earlier partials whose utterance turned out to be no speech (no final follows).
+        Finals always have text.
         """
         while True:
             segment = await self._out.get()
@@ -572,14 +573,14 @@ class RealtimeTranscriber:
         self._tracks[utt.track].utterances.pop(utt.number, None)
         if verdict.dropped:
             self.metrics.dropped[verdict.dropped] += 1
-            if utt.partial_text is None:
-                return
-        segment = self._segment(utt, verdict.text, result, completed=True)
-        await self._out.put(segment)
-        if verdict.text:
-            self.metrics.finals += 1
-            if utt.end_wall is not None:
-                self.metrics.final_delays_s.append(time.monotonic() - utt.end_wall)
+            if utt.partial_text is not None:
+                # Partials were shown for what turned out to be no speech: clear them.
+                await self._out.put(self._segment(utt, "", result, completed=False))
+            return
+        await self._out.put(self._segment(utt, verdict.text, result, completed=True))
+        self.metrics.finals += 1
+        if utt.end_wall is not None:
+            self.metrics.final_delays_s.append(time.monotonic() - utt.end_wall)
 
     def _segment(
         self, utt: _Utterance, text: str, result: DecodeResult, *, completed: bool
