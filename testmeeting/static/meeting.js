@@ -132,6 +132,10 @@
   function renderMeeting() {
     renderTiles();
     renderPanel();
+    const count = String(inMeeting().length);
+    for (const el of root.querySelectorAll("[data-tm-count-label]")) {
+      el.setAttribute("aria-label", fill(el.dataset.tmCountLabel, { count }));
+    }
   }
 
   function inMeeting() {
