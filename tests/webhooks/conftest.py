@@ -67,7 +67,8 @@ class Received:
 class Receiver:
     """A webhook receiver on loopback: records every request, answers from a script.
 
-    ``script[path]`` is a list of statuses answered in order; when it runs out, 200.
+    ``script[path]`` is a list of statuses answered in order; when it runs out, 200. A 3xx
+    answer redirects to ``/redirected``.
     """
 
     server: TestServer
@@ -105,6 +106,9 @@ async def receiver() -> AsyncIterator[Receiver]:
                 Received(request.path, {k.lower(): v for k, v in request.headers.items()}, body)
             )
             target.arrived.notify_all()
+        if 300 <= status < 400:
+            # A redirect to another path of the same receiver: following it would show there.
+            return web.Response(status=status, headers={"Location": "/redirected"})
         return web.Response(status=status, text="ok")
 
     application = web.Application()

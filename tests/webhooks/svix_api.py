@@ -300,9 +300,7 @@ class SvixApiServer:
         headers = {
             "webhook-id": message["id"],
             "webhook-timestamp": str(int(at.timestamp())),
-            "webhook-signature": Webhook(app.secrets[endpoint["id"]]).sign(
-                message["id"], at, body
-            ),
+            "webhook-signature": Webhook(app.secrets[endpoint["id"]]).sign(message["id"], at, body),
             "content-type": "application/json",
         }
         code = 0

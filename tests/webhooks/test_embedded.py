@@ -392,3 +392,61 @@ async def test_bot_launch_and_stop_through_the_api_reach_the_receiver(
     ]
     assert {e["bot_id"] for e in events} == {bot["bot_id"]}
     assert {e["meeting_id"] for e in events} == {bot["id"]}
+
+
+async def test_delivery_does_not_follow_redirects(
+    client: Client, owner: Caller, receiver: Receiver
+) -> None:
+    endpoint = await create_endpoint(client, owner, url=receiver.url("/moved"))
+    receiver.script["/moved"] = [307, 302, 301]
+    meeting = await new_meeting(client.app[DB], owner.workspace_id)
+    await change_status(
+        client.app[DB], client.app[STATUS_HOOKS], meeting, "joining", "join_started"
+    )
+    logs = await logs_when(
+        client,
+        f"{hooks_path(owner)}/{endpoint['id']}/logs",
+        owner,
+        lambda got: len(got) == 4 and got[0]["status"] == 0,
+    )
+    assert [(e["status"], e["response_status_code"]) for e in logs] == [
+        (0, 200),
+        (2, 301),
+        (2, 302),
+        (2, 307),
+    ]
+    assert receiver.at("/redirected") == []
+
+
+async def test_guard_refuses_a_stored_loopback_target_at_delivery_time(
+    aiohttp_client: AiohttpClient, settings: Settings, receiver: Receiver
+) -> None:
+    """An endpoint saved while private targets were allowed (or whose name now resolves
+    inward) is refused when delivering under the default policy: the guard runs per attempt."""
+    strict = settings.model_copy(update={"webhook_allow_private": False})
+    client = await aiohttp_client(create_app(strict, launcher=MemoryLauncher()))
+    owner = await Tenants(client.app[DB]).workspace()
+    async with client.app[DB].sessions.begin() as session:
+        session.add(
+            WebhookEndpoint(
+                id="ep_stored",
+                workspace_id=owner.workspace_id,
+                url=f"http://localhost:{receiver.server.port}/inside",
+                description="",
+                filter_types=[],
+                secret="whsec_" + "A" * 32,
+                disabled=False,
+            )
+        )
+    meeting = await new_meeting(client.app[DB], owner.workspace_id)
+    await change_status(
+        client.app[DB], client.app[STATUS_HOOKS], meeting, "joining", "join_started"
+    )
+    logs = await logs_when(
+        client,
+        f"{hooks_path(owner)}/ep_stored/logs",
+        owner,
+        lambda got: bool(got) and got[0]["status"] == 2,
+    )
+    assert (logs[0]["status"], logs[0]["response_status_code"]) == (2, 0)
+    assert receiver.received == []
