@@ -17,6 +17,7 @@ uses the benchmark's normaliser (``agent.transcribe.normalize``), so figures com
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 from typing import Any
 
@@ -99,6 +100,7 @@ class DemoSummary(BaseModel):
     transcript_url: str | None
     stored_segments: int | None
     elapsed_s: float
+    load_average_1m: float
 
 
 def _epoch(value: Any) -> float:
@@ -216,6 +218,7 @@ def render(summary: DemoSummary, console: Console) -> None:
         ("status webhooks", " → ".join(hooks.status_changes) or "none"),
         ("transcript", summary.transcript_url or "-"),
         ("total time", f"{summary.elapsed_s:.1f} s"),
+        ("load average (1 min)", f"{summary.load_average_1m:.1f} on {os.cpu_count()} CPUs"),
     ):
         figures.add_row(label, value)
     console.print(figures)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,9 +41,10 @@ from meetbot.demo_report import (
     percentile,
 )
 from meetbot.demo_scenario import MEETING_IDS, PASSCODES, DemoScenario
-from meetbot.demo_services import ControlPlane, control_plane_env, free_port
+from meetbot.demo_services import ControlPlane, bootstrap, control_plane_env, free_port
 from meetbot.demo_webhooks import WebhookReceiver
 from testmeeting import TestMeetingServer
+from testmeeting.errors import ScenarioError
 
 FINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 DEMO_EMAIL = "demo@example.com"
@@ -143,16 +145,27 @@ class DemoRun:
         raise AssertionError("unreachable")  # pragma: no cover -- the block always returns
 
     async def _steps(self, stack: contextlib.AsyncExitStack) -> None:
-        scenario = self.demo.scenario
-        self.server = TestMeetingServer(scenario, port=0, speech_dir=self.options.speech_dir)
-        await stack.enter_async_context(self.server)
+        server = TestMeetingServer(
+            self.demo.scenario, port=0, speech_dir=self.options.speech_dir
+        )
+        self.server = server
+        stack.push_async_callback(server.stop)
         await stack.enter_async_context(self.receiver)
         port = free_port()
-        env = control_plane_env(self.options.data_dir, port, self.server.browser_args())
-        control_plane = ControlPlane(self.options.data_dir, env, port)
+        data_dir = self.options.data_dir
+        self._note(f"control plane: bootstrapping a workspace in {data_dir}")
+        # The simulator prepares its audio while the workspace is created: both take seconds.
+        boot_env = control_plane_env(data_dir, port, [])
+        try:
+            async with asyncio.TaskGroup() as group:
+                key = group.create_task(bootstrap(boot_env, DEMO_EMAIL))
+                group.create_task(server.start())
+        except* (DemoError, ScenarioError, OSError) as failed:
+            raise DemoError(str(failed.exceptions[0])) from failed
+        self.api_key = key.result()
+        env = control_plane_env(data_dir, port, server.browser_args())
+        control_plane = ControlPlane(data_dir, env, port)
         self.control_plane = control_plane
-        self._note(f"control plane: bootstrapping a workspace in {self.options.data_dir}")
-        self.api_key = await control_plane.bootstrap(DEMO_EMAIL)
         stack.push_async_callback(control_plane.stop)
         await control_plane.start()
         self._note(f"control plane: {control_plane.url} (log {control_plane.log_path})")
@@ -329,6 +342,8 @@ class DemoRun:
             transcript_url=self._transcript_url(),
             stored_segments=self.observed.stored_segments,
             elapsed_s=round(time.monotonic() - self.started, 3),
+            # Latency depends on what else the CPUs do; the figure says how busy they were.
+            load_average_1m=os.getloadavg()[0],
         )
 
     @staticmethod
@@ -362,7 +377,7 @@ class DemoRun:
             f"  curl -s -H 'X-API-Key: {key}' '{self._transcript_url()}'",
             f"  curl -s -H 'X-API-Key: {key}' {base}/api/v1/meetings",
         ]
-        self.console.print("\n".join(lines), highlight=False, markup=False)
+        self.console.print("\n".join(lines), highlight=False, markup=False, soft_wrap=True)
 
     def _note(self, message: str) -> None:
         self.console.print(f"[dim]{escape(message)}[/dim]", highlight=False)

@@ -72,6 +72,39 @@ def control_plane_env(
     return env
 
 
+def _meetbot(*args: str) -> list[str]:
+    return [sys.executable, "-m", "meetbot", *args]
+
+
+async def bootstrap(env: dict[str, str], email: str) -> str:
+    """Run ``meetbot admin bootstrap``: a workspace, its owner and an owner key.
+
+    Args:
+        env: The control plane's environment (it names the data folder).
+        email: The owner's e-mail address.
+
+    Returns:
+        The key (``mbk_…``), printed once by the command.
+
+    Raises:
+        DemoError: The command failed.
+    """
+    process = await asyncio.create_subprocess_exec(
+        *_meetbot("admin", "bootstrap", "--email", email, "--workspace-name", "Demo"),
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await process.communicate()
+    key = out.decode().strip().splitlines()[-1] if out.strip() else ""
+    if process.returncode != 0 or not key:
+        raise DemoError(
+            "meetbot admin bootstrap failed: " + (err.decode().strip()[-2000:] or "no key")
+        )
+    return key
+
+
 class ControlPlane:
     """One ``meetbot serve`` child process on 127.0.0.1.
 
@@ -93,30 +126,6 @@ class ControlPlane:
         """Base URL, e.g. ``http://127.0.0.1:8080``."""
         return f"http://127.0.0.1:{self.port}"
 
-    def _command(self, *args: str) -> list[str]:
-        return [sys.executable, "-m", "meetbot", *args]
-
-    async def bootstrap(self, email: str) -> str:
-        """Create the workspace, its owner and an owner key; returns the key (``mbk_…``).
-
-        Raises:
-            DemoError: ``meetbot admin bootstrap`` failed.
-        """
-        process = await asyncio.create_subprocess_exec(
-            *self._command("admin", "bootstrap", "--email", email, "--workspace-name", "Demo"),
-            env=self._env,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        out, err = await process.communicate()
-        key = out.decode().strip().splitlines()[-1] if out.strip() else ""
-        if process.returncode != 0 or not key:
-            raise DemoError(
-                "meetbot admin bootstrap failed: " + (err.decode().strip()[-2000:] or "no key")
-            )
-        return key
-
     async def start(self) -> None:
         """Start ``meetbot serve`` and wait until ``/readyz`` answers 200.
 
@@ -127,7 +136,7 @@ class ControlPlane:
         log_file = await asyncio.to_thread(self.log_path.open, "ab")
         try:
             self._process = await asyncio.create_subprocess_exec(
-                *self._command("serve", "--host", "127.0.0.1", "--port", str(self.port)),
+                *_meetbot("serve", "--host", "127.0.0.1", "--port", str(self.port)),
                 env=self._env,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=log_file,

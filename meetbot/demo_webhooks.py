@@ -8,7 +8,6 @@ counted once per ``webhook-id`` (delivery is at least once, so retries repeat th
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -148,7 +147,3 @@ class WebhookReceiver:
             kind = str(delivery.payload.get("type"))
             counts[kind] = counts.get(kind, 0) + 1
         return counts
-
-    def describe(self) -> str:
-        """A one-line JSON description (for debugging output)."""
-        return json.dumps({"verified": len(self.verified()), "rejected": self.rejected})
