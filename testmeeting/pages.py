@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 from importlib import resources
 from typing import Any
+from urllib.parse import quote
 
 from aiohttp import web
 
 from testmeeting.app_keys import ROOMS, SKINS, STATIC
 from testmeeting.pagelink import handle_page_socket
-from testmeeting.platforms import ZOOM_APP_HOST, Platform, route
+from testmeeting.platforms import ZOOM_APP_HOST, Platform, meeting_path, route
 
 routes = web.RouteTableDef()
 
@@ -83,7 +84,8 @@ async def platform_page(request: web.Request) -> web.StreamResponse:
         "exists": room is not None,
         "lobby": room.scenario.lobby if room else False,
         "title": room.scenario.title if room else "",
-        "ws": f"/_tm/ws?platform={target.platform.value}&meeting_id={target.meeting_id or ''}",
+        "ws": f"/_tm/ws?platform={target.platform.value}"
+        f"&meeting_id={quote(target.meeting_id or '', safe='')}",
         "static": "/_tm/static/",
     }
     # The config sits inside <script>; "<" is escaped so no text can close the element.
@@ -93,16 +95,9 @@ async def platform_page(request: web.Request) -> web.StreamResponse:
 
 
 def _index(request: web.Request) -> web.Response:
-    rooms = request.app[ROOMS].all()
     lines = ["testmeeting rooms (plain HTTP paths):"]
-    for room in rooms:
+    for room in request.app[ROOMS].all():
         platform, meeting_id = room.key
-        host = {Platform.GOOGLE_MEET: "meet.google.com", Platform.ZOOM: ZOOM_APP_HOST}.get(
-            platform, "teams.live.com"
-        )
-        path = {
-            Platform.GOOGLE_MEET: f"/{meeting_id}",
-            Platform.ZOOM: f"/wc/{meeting_id}/join",
-        }.get(platform, f"/meet/{meeting_id}")
+        host, path = meeting_path(platform, meeting_id, room.scenario.passcode)
         lines.append(f"  {platform.value:<12} /p/{host}{path}")
     return web.Response(text="\n".join(lines) + "\n", status=404 if request.path != "/" else 200)

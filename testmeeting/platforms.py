@@ -2,7 +2,9 @@
 
 URL shapes follow API.md ("native_meeting_id rules"): Google Meet ``/<abc-defg-hij>``,
 Zoom web client ``/wc/<id>/join`` (``/j/<id>`` on any ``*.zoom.us`` host redirects there),
-Teams ``/meet/<10–15 digits>?p=<passcode>`` on ``teams.live.com`` and ``teams.microsoft.com``.
+Teams ``/meet/<10–15 digits>?p=<passcode>`` on ``teams.live.com`` and ``teams.microsoft.com``,
+and legacy Teams links ``/l/meetup-join/<url-encoded thread id>/…`` whose meeting id is the
+decoded thread id (``19:meeting_…@thread.v2``).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import StrEnum
+from urllib.parse import quote, unquote
 
 
 class Platform(StrEnum):
@@ -59,10 +62,12 @@ CERT_NAMES: tuple[str, ...] = (
 MEET_CODE = re.compile(r"^[a-z]{3}-[a-z]{4}-[a-z]{3}$")
 ZOOM_ID = re.compile(r"^\d{9,11}$")
 TEAMS_ID = re.compile(r"^\d{10,15}$")
+TEAMS_THREAD = re.compile(r"^19:[A-Za-z0-9_.-]+@thread\.(v2|skype|tacv2)$")
 
 _ZOOM_WC = re.compile(r"^/wc/(?P<id>\d{9,11})/join/?$")
 _ZOOM_J = re.compile(r"^/j/(?P<id>\d{9,11})/?$")
 _TEAMS_MEET = re.compile(r"^/meet/(?P<id>\d{10,15})/?$")
+_TEAMS_LEGACY = re.compile(r"^/l/meetup-join/(?P<thread>[^/]+)(/.*)?$")
 _MEET_PATH = re.compile(r"^/(?P<id>[a-z]{3}-[a-z]{4}-[a-z]{3})/?$")
 
 
@@ -112,7 +117,10 @@ def route(host: str, path: str) -> Route | None:
         return Route(platform, match["id"] if match else None)
     if platform is Platform.TEAMS:
         match = _TEAMS_MEET.match(path)
-        return Route(platform, match["id"] if match else None)
+        if match:
+            return Route(platform, match["id"])
+        legacy = _TEAMS_LEGACY.match(path)
+        return Route(platform, unquote(legacy["thread"]) if legacy else None)
     match = _ZOOM_WC.match(path)
     if match:
         return Route(platform, match["id"])
@@ -124,7 +132,9 @@ def route(host: str, path: str) -> Route | None:
 
 def valid_meeting_id(platform: Platform, meeting_id: str) -> bool:
     """Whether ``meeting_id`` has the shape the platform's URLs carry."""
-    pattern = {Platform.GOOGLE_MEET: MEET_CODE, Platform.ZOOM: ZOOM_ID, Platform.TEAMS: TEAMS_ID}
+    if platform is Platform.TEAMS:
+        return bool(TEAMS_ID.match(meeting_id) or TEAMS_THREAD.match(meeting_id))
+    pattern = {Platform.GOOGLE_MEET: MEET_CODE, Platform.ZOOM: ZOOM_ID}
     return bool(pattern[platform].match(meeting_id))
 
 
@@ -141,6 +151,8 @@ def meeting_path(
     if platform is Platform.ZOOM:
         query = f"?pwd={passcode}" if passcode else ""
         return ZOOM_APP_HOST, f"/wc/{meeting_id}/join{query}"
+    if TEAMS_THREAD.match(meeting_id):
+        return TEAMS_WORK_HOST, f"/l/meetup-join/{quote(meeting_id, safe='')}/0"
     query = f"?p={passcode}" if passcode else ""
     return TEAMS_LIVE_HOST, f"/meet/{meeting_id}{query}"
 

@@ -133,7 +133,8 @@ class Scenario(_Model):
 
     Attributes:
         platform: Which skin the room wears.
-        meeting_id: Native meeting id (``abc-defg-hij``; Zoom 9–11 digits; Teams 10–15 digits).
+        meeting_id: Native meeting id (``abc-defg-hij``; Zoom 9–11 digits; Teams 10–15 digits,
+            or a legacy thread id ``19:meeting_…@thread.v2`` served at ``/l/meetup-join/…``).
         passcode: Passcode carried in the join URL (``pwd`` / ``p``), informational.
         title: Meeting title shown by the skins.
         lobby: Whether browser participants wait in a lobby before the meeting.

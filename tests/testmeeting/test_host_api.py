@@ -334,6 +334,10 @@ async def test_pages_answer_on_the_platform_hosts(
         assert r.headers["Location"] == "https://app.zoom.us/wc/81234567890/join?pwd=abc"
     async with http.get(f"{server.http_url}/p/zoom.us/j/81234567890", allow_redirects=False) as r:
         assert r.headers["Location"] == "/p/app.zoom.us/wc/81234567890/join"
+    await create(http, server, "platform: teams\nmeeting_id: '19:meeting_NzQ4@thread.v2'\n")
+    legacy = f"{https}/l/meetup-join/19%3ameeting_NzQ4%40thread.v2/0?context=%7b%7d"
+    async with http.get(legacy, headers={"Host": "teams.microsoft.com"}, ssl=False) as r:
+        assert '"exists": true' in await r.text()
     async with http.get(f"{server.local_url('teams', '9312345678901', 'pc')}") as r:
         assert 'data-tid="prejoin-display-name-input"' in await r.text()
     async with http.get(f"{server.http_url}/_tm/static/meeting.js") as r:

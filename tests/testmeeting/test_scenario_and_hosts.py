@@ -92,6 +92,11 @@ def test_scenario_model_rejects_negative_times() -> None:
         ("teams.live.com", "/meet/9312345678901", (Platform.TEAMS, "9312345678901", None)),
         ("teams.microsoft.com", "/meet/9312345678901", (Platform.TEAMS, "9312345678901", None)),
         ("teams.live.com", "/meet/12", (Platform.TEAMS, None, None)),
+        (
+            "teams.microsoft.com",
+            "/l/meetup-join/19%3ameeting_NzQ4@thread.v2/0",
+            (Platform.TEAMS, "19:meeting_NzQ4@thread.v2", None),
+        ),
     ],
 )
 def test_routes_follow_the_platforms_url_shapes(
@@ -104,6 +109,15 @@ def test_routes_follow_the_platforms_url_shapes(
 
 def test_foreign_hosts_are_no_platform() -> None:
     assert route("example.com", "/abc-defg-hij") is None
+
+
+def test_legacy_teams_rooms_answer_at_meetup_join_links() -> None:
+    host, path = meeting_path(Platform.TEAMS, "19:meeting_NzQ4@thread.v2")
+    assert (host, path) == ("teams.microsoft.com", "/l/meetup-join/19%3Ameeting_NzQ4%40thread.v2/0")
+    target = route(host, path)
+    assert target is not None
+    assert target.meeting_id == "19:meeting_NzQ4@thread.v2"
+    Scenario.model_validate({"platform": "teams", "meeting_id": "19:meeting_NzQ4@thread.v2"})
 
 
 def test_meeting_paths_carry_the_passcode() -> None:
