@@ -34,7 +34,7 @@ from sqlalchemy import select, update
 from agent.contracts.bot_config import BotConfig, BotSettings, Platform
 from agent.contracts.status import BotStatus, StatusReason
 from control_plane.api.idempotency import purge_expired
-from control_plane.bots.status import change_status, lock_meeting
+from control_plane.bots.status import change_status
 from control_plane.db.engine import Database
 from control_plane.db.models.bot import Meeting
 from control_plane.errors import DomainError
@@ -49,7 +49,7 @@ from control_plane.keys import (
     STATUS_HOOKS,
     ZOOM_TOKENS,
 )
-from control_plane.launchers.base import BotLauncher, LaunchError
+from control_plane.launchers.base import BotLauncher, LaunchError, LaunchHandle
 from control_plane.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -112,12 +112,17 @@ class Scheduler:
                 await asyncio.wait_for(self._wake.wait(), timeout=self.interval)
 
     async def run_once(self, now: datetime | None = None) -> int:
-        """Claim one batch of due bots and launch them; returns how many were claimed."""
+        """Claim one batch of due bots and launch them; returns how many were claimed.
+
+        The batch launches concurrently; the outcomes are stored in one transaction.
+        """
         claimed = await self.claim(now or datetime.now(UTC))
-        if claimed:
-            async with asyncio.TaskGroup() as group:
-                for meeting in claimed:
-                    group.create_task(self._launch(meeting))
+        if not claimed:
+            return 0
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(self._launch(meeting)) for meeting in claimed]
+        outcomes = {meeting.id: task.result() for meeting, task in zip(claimed, tasks, strict=True)}
+        await self._record(outcomes)
         return len(claimed)
 
     async def claim(self, now: datetime) -> list[Meeting]:
@@ -208,39 +213,55 @@ class Scheduler:
             config = await hook(meeting, config)
         return config
 
-    async def _launch(self, meeting: Meeting) -> None:
+    async def _launch(self, meeting: Meeting) -> LaunchHandle | None:
+        """Launch one claimed bot; None when it could not be launched."""
         fields = {"bot_id": str(meeting.bot_id), "meeting_id": meeting.id}
         try:
             handle = await self.launcher.launch(await self._config(meeting))
         except (LaunchError, DomainError) as exc:
             log.warning("bot launch failed", extra={**fields, "error": type(exc).__name__})
-            await self._fail(meeting.id, StatusReason.LAUNCH_FAILED.value)
-            return
-        except Exception:
+            return None
+        except Exception:  # one broken launch must not stop the batch
             log.exception("bot launch crashed", extra=fields)
-            await self._fail(meeting.id, StatusReason.LAUNCH_FAILED.value)
-            return
-        if self.metrics is not None:
-            self.metrics.bots_launched.labels("ok").inc()
-        async with self.database.sessions.begin() as session:
-            current = await lock_meeting(session, meeting_id=meeting.id)
-            if current is not None:
-                current.bot_container_id = handle.id
-            still_wanted = current is not None and current.status == BotStatus.REQUESTED.value
-        if not still_wanted:
-            # Stopped (or deleted) while we were launching: do not leave it running.
-            await self.launcher.terminate(handle)
+            return None
         log.info("bot launched", extra={**fields, "container": handle.id})
+        return handle
 
-    async def _fail(self, meeting_id: int, reason: str) -> None:
-        if self.metrics is not None:
-            self.metrics.bots_launched.labels("failed").inc()
+    async def _record(self, outcomes: dict[int, LaunchHandle | None]) -> None:
+        """Store handles (or ``failed``/``launch_failed``) of one batch in one transaction."""
+        unwanted: list[LaunchHandle] = []
         async with self.database.sessions.begin() as session:
-            meeting = await lock_meeting(session, meeting_id=meeting_id)
-            if meeting is not None and meeting.status == BotStatus.REQUESTED.value:
-                await change_status(
-                    session, meeting, BotStatus.FAILED, reason, hooks=self.status_hooks
+            rows = (
+                await session.execute(
+                    select(Meeting)
+                    .where(Meeting.id.in_(list(outcomes)))
+                    .order_by(Meeting.id)
+                    .with_for_update()
                 )
+            ).scalars()
+            for meeting in rows:
+                handle = outcomes[meeting.id]
+                requested = meeting.status == BotStatus.REQUESTED.value
+                if handle is None:
+                    if requested:
+                        await change_status(
+                            session,
+                            meeting,
+                            BotStatus.FAILED,
+                            StatusReason.LAUNCH_FAILED.value,
+                            hooks=self.status_hooks,
+                        )
+                    continue
+                meeting.bot_container_id = handle.id
+                if not requested:
+                    unwanted.append(handle)
+        if self.metrics is not None:
+            ok = sum(1 for handle in outcomes.values() if handle is not None)
+            self.metrics.bots_launched.labels("ok").inc(ok)
+            self.metrics.bots_launched.labels("failed").inc(len(outcomes) - ok)
+        # Stopped while it was being launched: do not leave it running.
+        for handle in unwanted:
+            await self.launcher.terminate(handle)
 
     async def maintain(self, now: datetime | None = None) -> None:
         """Fail launches stuck without a handle and drop expired idempotency records."""
@@ -260,9 +281,9 @@ class Scheduler:
                 .all()
             )
             await purge_expired(session, moment)
-        for meeting_id in stale:
-            log.warning("bot launch abandoned", extra={"meeting_id": meeting_id})
-            await self._fail(meeting_id, StatusReason.LAUNCH_FAILED.value)
+        if stale:
+            log.warning("bot launches abandoned", extra={"count": len(stale)})
+            await self._record(dict.fromkeys(stale))
 
 
 def scheduler_from_app(app: web.Application) -> Scheduler:
