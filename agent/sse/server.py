@@ -82,7 +82,9 @@ async def stream(request: web.Request) -> web.StreamResponse:
     last_id_header = request.headers.get("Last-Event-ID", "").strip()
     after = int(last_id_header) if last_id_header.isdigit() else 0
     events = request.app[EVENT_LOG_KEY]
-    async with sse_response(request, ping_interval=request.app[PING_KEY]) as response:
+    # LF line ends (aiohttp-sse defaults to CRLF): both are valid SSE, but clients that split
+    # events on a blank line "\n\n" only understand LF.
+    async with sse_response(request, sep="\n", ping_interval=request.app[PING_KEY]) as response:
         log.info("stream client connected", extra={"after": after})
         async for item in events.follow(after):
             await response.send(item.data, id=str(item.id), event=item.event)
