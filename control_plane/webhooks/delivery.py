@@ -43,6 +43,7 @@ from control_plane.db.models.webhook import (
     WebhookMessage,
 )
 from control_plane.webhooks.ids import new_id
+from control_plane.webhooks.metrics import WebhookMetrics
 from control_plane.webhooks.outbox import pending_messages
 from control_plane.webhooks.schemas import AttemptStatus
 from control_plane.webhooks.signing import signed_headers
@@ -89,6 +90,7 @@ class DeliveryWorker:
         policy: SSRF policy for the targets.
         poll_interval: Seconds between looks at the database when idle.
         concurrency: Attempts in flight at once.
+        metrics: Where to count relayed messages and attempts (none when omitted).
     """
 
     def __init__(
@@ -99,8 +101,10 @@ class DeliveryWorker:
         policy: TargetPolicy,
         poll_interval: float = 0.25,
         concurrency: int = 32,
+        metrics: WebhookMetrics | None = None,
     ) -> None:
         self._sessionmaker = sessionmaker
+        self._metrics = metrics
         self._schedule = [float(delay) for delay in retry_schedule]
         self._policy = policy
         self._poll_interval = poll_interval
@@ -224,6 +228,8 @@ class DeliveryWorker:
                             created_at=now,
                         )
                     )
+        if self._metrics is not None:
+            self._metrics.relayed.inc(len(claimed))
         return len(claimed)
 
     async def _claim(self, limit: int) -> list[_Job]:
@@ -338,8 +344,12 @@ class DeliveryWorker:
                     "error": type(error).__name__,
                 },
             )
-        duration_ms = int((time.monotonic() - started) * 1000)
-        self._results.append(_Result(job, code, duration_ms))
+        elapsed = time.monotonic() - started
+        self._results.append(_Result(job, code, int(elapsed * 1000)))
+        if self._metrics is not None:
+            outcome = "success" if 200 <= code < 300 else "failed"
+            self._metrics.attempts.labels(outcome=outcome).inc()
+            self._metrics.attempt_seconds.observe(elapsed)
 
     async def _post(self, http: aiohttp.ClientSession, job: _Job) -> int:
         check_url(job.url, self._policy)
@@ -403,6 +413,8 @@ class DeliveryWorker:
                 endpoint.failing_since = endpoint.failing_since or now
                 if now - endpoint.failing_since >= DISABLE_AFTER and not endpoint.disabled:
                     endpoint.disabled = True
+                    if self._metrics is not None:
+                        self._metrics.endpoints_disabled.inc()
                     logger.warning(
                         "webhook endpoint disabled after failing for 5 days",
                         extra={"endpoint_id": endpoint.id},

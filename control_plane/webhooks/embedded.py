@@ -16,6 +16,7 @@ from control_plane.db.models.webhook import WebhookAttempt, WebhookDelivery, Web
 from control_plane.webhooks.delivery import DeliveryWorker
 from control_plane.webhooks.errors import WebhookEndpointNotFound
 from control_plane.webhooks.ids import new_id
+from control_plane.webhooks.metrics import WebhookMetrics
 from control_plane.webhooks.schemas import (
     DeliveryAttempt,
     Endpoint,
@@ -47,6 +48,7 @@ class EmbeddedProvider:
         retry_schedule: Delays in seconds before each retry, from the failure before it.
         policy: SSRF policy of delivery.
         poll_interval: Seconds between the worker's looks at the database when idle.
+        metrics: Prometheus collectors to update (none when omitted).
     """
 
     def __init__(
@@ -56,10 +58,15 @@ class EmbeddedProvider:
         retry_schedule: Sequence[float],
         policy: TargetPolicy,
         poll_interval: float = 0.25,
+        metrics: WebhookMetrics | None = None,
     ) -> None:
         self._sessionmaker = sessionmaker
         self.worker = DeliveryWorker(
-            sessionmaker, retry_schedule=retry_schedule, policy=policy, poll_interval=poll_interval
+            sessionmaker,
+            retry_schedule=retry_schedule,
+            policy=policy,
+            poll_interval=poll_interval,
+            metrics=metrics,
         )
 
     async def _load(

@@ -55,6 +55,7 @@ from control_plane.webhooks.errors import (
     WebhookProviderNotConfigured,
 )
 from control_plane.webhooks.events import CATALOGUE, openapi_webhooks
+from control_plane.webhooks.metrics import WebhookMetrics
 from control_plane.webhooks.outbox import claim_message, pending_messages
 from control_plane.webhooks.schemas import (
     AttemptStatus,
@@ -142,6 +143,7 @@ class SvixProvider:
         server_url: Svix server URL; empty means Svix's default for the key.
         poll_interval: Seconds between looks at the outbox when idle.
         request_retries: The SDK's retry delays for 5xx answers (seconds, at most 5).
+        metrics: Prometheus collectors to update (none when omitted).
     """
 
     def __init__(
@@ -152,8 +154,10 @@ class SvixProvider:
         server_url: str = "",
         poll_interval: float = 0.25,
         request_retries: Sequence[float] = (0.05, 0.1, 0.2),
+        metrics: WebhookMetrics | None = None,
     ) -> None:
         self._sessionmaker = sessionmaker
+        self._metrics = metrics
         self._poll_interval = poll_interval
         self._client: SvixAsync | None = None
         self._stopping = asyncio.Event()
@@ -329,6 +333,8 @@ class SvixProvider:
             async with self._sessionmaker() as session, session.begin():
                 await claim_message(session, message_id, datetime.now(UTC))
             sent += 1
+            if self._metrics is not None:
+                self._metrics.relayed.inc()
         return sent
 
     async def run(self) -> None:

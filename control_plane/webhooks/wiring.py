@@ -20,10 +20,11 @@ from aiohttp import web
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from control_plane.hooks import StatusChange
-from control_plane.keys import DB, SETTINGS, STATUS_HOOKS
+from control_plane.keys import DB, METRICS, SETTINGS, STATUS_HOOKS
 from control_plane.settings import Settings
 from control_plane.webhooks.embedded import EmbeddedProvider
 from control_plane.webhooks.events import BotStatusChanged, EventType, openapi_webhooks
+from control_plane.webhooks.metrics import WebhookMetrics
 from control_plane.webhooks.outbox import WAKE_INFO_KEY, emit
 from control_plane.webhooks.provider import WebhookProvider
 from control_plane.webhooks.ssrf import TargetPolicy
@@ -42,7 +43,9 @@ def target_policy(settings: Settings) -> TargetPolicy:
 
 
 def create_provider(
-    settings: Settings, sessionmaker: async_sessionmaker[AsyncSession]
+    settings: Settings,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    metrics: WebhookMetrics | None = None,
 ) -> EmbeddedProvider | SvixProvider:
     """The provider ``settings.webhook_provider`` names (``embedded`` or ``svix``)."""
     if settings.webhook_provider == "svix":
@@ -51,12 +54,14 @@ def create_provider(
             api_key=settings.svix_api_key,
             server_url=settings.svix_server_url,
             poll_interval=settings.webhook_poll_interval_seconds,
+            metrics=metrics,
         )
     return EmbeddedProvider(
         sessionmaker,
         retry_schedule=settings.webhook_retry_schedule,
         policy=target_policy(settings),
         poll_interval=settings.webhook_poll_interval_seconds,
+        metrics=metrics,
     )
 
 
@@ -88,7 +93,8 @@ def add_to_openapi(document: dict[str, Any]) -> None:
 async def webhooks_ctx(app: web.Application) -> AsyncIterator[None]:
     """Cleanup context: provider, status hook, and the provider's owned background task."""
     sessions = app[DB].sessions
-    provider = create_provider(app[SETTINGS], sessions)
+    metrics = WebhookMetrics(app[METRICS].registry)
+    provider = create_provider(app[SETTINGS], sessions, metrics)
     app[WEBHOOK_PROVIDER] = provider
     info = dict(sessions.kw.get("info") or {})
     info[WAKE_INFO_KEY] = provider.wake

@@ -268,6 +268,10 @@ async def test_failed_attempt_is_retried_with_the_same_webhook_id_and_logged(
     assert all(entry["id"].startswith("atmpt_") for entry in logs)
     limited = await client.get(logs_url, params={"limit": "1"}, headers=owner.headers)
     assert len(await limited.json()) == 1
+    metrics = await (await client.get("/metrics")).text()
+    assert 'meetbot_webhook_attempts_total{outcome="failed"} 1.0' in metrics
+    assert 'meetbot_webhook_attempts_total{outcome="success"} 1.0' in metrics
+    assert "meetbot_webhook_messages_relayed_total 1.0" in metrics
 
 
 async def test_restart_between_state_change_and_delivery_delivers_each_event_once(
