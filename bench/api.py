@@ -1,0 +1,306 @@
+"""API throughput and latency at scale: bot creation and filtered meeting lists.
+
+The real control-plane app (memory launcher) serves from its own process on loopback, over a
+database seeded with ``--meetings`` (default 100,000) meetings of one workspace; this process
+drives it with ``--concurrency`` concurrent HTTP clients and prints one JSON line per figure:
+
+* ``api_create_bot`` — ``POST /api/v1/bots`` (google_meet, a fresh meeting id each): requests/s,
+  p50/p99 latency in ms;
+* ``api_list_meetings`` — ``GET /api/v1/meetings`` with one filter set per line (status;
+  date window; name substring; bot_id; status + date window + offset): requests/s, p50/p99.
+
+Both on SQLite (a fresh file) and on PostgreSQL when ``--postgres-url`` (or
+``MEETBOT_TEST_POSTGRES_URL``) names a server; a throwaway database is created there and
+dropped after. Goals (issue 2): ≥ 500 creations/s in one process; list p99 ≤ 20 ms.
+
+Usage: ``.venv/bin/python bench/api.py [--meetings 100000] [--requests 2000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import asyncpg  # type: ignore[import-untyped]  # no stubs; only connect/execute used
+from aiohttp import web
+from sqlalchemy import insert
+from sqlalchemy.engine import make_url
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from agent.contracts.bot_config import BotSettings  # noqa: E402 — after the path set-up above
+from control_plane.app import create_app  # noqa: E402
+from control_plane.auth.provisioning import bootstrap  # noqa: E402
+from control_plane.db.engine import create_database  # noqa: E402
+from control_plane.db.migrate import upgrade  # noqa: E402
+from control_plane.db.models.bot import Meeting  # noqa: E402
+from control_plane.launchers.memory import MemoryLauncher  # noqa: E402
+from control_plane.settings import Settings  # noqa: E402
+
+STATUSES = ["completed"] * 70 + ["failed"] * 10 + ["cancelled"] * 5 + ["active"] * 5 + [
+    "requested"
+] * 10
+NAMES = ["Weekly sync", "Standup", "Design review", "Customer call", "Retro", "1:1", "Planning"]
+SEED_DAYS = 100
+BATCH = 5_000
+
+
+def _percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+async def _seed(url: str, meetings: int) -> tuple[str, list[str]]:
+    """Migrate, create the workspace and its key, insert ``meetings`` meetings.
+
+    Returns:
+        The API key and a sample of bot ids (for the ``bot_id`` filter).
+    """
+    await upgrade(url)
+    database = create_database(url)
+    rng = random.Random(7)
+    now = datetime.now(UTC)
+    settings_json = BotSettings().model_dump(mode="json")
+    sample: list[str] = []
+    try:
+        async with database.sessions.begin() as session:
+            workspace, _, issued = await bootstrap(
+                session, email="bench@example.org", workspace_name="Bench", key_prefix="mbk"
+            )
+            workspace_id, user_id, key = workspace.id, issued.key.user_id, issued.secret
+        for start in range(0, meetings, BATCH):
+            rows: list[dict[str, Any]] = []
+            for i in range(start, min(start + BATCH, meetings)):
+                created = now - timedelta(seconds=rng.uniform(60, SEED_DAYS * 86_400))
+                status = rng.choice(STATUSES)
+                bot_id = uuid.uuid4()
+                if i % 997 == 0:
+                    sample.append(str(bot_id))
+                native = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(10))
+                native = f"{native[:3]}-{native[3:7]}-{native[7:]}"
+                rows.append(
+                    {
+                        "bot_id": bot_id,
+                        "workspace_id": workspace_id,
+                        "user_id": user_id,
+                        "platform": "google_meet",
+                        "native_meeting_id": native,
+                        "constructed_meeting_url": f"https://meet.google.com/{native}",
+                        "status": status,
+                        "status_reason": "left_alone" if status == "completed" else None,
+                        "settings": settings_json,
+                        "join_offset_seconds": 0,
+                        "name": f"{rng.choice(NAMES)} #{i}",
+                        "participants": ["Ada", "Grace"],
+                        "redacted": False,
+                        "start_time": created if status != "requested" else None,
+                        "created_at": created,
+                        "updated_at": created,
+                    }
+                )
+            async with database.sessions.begin() as session:
+                await session.execute(insert(Meeting), rows)
+    finally:
+        await database.dispose()
+    return key, sample
+
+
+def _serve(url: str, data_dir: str, ready: Any) -> None:
+    """Child process: run the app on an ephemeral loopback port until terminated."""
+
+    async def main() -> None:
+        settings = Settings(
+            database_url=url,
+            data_dir=Path(data_dir),
+            launcher="memory",
+            rate_limit_per_second=1e9,
+            rate_limit_burst=10**9,
+            log_level="WARNING",
+        )
+        launcher = MemoryLauncher()
+        runner = web.AppRunner(create_app(settings, launcher=launcher), access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        ready.put(runner.addresses[0][1])
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
+async def _drive(
+    total: int, concurrency: int, call: Callable[[int], Awaitable[None]]
+) -> tuple[float, list[float]]:
+    """Run ``call(i)`` for i < total with ``concurrency`` workers; (elapsed s, latencies ms)."""
+    latencies: list[float] = []
+    counter = iter(range(total))
+
+    async def worker() -> None:
+        for i in counter:
+            started = time.perf_counter()
+            await call(i)
+            latencies.append((time.perf_counter() - started) * 1000)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return time.perf_counter() - started, latencies
+
+
+def _figure(name: str, db: str, elapsed: float, latencies: list[float], **extra: Any) -> None:
+    print(
+        json.dumps(
+            {
+                "bench": name,
+                "db": db,
+                **extra,
+                "requests": len(latencies),
+                "requests_per_s": round(len(latencies) / elapsed, 1),
+                "p50_ms": round(statistics.median(latencies), 2),
+                "p99_ms": round(_percentile(latencies, 0.99), 2),
+            }
+        ),
+        flush=True,
+    )
+
+
+async def _measure(db: str, url: str, args: argparse.Namespace, data_dir: str) -> None:
+    key, sample = await _seed(url, args.meetings)
+    ctx = multiprocessing.get_context("spawn")
+    ready = ctx.Queue()
+    server = ctx.Process(target=_serve, args=(url, data_dir, ready), daemon=True)
+    server.start()
+    try:
+        port = ready.get(timeout=120)
+        base = f"http://127.0.0.1:{port}"
+        headers = {"X-API-Key": key}
+        connector = aiohttp.TCPConnector(limit=args.concurrency)
+        async with aiohttp.ClientSession(base, connector=connector, headers=headers) as http:
+
+            async def get(path: str) -> None:
+                async with http.get(path) as response:
+                    await response.read()
+                    assert response.status == 200, response.status
+
+            for _ in range(50):  # warm-up: connections, caches, JIT-free but lazy imports
+                await get("/api/v1/meetings?limit=50")
+
+            window_to = datetime.now(UTC) - timedelta(days=30)
+            window_from = window_to - timedelta(days=1)
+            iso = "%Y-%m-%dT%H:%M:%SZ"
+            filters = {
+                "status": "status=failed&limit=50",
+                "date_window": f"date_from={window_from:{iso}}&date_to={window_to:{iso}}&limit=50",
+                "name": "name=design%20rev&limit=50",
+                "bot_id": None,
+                "status_date_offset": (
+                    f"status=completed&date_from={window_from - timedelta(days=10):{iso}}"
+                    f"&date_to={window_to:{iso}}&limit=50&offset=100"
+                ),
+            }
+            for label, query in filters.items():
+
+                async def list_call(i: int, query: str | None = query) -> None:
+                    q = query if query is not None else f"bot_id={sample[i % len(sample)]}"
+                    await get(f"/api/v1/meetings?{q}")
+
+                elapsed, latencies = await _drive(args.list_requests, args.concurrency, list_call)
+                _figure(
+                    "api_list_meetings",
+                    db,
+                    elapsed,
+                    latencies,
+                    filter=label,
+                    meetings=args.meetings,
+                    concurrency=args.concurrency,
+                )
+
+            run = "".join(random.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(4))
+
+            async def create_call(i: int) -> None:
+                letters = "".join("abcdefghijklmnopqrstuvwxyz"[int(c, 16)] for c in f"{i:06x}")
+                body = {
+                    "platform": "google_meet",
+                    "native_meeting_id": f"{run[:3]}-{letters[:4]}-{letters[4:]}{run[3]}",
+                    "bot_name": "Bench",
+                }
+                async with http.post("/api/v1/bots", json=body) as response:
+                    await response.read()
+                    assert response.status == 201, (response.status, await response.text())
+
+            elapsed, latencies = await _drive(args.requests, args.concurrency, create_call)
+            _figure(
+                "api_create_bot",
+                db,
+                elapsed,
+                latencies,
+                meetings=args.meetings,
+                concurrency=args.concurrency,
+            )
+    finally:
+        server.terminate()
+        server.join(timeout=30)
+
+
+async def _postgres_database(server_url: str) -> tuple[str, Callable[[], Awaitable[None]]]:
+    name = f"meetbot_bench_{uuid.uuid4().hex[:10]}"
+    admin = make_url(server_url).set(drivername="postgresql")
+    dsn = admin.render_as_string(hide_password=False)
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+
+    async def drop() -> None:
+        conn = await asyncpg.connect(dsn)
+        try:
+            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        finally:
+            await conn.close()
+
+    return make_url(server_url).set(database=name).render_as_string(hide_password=False), drop
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--meetings", type=int, default=100_000)
+    parser.add_argument("--requests", type=int, default=2_000, help="bot creations")
+    parser.add_argument("--list-requests", type=int, default=500, help="lists per filter")
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument(
+        "--postgres-url", default=os.environ.get("MEETBOT_TEST_POSTGRES_URL", "")
+    )
+    parser.add_argument("--only", choices=["sqlite", "postgresql"], default=None)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="meetbot-bench-api-") as tmp:
+        if args.only in (None, "sqlite"):
+            url = f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}"
+            await _measure("sqlite", url, args, tmp)
+        if args.only in (None, "postgresql"):
+            if not args.postgres_url:
+                print(json.dumps({"bench": "api", "db": "postgresql", "skipped": "no server"}))
+                return
+            url, drop = await _postgres_database(args.postgres_url)
+            try:
+                await _measure("postgresql", url, args, tmp)
+            finally:
+                await drop()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
