@@ -7,7 +7,9 @@ float64 LE capture time (UNIX epoch seconds), payload (16 kHz mono int16 LE PCM,
 
 Simulator → page (JSON text): ``joined {participant_id, audio_slots}``, ``lobby``,
 ``admitted``, ``denied``, ``no_answer``, ``removed``, ``ended``, ``participants``, ``chat``,
-``chat_history``, ``error``. Binary: speech (see :func:`testmeeting.room.speech_message`).
+``chat_history``, ``audio_slots``, ``error``. Binary (see :func:`testmeeting.room.speech_message`):
+``speech`` (a simulated participant's whole utterance) and ``stream`` (a 100 ms block of
+another browser participant's microphone).
 """
 
 from __future__ import annotations
@@ -117,7 +119,7 @@ async def handle_page_socket(request: web.Request, rooms: Rooms) -> web.WebSocke
             if msg.type is WSMsgType.TEXT:
                 participant_id = await _on_text(room, link, participant_id, msg.data)
             elif msg.type is WSMsgType.BINARY and participant_id is not None:
-                _on_binary(room, participant_id, msg.data)
+                await _on_binary(room, participant_id, msg.data)
     finally:
         if room is not None and participant_id is not None:
             await room.leave(participant_id)
@@ -153,7 +155,7 @@ async def _on_text(
     return participant_id
 
 
-def _on_binary(room: Room, participant_id: str, data: bytes) -> None:
+async def _on_binary(room: Room, participant_id: str, data: bytes) -> None:
     if len(data) <= _UPLOAD_HEADER.size:
         return
     kind_code, captured_at = _UPLOAD_HEADER.unpack_from(data)
@@ -161,5 +163,6 @@ def _on_binary(room: Room, participant_id: str, data: bytes) -> None:
     payload = data[_UPLOAD_HEADER.size :]
     if kind == "mic":
         room.receive_audio(participant_id, captured_at, payload)
+        await room.relay_audio(participant_id, payload)
     elif kind is not None:
         room.receive_frame(participant_id, kind, captured_at, payload)

@@ -307,11 +307,18 @@ class Room:
         pid = self._simulated.get(index)
         return self.participants.get(pid) if pid else None
 
-    def simulated_slot_ids(self) -> list[str]:
-        """Audio slots (remote tracks on Google Meet) of the simulated participants: scripted
-        ones as ``sim-<index>`` in script order, then those added later by participant id."""
+    def audio_slot_ids(self, for_participant: str | None = None) -> list[str]:
+        """Audio slots (remote tracks on Google Meet) a page should hold: scripted simulated
+        participants as ``sim-<index>`` in script order, then participants added later and
+        browser participants who entered the meeting, by participant id — except the page's
+        own participant."""
         scripted = [f"sim-{index}" for index in range(len(self.scenario.participants))]
-        return scripted + self._extra_slots
+        return scripted + [slot for slot in self._extra_slots if slot != for_participant]
+
+    async def _announce_slots(self) -> None:
+        for pid in list(self._links):
+            slots = self.audio_slot_ids(pid)
+            await self._send(pid, {"type": "audio_slots", "audio_slots": slots})
 
     async def add_participant(
         self, name: str, mic_on: bool = True, camera_on: bool = False
@@ -325,8 +332,7 @@ class Room:
         participant.joined_at = self._clock()
         self._extra_slots.append(participant.id)
         self._record("joined", participant)
-        for pid in list(self._links):
-            await self._send(pid, {"type": "audio_slots", "audio_slots": self.simulated_slot_ids()})
+        await self._announce_slots()
         await self._broadcast_participants()
         return participant
 
@@ -431,7 +437,7 @@ class Room:
             {
                 "type": "joined",
                 "participant_id": participant.id,
-                "audio_slots": self.simulated_slot_ids(),
+                "audio_slots": self.audio_slot_ids(participant.id),
             }
         )
         if self.ended:
@@ -479,6 +485,10 @@ class Room:
         participant.joined_at = self._clock()
         self._record("admitted" if admitted else "joined", participant)
         await self._send(participant.id, {"type": "admitted", "participant_id": participant.id})
+        if participant.id not in self._extra_slots:
+            # Other pages hear this participant's microphone on a track of its own (Meet).
+            self._extra_slots.append(participant.id)
+            await self._announce_slots()
         if self.scenario.clock == "first_admitted":
             self._start_clock()
         await self._broadcast_participants()
@@ -618,6 +628,26 @@ class Room:
             # More than 100 ms behind the capture clock: the page sent nothing for a while.
             received.audio.extend(bytes(offset - len(received.audio)))
         received.audio.extend(pcm[: len(pcm) - len(pcm) % 2])
+
+    async def relay_audio(self, participant_id: str, pcm: bytes) -> None:
+        """Send a browser participant's microphone block to every other page in the meeting,
+        as the platforms do; nothing is relayed from the lobby or with the microphone off."""
+        participant = self.participants[participant_id]
+        if participant.state is not ParticipantState.IN_MEETING or not participant.mic_on:
+            return
+        header = {
+            "type": "stream",
+            "participant_id": participant_id,
+            "slot": participant_id,
+            "sample_rate": media.SAMPLE_RATE,
+        }
+        message = speech_message(header, pcm[: len(pcm) - len(pcm) % 2])
+        for pid, link in list(self._links.items()):
+            if (
+                pid != participant_id
+                and self.participants[pid].state is ParticipantState.IN_MEETING
+            ):
+                await link.send_bytes(message)
 
     def receive_frame(self, participant_id: str, kind: str, t: float, png: bytes) -> None:
         """Store a camera or screen frame (PNG) captured at epoch ``t``."""

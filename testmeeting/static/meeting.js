@@ -41,6 +41,7 @@
     pcSend: null,
     pcRecv: null,
     dests: new Map(), // slot -> MediaStreamAudioDestinationNode
+    streams: new Map(), // participant id -> playback state of their relayed microphone
     chain: Promise.resolve(),
     micStream: null,
     capCtx: null,
@@ -494,6 +495,10 @@
     const source = media.ctx.createBufferSource();
     source.buffer = clip;
     source.connect(dest);
+    if (header.type === "stream") {
+      playStream(header.participant_id, source, samples);
+      return;
+    }
     const id = header.participant_id;
     source.addEventListener("ended", () => {
       state.speaking.set(id, Math.max(0, (state.speaking.get(id) || 1) - 1));
@@ -502,6 +507,36 @@
     state.speaking.set(id, (state.speaking.get(id) || 0) + 1);
     source.start();
     paintSpeaking(id);
+  }
+
+  // Another browser's microphone arrives in 100 ms blocks: play them back to back behind a
+  // small jitter buffer, and light the speaker while the blocks are loud.
+  const STREAM_BUFFER_S = 0.08;
+  const STREAM_MAX_LAG_S = 0.5;
+  const STREAM_LOUD = 0.02;
+  function playStream(id, source, samples) {
+    const stream = media.streams.get(id) || { next: 0, quietTimer: null, loud: false };
+    media.streams.set(id, stream);
+    const now = media.ctx.currentTime;
+    if (stream.next < now + STREAM_BUFFER_S / 2 || stream.next > now + STREAM_MAX_LAG_S) {
+      stream.next = now + STREAM_BUFFER_S;
+    }
+    source.start(stream.next);
+    stream.next += source.buffer.duration;
+    let peak = 0;
+    for (let i = 0; i < samples.length; i++) peak = Math.max(peak, Math.abs(samples[i]));
+    if (peak < STREAM_LOUD) return;
+    if (!stream.loud) {
+      stream.loud = true;
+      state.speaking.set(id, (state.speaking.get(id) || 0) + 1);
+      paintSpeaking(id);
+    }
+    clearTimeout(stream.quietTimer);
+    stream.quietTimer = setTimeout(() => {
+      stream.loud = false;
+      state.speaking.set(id, Math.max(0, (state.speaking.get(id) || 1) - 1));
+      paintSpeaking(id);
+    }, (stream.next - now) * 1000 + 300);
   }
 
   // ---- what the page sends ------------------------------------------------------------------

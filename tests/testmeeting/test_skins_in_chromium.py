@@ -302,7 +302,7 @@ async def test_denied_ended_and_unknown_meetings(
 
 
 async def test_bot_microphone_camera_and_screen_reach_the_server(
-    server: TestMeetingServer, speech: Path
+    server: TestMeetingServer, browser: Browser, speech: Path
 ) -> None:
     from faster_whisper import WhisperModel  # heavy import: only this test needs it
     from jiwer import wer
@@ -312,6 +312,11 @@ async def test_bot_microphone_camera_and_screen_reach_the_server(
 
     skin = SKINS["google_meet"]
     meeting_id = await open_room(server, skin, lobby=False)
+    # Another participant's page (no devices of its own) is in the meeting to hear the bot.
+    listener = await new_page(browser)
+    await listener.goto(server.meeting_url("google_meet", meeting_id))
+    await ask_to_join(listener, skin, name="Listener")
+    await expect(listener.locator(skin.in_meeting)).to_be_visible()
     fake_media = [
         "--use-fake-device-for-media-stream",
         "--use-fake-ui-for-media-stream",
@@ -330,6 +335,10 @@ async def test_bot_microphone_camera_and_screen_reach_the_server(
             await expect(page.locator(skin.in_meeting)).to_be_visible()
             room = server.room("google_meet", meeting_id)
             bot = room.find_by_name("Speaker bot")
+            bot_speaking = listener.locator(
+                'div[data-participant-id].Oaajhc:has(span.notranslate:text-is("Speaker bot"))'
+            )
+            await expect(bot_speaking).to_have_count(1, timeout=TIMEOUT_MS)
             await page.click('button[aria-label="Share screen"]')
             await expect(page.locator('button[aria-label="Stop presenting"]')).to_be_visible()
             # The clip lasts 11 s: wait until that much audio and a camera frame arrived.
@@ -341,6 +350,15 @@ async def test_bot_microphone_camera_and_screen_reach_the_server(
                 pytest.fail("the bot's microphone and camera did not arrive within 40 s")
         finally:
             await with_mic.close()
+    dumps = await listener.evaluate("window.__tmDump()")
+    await listener.close()
+    heard = max(
+        (np.frombuffer(base64.b64decode(d["pcm"]), dtype=np.int16) for d in dumps),
+        key=lambda pcm: float(np.abs(pcm.astype(np.float64)).sum()),
+    )
+    source = np.frombuffer(read_pcm(speech / MIC_CLIP), dtype=np.int16)
+    assert best_envelope_correlation(heard, source) > 0.6  # the other page heard the bot
+
     _, pcm = room.received_audio(bot.id)
     for kind in ("camera", "screen"):
         _, png = room.received_frames(bot.id, kind)[-1]
