@@ -3,6 +3,7 @@ sealed storage, list/delete rules, OBF minting with refresh, and Zoom's failures
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -185,3 +186,30 @@ async def test_delete_rules(
     assert gone.status == 404
     assert (await gone.json())["code"] == "zoom_connection_not_found"
     assert await (await client.get(BASE, headers=owner.headers)).json() == []
+
+
+async def test_zoom_bot_needs_a_token_or_a_connection_and_gets_a_minted_one(
+    client: Client, owner: Caller, tenants: Tenants, zoom: FakeZoom, launcher: MemoryLauncher
+) -> None:
+    body = {"platform": "zoom", "native_meeting_id": "85746352410"}
+    refused = await client.post("/api/v1/bots", json=body, headers=owner.headers)
+    assert refused.status == 400
+    assert (await refused.json())["code"] == "zoom_token_required"
+
+    created = await _connect(client, owner, zoom)
+    other = await tenants.workspace("Other")
+    foreign = await client.post(
+        "/api/v1/bots", json={**body, "zoom_connection_id": created["id"]}, headers=other.headers
+    )
+    assert foreign.status == 400
+
+    response = await client.post("/api/v1/bots", json=body, headers=owner.headers)
+    assert response.status == 201, await response.text()
+    for _ in range(400):
+        if launcher.launches:
+            break
+        await asyncio.sleep(0.01)
+    config = launcher.launches[-1]
+    assert config.zoom_obf_token is not None
+    assert config.zoom_obf_token.startswith("obf-85746352410-")
+    assert zoom.obf_mints == [("zu_1", "85746352410")]
