@@ -121,9 +121,16 @@ async def agent_link_ctx(app: web.Application) -> AsyncIterator[None]:
     await hub.aclose()
 
 
+async def _close_links(app: web.Application) -> None:
+    # Open WebSockets would hold a graceful shutdown for its whole timeout; agents reconnect
+    # (to this process once it is back, or to another replica) and resend from their outbox.
+    await app[AGENT_HUB].aclose()
+
+
 def setup_agent_link(app: web.Application) -> None:
-    """Add the internal routes and the agent link's cleanup context to ``app``."""
+    """Add the internal routes, the agent link's cleanup context and its shutdown step."""
     if PURGE_HOOKS not in app:
         app[PURGE_HOOKS] = []
     app.router.add_routes(endpoint.routes)
     app.cleanup_ctx.append(agent_link_ctx)
+    app.on_shutdown.append(_close_links)
