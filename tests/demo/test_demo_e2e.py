@@ -98,3 +98,52 @@ def test_demo_runs_end_to_end(platform: str, speech: Path, tmp_path: Path) -> No
     assert summary["transcript_url"].endswith(
         f"/api/v1/meetings/{summary['meeting_id']}/transcript?format=txt"
     )
+
+
+def test_demo_fails_clearly_when_the_bot_cannot_start_a_browser(
+    speech: Path, tmp_path: Path
+) -> None:
+    data_dir = tmp_path / "data"
+    summary_path = tmp_path / "summary.json"
+    env = {
+        **os.environ,
+        "MEETBOT_SPEECH_DIR": str(speech),
+        "COLUMNS": "120",
+        # Reaches the agent through meetbot serve and the local launcher, like every setting.
+        "MEETBOT_AGENT_CHROMIUM_PATH": str(tmp_path / "no-chromium-here"),
+    }
+    result = subprocess.run(  # noqa: S603 -- our own interpreter and arguments
+        [
+            sys.executable, "-m", "meetbot", "demo",
+            "--scenario-seconds", "1",
+            "--json-summary", str(summary_path),
+            "--data-dir", str(data_dir),
+        ],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        check=False,
+    )
+    output = f"{result.stdout}\n{result.stderr}"
+    assert result.returncode == 1, output
+    summary = json.loads(summary_path.read_text())
+    assert summary["ok"] is False
+    assert summary["final_status"] == "failed"
+    assert "demo failed: the bot ended 'failed'" in result.stdout
+    assert f"logs kept in {data_dir}" in result.stdout.replace("\n", "")
+    assert list(data_dir.glob("bots/*/agent.log")), "the agent's log is kept for diagnosis"
+
+
+def test_demo_refuses_a_missing_audio_file(tmp_path: Path) -> None:
+    result = subprocess.run(  # noqa: S603 -- our own interpreter and arguments
+        [sys.executable, "-m", "meetbot", "demo", "--audio", str(tmp_path / "nope.wav")],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "no such audio file" in result.stdout
