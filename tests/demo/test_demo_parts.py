@@ -89,6 +89,19 @@ def test_corpus_scenario_uses_real_clips_with_references(speech: Path) -> None:
 
 
 @pytest.mark.unit
+def test_given_files_rotate_speakers_and_bring_their_reference_text(speech: Path) -> None:
+    files = [speech / "LJ001-0002.wav", speech / "jfk.wav"]
+    demo = build_scenario("zoom", audio=files, speech_dir=None)
+    assert demo.source is SpeechSource.FILES
+    spoken = {p.name: [u.file for u in p.utterances] for p in demo.scenario.participants}
+    assert spoken == {"Alice": [str(files[0])], "Bob": [str(files[1])], "Carol": []}
+    assert demo.references == (
+        (speech / "LJ001-0002.txt").read_text().strip(),
+        (speech / "jfk.txt").read_text().strip(),
+    )
+
+
+@pytest.mark.unit
 def test_turns_match_segments_and_count_latency_from_the_end_of_voice() -> None:
     speech = [
         TimelineEvent(type="speech", t=100.0, end=105.0, name="Alice", text="hello there all"),
