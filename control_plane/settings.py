@@ -57,6 +57,8 @@ class Settings(BaseSettings):
     agent_command_timeout_seconds: float = Field(default=20.0, gt=0)
     # Lifetime of an upload URL handed to an agent (screenshots, recordings).
     upload_url_ttl_seconds: int = Field(default=900, ge=10)
+    # A finished bot whose VM/process still runs this long after its end is torn down.
+    agent_teardown_grace_seconds: float = Field(default=120.0, gt=0)
 
     # Artifact storage: "local" (files under data_dir, signed URLs served by this process) or
     # "s3" (presigned URLs of an S3-compatible bucket; empty credentials = boto3's chain).

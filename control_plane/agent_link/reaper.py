@@ -12,6 +12,11 @@ Silence is counted from this process's start at the earliest, so a control plane
 down longer than the timeout does not condemn every agent before they could reconnect. The
 move is re-checked under the row lock, so two replicas reaping together fail a bot once. The
 launcher is then asked to terminate the bot's VM (or process), and an open link is closed.
+
+It also tears down what finished bots leave behind: an agent exits by itself after its final
+status and drained outbox, but a VM does not disappear with its process. A bot final for
+``teardown_grace`` (time to drain) and at most an hour whose launcher handle is still alive
+is terminated, once per process.
 """
 
 from __future__ import annotations
@@ -26,7 +31,13 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select
 
-from agent.contracts.status import LIVE_STATUSES, BotStatus, StatusReason, can_transition
+from agent.contracts.status import (
+    FINAL_STATUSES,
+    LIVE_STATUSES,
+    BotStatus,
+    StatusReason,
+    can_transition,
+)
 from control_plane.agent_link.hub import AgentHub
 from control_plane.bots.status import change_status, lock_meeting
 from control_plane.db.engine import Database
@@ -36,6 +47,9 @@ from control_plane.hooks import StatusHook
 from control_plane.launchers.base import BotLauncher, LaunchError, LaunchHandle
 
 logger = logging.getLogger(__name__)
+
+# Finished bots are checked for leftovers this long after their end, then forgotten.
+_TEARDOWN_WINDOW = timedelta(hours=1)
 
 
 @dataclass(frozen=True)
@@ -56,6 +70,7 @@ class Reaper:
         status_hooks: The app's status hooks.
         heartbeat_timeout: Seconds of silence after which a connected agent is lost.
         connect_timeout: Seconds after launch within which an agent must connect.
+        teardown_grace: Seconds a finished bot's agent gets to drain and exit by itself.
     """
 
     def __init__(
@@ -67,6 +82,7 @@ class Reaper:
         *,
         heartbeat_timeout: float,
         connect_timeout: float,
+        teardown_grace: float = 120.0,
     ) -> None:
         self._db = db
         self._launcher = launcher
@@ -74,7 +90,10 @@ class Reaper:
         self._status_hooks = status_hooks
         self._heartbeat_timeout = timedelta(seconds=heartbeat_timeout)
         self._connect_timeout = timedelta(seconds=connect_timeout)
+        self._teardown_grace = timedelta(seconds=teardown_grace)
         self._watching_since = datetime.now(UTC)
+        # Finished bots already checked by this process (meeting id → end time).
+        self._checked: dict[int, datetime] = {}
 
     @property
     def interval(self) -> float:
@@ -112,7 +131,39 @@ class Reaper:
             if outcome is not None:
                 reaped.append(outcome[0])
                 await self._tear_down(outcome[0].bot_id, outcome[1])
+        await self._clear_finished(moment)
         return reaped
+
+    async def _clear_finished(self, now: datetime) -> None:
+        self._checked = {
+            key: ended for key, ended in self._checked.items() if ended > now - _TEARDOWN_WINDOW
+        }
+        final = [status.value for status in FINAL_STATUSES]
+        async with self._db.sessions() as session:
+            rows = (
+                await session.execute(
+                    select(Meeting.id, Meeting.bot_id, Meeting.bot_container_id, Meeting.end_time)
+                    .where(
+                        Meeting.status.in_(final),
+                        Meeting.bot_container_id.is_not(None),
+                        Meeting.end_time > now - _TEARDOWN_WINDOW,
+                        Meeting.end_time < now - self._teardown_grace,
+                    )
+                )
+            ).all()
+        for meeting_id, bot_id, container_id, ended in rows:
+            if meeting_id in self._checked or container_id is None or ended is None:
+                continue
+            self._checked[meeting_id] = ended
+            handle = LaunchHandle(id=container_id)
+            try:
+                alive = await self._launcher.is_alive(handle)
+            except (LaunchError, OSError):
+                logger.exception("finished bot could not be checked", extra={"bot_id": str(bot_id)})
+                continue
+            if alive:
+                logger.info("finished bot torn down", extra={"bot_id": str(bot_id)})
+                await self._tear_down(bot_id, container_id)
 
     async def _fail(
         self, meeting_id: int, now: datetime

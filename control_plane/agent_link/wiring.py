@@ -115,6 +115,7 @@ async def agent_link_ctx(app: web.Application) -> AsyncIterator[None]:
         app[STATUS_HOOKS],
         heartbeat_timeout=settings.heartbeat_timeout_seconds,
         connect_timeout=settings.agent_connect_timeout_seconds,
+        teardown_grace=settings.agent_teardown_grace_seconds,
     )
     async with running(reaper):
         yield

@@ -272,3 +272,21 @@ async def test_meeting_record_lists_artifacts_and_purge_removes_them(
     assert left == []
     assert await storage.size(rec_key) is None
     assert await storage.size(shot_key) is None
+
+
+async def test_a_finished_bot_left_running_is_torn_down_after_the_grace(
+    client: Client, launch_bot: LaunchBot, launcher: MemoryLauncher
+) -> None:
+    done = await launch_bot(BotStatus.COMPLETED)
+    recent = await launch_bot(BotStatus.FAILED)
+    now = datetime.now(UTC)
+    async with client.app[DB].sessions.begin() as session:
+        for bot, ended in ((done, now - timedelta(seconds=200)), (recent, now)):
+            await session.execute(
+                update(Meeting).where(Meeting.id == bot.meeting_id).values(end_time=ended)
+            )
+    reaper = _reaper(client)  # 120 s grace by default
+    assert await reaper.sweep(now) == []
+    assert launcher.terminated == [LaunchHandle(id="mem-1")]
+    await reaper.sweep(now + timedelta(seconds=121))
+    assert launcher.terminated == [LaunchHandle(id="mem-1"), LaunchHandle(id="mem-2")]
