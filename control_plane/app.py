@@ -122,6 +122,7 @@ def create_app(settings: Settings, *, launcher: BotLauncher | None = None) -> we
         rate=settings.rate_limit_per_second, burst=settings.rate_limit_burst
     )
     app[STATUS_HOOKS] = []
+    app[STATUS_HOOKS].append(app[METRICS].count_status_change)
     app[LAUNCH_HOOKS] = []
     app[PURGE_HOOKS] = []
     all_routes = resources()

@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from control_plane.hooks import StatusChange
 
 
 @dataclass
@@ -47,3 +50,8 @@ class Metrics:
             ["status"],
             registry=self.registry,
         )
+
+    async def count_status_change(self, session: AsyncSession, change: StatusChange) -> None:
+        """A status hook (``control_plane.hooks.StatusHook``) counting changes by new status."""
+        del session  # counting needs no database
+        self.status_changes.labels(change.status).inc()

@@ -86,6 +86,9 @@ async def test_launch_answers_the_creation_record_and_the_scheduler_launches_it(
     assert [(a.from_status, a.to_status, a.status_reason) for a in audit] == [
         (None, "requested", "launched")
     ]
+    metrics = await (await client.get("/metrics")).text()
+    assert 'meetbot_bot_status_changes_total{status="requested"} 1.0' in metrics
+    assert 'meetbot_bots_launched_total{outcome="ok"} 1.0' in metrics
 
 
 async def test_each_platform_accepts_its_ids_and_urls(client: Client, owner: Caller) -> None:
