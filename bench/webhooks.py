@@ -12,7 +12,7 @@ at a local aiohttp receiver (loopback allowed for the run). Prints one JSON line
   (the worker is woken after the commit) and through another engine, as another replica would
   (the worker finds it by polling, default interval).
 
-Usage: ``.venv/bin/python bench/webhooks.py [--events 2000] [--changes 200]``.
+Usage: ``.venv/bin/python bench/webhooks.py [--events 2000] [--changes 100]``.
 """
 
 from __future__ import annotations
@@ -136,8 +136,9 @@ async def _run(
         other = create_database(database_url) if from_other_process else None
         sessions = other.sessions if other is not None else app[DB].sessions
         for index in range(changes):
-            # Independent arrivals: status changes do not wait for the worker's poll phase.
-            await asyncio.sleep(random.uniform(0, 0.05))
+            # Independent arrivals: a pause longer than the poll interval, so changes land at
+            # random points of the worker's poll cycle rather than in step with it.
+            await asyncio.sleep(random.uniform(0, 0.3))
             before = len(receiver.arrivals)
             status = "active" if index % 2 else "stopping"
             async with sessions.begin() as session:
@@ -203,7 +204,7 @@ def main() -> None:
     """Parse arguments and print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=2000)
-    parser.add_argument("--changes", type=int, default=200)
+    parser.add_argument("--changes", type=int, default=100)
     parser.add_argument(
         "--database-url", default="", help="a migrated PostgreSQL URL; default: fresh SQLite"
     )

@@ -55,6 +55,8 @@ DISABLE_AFTER = timedelta(days=5)
 # Longer than the 15 s request timeout plus the time to store the result.
 LEASE = timedelta(seconds=60)
 _RELAY_BATCH = 200
+# Timers may fire a hair early; closer than this to the next relay counts as due.
+_TIMER_SLACK = 0.005
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +154,7 @@ class DeliveryWorker:
                 if self._results:
                     await self._store(self._take_results())
                 relayed = 0
-                if self._relay_now or loop.time() >= next_relay:
+                if self._relay_now or loop.time() >= next_relay - _TIMER_SLACK:
                     self._relay_now = False
                     relayed = await self._relay()
                     next_relay = loop.time() + (0 if relayed else self._poll_interval)
@@ -172,9 +174,11 @@ class DeliveryWorker:
                 task.add_done_callback(self._finished)
             if relayed or (jobs and len(jobs) == free):
                 continue
-            timeout = max(0.0, min(self._poll_interval, next_relay - loop.time()))
+            remaining = next_relay - loop.time()
+            if remaining <= _TIMER_SLACK:
+                continue
             try:
-                await asyncio.wait_for(self._wake.wait(), timeout or self._poll_interval)
+                await asyncio.wait_for(self._wake.wait(), min(self._poll_interval, remaining))
             except TimeoutError:
                 pass
 
