@@ -29,6 +29,7 @@ from control_plane.api import (
 from control_plane.api.http import MAX_BODY_BYTES
 from control_plane.api.middlewares import auth_middleware, error_middleware, observe_middleware
 from control_plane.api.routes import ApiRoutes, build_openapi, spec_index
+from control_plane.auth.key_cache import KEY_CACHE, KeyCache
 from control_plane.auth.ratelimit import RateLimiter
 from control_plane.bots import routes as bot_routes
 from control_plane.bots import schedule_routes
@@ -121,6 +122,7 @@ def create_app(settings: Settings, *, launcher: BotLauncher | None = None) -> we
     app[RATE_LIMITER] = RateLimiter(
         rate=settings.rate_limit_per_second, burst=settings.rate_limit_burst
     )
+    app[KEY_CACHE] = KeyCache(ttl=settings.auth_cache_ttl_seconds)
     app[STATUS_HOOKS] = []
     app[STATUS_HOOKS].append(app[METRICS].count_status_change)
     app[LAUNCH_HOOKS] = []

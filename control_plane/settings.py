@@ -39,6 +39,8 @@ class Settings(BaseSettings):
     key_prefix: str = "mbk"
     rate_limit_per_second: float = Field(default=20.0, gt=0)
     rate_limit_burst: int = Field(default=100, ge=1)
+    # Seconds an API-key lookup is reused in-process (0 disables); see control_plane.auth.key_cache.
+    auth_cache_ttl_seconds: float = Field(default=2.0, ge=0)
     stream_token_ttl_seconds: int = Field(default=900, ge=10)
     presigned_url_ttl_seconds: int = Field(default=3600, ge=1)
     subscribe_wait_seconds: float = Field(default=30.0, ge=0)

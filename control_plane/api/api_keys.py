@@ -20,6 +20,7 @@ from control_plane.api.http import json_response, path_int, read_body
 from control_plane.api.routes import ApiRoutes
 from control_plane.api.timestamps import UtcDateTime
 from control_plane.auth.context import AuthContext, Permission, Role, auth_of
+from control_plane.auth.key_cache import KEY_CACHE
 from control_plane.auth.provisioning import issue_key
 from control_plane.db.models.workspace import ApiKey, User
 from control_plane.errors import ErrorItem, NotFound, Validation
@@ -165,4 +166,5 @@ async def delete_api_key(request: web.Request) -> web.Response:
         result = await session.execute(delete(ApiKey).where(*condition))
     if not isinstance(result, CursorResult) or result.rowcount != 1:
         raise NotFound("no such API key", code="api_key_not_found")
+    request.app[KEY_CACHE].forget_key(key_id)
     return web.Response(status=204)

@@ -24,6 +24,7 @@ from control_plane.api.timestamps import UtcDateTime
 from control_plane.api.workspaces import Member
 from control_plane.auth import api_keys
 from control_plane.auth.context import Role, auth_of
+from control_plane.auth.key_cache import KEY_CACHE
 from control_plane.auth.provisioning import get_or_create_user, issue_key
 from control_plane.auth.workspace_access import workspace_of_path
 from control_plane.db.models.invitation import Invitation
@@ -261,4 +262,6 @@ async def accept_invitation(request: web.Request) -> web.Response:
             ),
             api_key=created_view(issued.key, issued.secret),
         )
+    # The invitee's existing keys of this workspace may be cached without a role.
+    request.app[KEY_CACHE].clear()
     return json_response(accepted, status=201)

@@ -24,6 +24,7 @@ from sqlalchemy import and_, select, update
 from control_plane.api.routes import RouteSpec
 from control_plane.auth import api_keys
 from control_plane.auth.context import AUTH, AuthContext, Permission, Role
+from control_plane.auth.key_cache import KEY_CACHE, CachedKey
 from control_plane.db.models.workspace import ApiKey, Membership
 from control_plane.errors import (
     ApiKeyExpired,
@@ -143,38 +144,49 @@ async def _authenticate(request: web.Request) -> AuthContext:
         raise AuthError("the API key is not valid")
     digest = api_keys.digest_of(secret)
     db = request.app[DB]
-    async with db.sessions() as session:
-        row = (
-            await session.execute(
-                select(ApiKey, Membership.role)
-                .outerjoin(
-                    Membership,
-                    and_(
-                        Membership.user_id == ApiKey.user_id,
-                        Membership.workspace_id == ApiKey.workspace_id,
-                    ),
+    cache = request.app.get(KEY_CACHE)
+    cached = cache.get(digest) if cache is not None else None
+    if cached is None:
+        async with db.sessions() as session:
+            row = (
+                await session.execute(
+                    select(ApiKey, Membership.role)
+                    .outerjoin(
+                        Membership,
+                        and_(
+                            Membership.user_id == ApiKey.user_id,
+                            Membership.workspace_id == ApiKey.workspace_id,
+                        ),
+                    )
+                    .where(ApiKey.digest == digest)
                 )
-                .where(ApiKey.digest == digest)
-            )
-        ).first()
-    if row is None or not api_keys.digests_match(row[0].digest, digest):
-        raise AuthError("the API key is not valid")
-    key, role = row[0], row[1]
+            ).first()
+        if row is None or not api_keys.digests_match(row[0].digest, digest):
+            raise AuthError("the API key is not valid")
+        key, role = row[0], row[1]
+        cached = CachedKey(
+            context=AuthContext(
+                key_id=key.id,
+                user_id=key.user_id,
+                workspace_id=key.workspace_id,
+                permission=Permission(key.permission),
+                role=Role(role) if role is not None else None,
+            ),
+            expires_at=key.expires_at,
+            last_used_at=key.last_used_at,
+        )
+        if cache is not None:
+            cache.put(digest, cached)
     now = datetime.now(UTC)
-    if key.expires_at is not None and key.expires_at <= now:
+    if cached.expires_at is not None and cached.expires_at <= now:
         raise ApiKeyExpired("the API key has expired")
-    if key.last_used_at is None or now - key.last_used_at >= LAST_USED_RESOLUTION:
+    if cached.last_used_at is None or now - cached.last_used_at >= LAST_USED_RESOLUTION:
+        cached.last_used_at = now
         async with db.sessions.begin() as session:
             await session.execute(
-                update(ApiKey).where(ApiKey.id == key.id).values(last_used_at=now)
+                update(ApiKey).where(ApiKey.id == cached.context.key_id).values(last_used_at=now)
             )
-    return AuthContext(
-        key_id=key.id,
-        user_id=key.user_id,
-        workspace_id=key.workspace_id,
-        permission=Permission(key.permission),
-        role=Role(role) if role is not None else None,
-    )
+    return cached.context
 
 
 @web.middleware
