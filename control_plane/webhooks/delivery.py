@@ -18,6 +18,9 @@ context). Its loop:
    is failed for good. An endpoint whose failures have lasted
    :data:`DISABLE_AFTER` without a success is disabled; its queued deliveries fail.
 
+Every 10 minutes, messages older than 30 days (:data:`RETENTION`) are deleted with their
+deliveries and attempts.
+
 Delivery is at least once: a crash after the receiver answered but before the result is
 stored repeats the attempt after the lease expires, with the same ``webhook-id``.
 """
@@ -33,7 +36,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import aiohttp
-from sqlalchemy import and_, or_, select, update
+from sqlalchemy import and_, delete, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from control_plane.db.models.webhook import (
@@ -55,6 +58,10 @@ DISABLE_AFTER = timedelta(days=5)
 # Longer than the 15 s request timeout plus the time to store the result.
 LEASE = timedelta(seconds=60)
 _RELAY_BATCH = 200
+# Messages, deliveries and attempts are kept this long (the delivery log's horizon).
+RETENTION = timedelta(days=30)
+_SWEEP_INTERVAL_SECONDS = 600.0
+_SWEEP_BATCH = 1000
 # Timers may fire a hair early; closer than this to the next relay counts as due.
 _TIMER_SLACK = 0.005
 
@@ -146,6 +153,7 @@ class DeliveryWorker:
     async def _loop(self, http: aiohttp.ClientSession, group: asyncio.TaskGroup) -> None:
         loop = asyncio.get_running_loop()
         next_relay = 0.0
+        next_sweep = 0.0
         # Claim in batches: topping up one slot at a time would cost a transaction per attempt.
         batch = max(1, self._concurrency // 4)
         while not self._stopping:
@@ -153,6 +161,9 @@ class DeliveryWorker:
             try:
                 if self._results:
                     await self._store(self._take_results())
+                if loop.time() >= next_sweep:
+                    await self.sweep()
+                    next_sweep = loop.time() + _SWEEP_INTERVAL_SECONDS
                 relayed = 0
                 if self._relay_now or loop.time() >= next_relay - _TIMER_SLACK:
                     self._relay_now = False
@@ -185,6 +196,38 @@ class DeliveryWorker:
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._inflight.discard(task)
         self._wake.set()
+
+    async def sweep(self, now: datetime | None = None) -> int:
+        """Delete messages older than :data:`RETENTION` with their deliveries and attempts.
+
+        Only messages whose deliveries are all final (success or failed) go; the retry
+        schedule ends long before the retention does. Returns how many messages were deleted.
+        """
+        cutoff = (now or _now()) - RETENTION
+        async with self._sessionmaker() as session, session.begin():
+            unfinished = select(WebhookDelivery.message_id).where(
+                WebhookDelivery.status.in_([AttemptStatus.PENDING, AttemptStatus.SENDING])
+            )
+            old = (
+                await session.scalars(
+                    select(WebhookMessage.id)
+                    .where(
+                        WebhookMessage.created_at < cutoff,
+                        WebhookMessage.dispatched_at.is_not(None),
+                        WebhookMessage.id.not_in(unfinished),
+                    )
+                    .limit(_SWEEP_BATCH)
+                )
+            ).all()
+            if not old:
+                return 0
+            await session.execute(delete(WebhookAttempt).where(WebhookAttempt.message_id.in_(old)))
+            await session.execute(
+                delete(WebhookDelivery).where(WebhookDelivery.message_id.in_(old))
+            )
+            await session.execute(delete(WebhookMessage).where(WebhookMessage.id.in_(old)))
+        logger.info("old webhook messages deleted", extra={"count": len(old)})
+        return len(old)
 
     async def _relay(self) -> int:
         """Fan undispatched outbox rows out to matching endpoints; returns rows relayed."""

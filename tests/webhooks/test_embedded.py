@@ -27,13 +27,19 @@ from control_plane.bots import status as status_service
 from control_plane.bots.status import lock_meeting
 from control_plane.db.engine import Database, create_database
 from control_plane.db.models.bot import Meeting
-from control_plane.db.models.webhook import WebhookDelivery, WebhookEndpoint, WebhookMessage
+from control_plane.db.models.webhook import (
+    WebhookAttempt,
+    WebhookDelivery,
+    WebhookEndpoint,
+    WebhookMessage,
+)
 from control_plane.keys import DB, STATUS_HOOKS
 from control_plane.launchers.memory import MemoryLauncher
 from control_plane.settings import Settings
+from control_plane.webhooks.embedded import EmbeddedProvider
 from control_plane.webhooks.events import EventType, TranscriptionReady
 from control_plane.webhooks.outbox import emit
-from control_plane.webhooks.wiring import status_changed_hook
+from control_plane.webhooks.wiring import WEBHOOK_PROVIDER, status_changed_hook
 from tests.api.conftest import Caller, Tenants
 from tests.webhooks.conftest import Receiver
 
@@ -454,3 +460,54 @@ async def test_guard_refuses_a_stored_loopback_target_at_delivery_time(
     )
     assert (logs[0]["status"], logs[0]["response_status_code"]) == (2, 0)
     assert receiver.received == []
+
+
+async def test_messages_past_retention_are_swept_with_their_log(
+    client: Client, owner: Caller
+) -> None:
+    provider = client.app[WEBHOOK_PROVIDER]
+    assert isinstance(provider, EmbeddedProvider)
+    endpoint = await create_endpoint(client, owner, url="https://example.com/hook")
+    old = datetime.now(UTC) - timedelta(days=31)
+    async with client.app[DB].sessions.begin() as session:
+        for message_id, created, status in (
+            ("msg_old_done", old, 0),
+            ("msg_old_retrying", old, 1),
+            ("msg_recent", datetime.now(UTC), 0),
+        ):
+            session.add(
+                WebhookMessage(
+                    id=message_id,
+                    workspace_id=owner.workspace_id,
+                    event_type="bot.status_changed",
+                    body="{}",
+                    created_at=created,
+                    dispatched_at=created,
+                )
+            )
+            await session.flush()
+            delivery = WebhookDelivery(
+                message_id=message_id,
+                endpoint_id=endpoint["id"],
+                status=status,
+                next_attempt_at=datetime.now(UTC) + timedelta(days=1) if status == 1 else None,
+            )
+            session.add(delivery)
+            await session.flush()
+            session.add(
+                WebhookAttempt(
+                    id=f"atmpt_{message_id}",
+                    delivery_id=delivery.id,
+                    message_id=message_id,
+                    endpoint_id=endpoint["id"],
+                    status=2,
+                    response_status_code=500,
+                    response_duration_ms=1,
+                    timestamp=created,
+                )
+            )
+    assert await provider.worker.sweep() == 1
+    async with client.app[DB].sessions() as session:
+        left = set((await session.scalars(select(WebhookMessage.id))).all())
+        attempts = set((await session.scalars(select(WebhookAttempt.message_id))).all())
+    assert left == attempts == {"msg_old_retrying", "msg_recent"}
