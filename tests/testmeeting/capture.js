@@ -1,22 +1,38 @@
 // Test-side capture of what a meeting page receives: every remote audio track that an
 // RTCPeerConnection delivers is recorded at 16 kHz into window.__tmCapture, the way a
-// meeting bot's in-page capture sees it (cf. ../shared/research/findings.md).
+// meeting bot's in-page capture sees it (cf. ../shared/research/findings.md). An
+// AudioWorklet records on the audio thread, so a busy page thread loses nothing.
 (() => {
   const Original = window.RTCPeerConnection;
   const tracks = [];
   window.__tmCapture = { tracks };
-  let ctx = null;
+  const WORKLET = `
+    class Recorder extends AudioWorkletProcessor {
+      process(inputs) {
+        const channel = inputs[0] && inputs[0][0];
+        if (channel) this.port.postMessage(channel.slice(0));
+        return true;
+      }
+    }
+    registerProcessor("tm-test-recorder", Recorder);
+  `;
+  let ready = null;
+  function context() {
+    if (!ready) {
+      const ctx = new AudioContext({ sampleRate: 16000 });
+      const url = URL.createObjectURL(new Blob([WORKLET], { type: "application/javascript" }));
+      ready = ctx.audioWorklet.addModule(url).then(() => ctx);
+    }
+    return ready;
+  }
   async function record(track) {
-    if (!ctx) ctx = new AudioContext({ sampleRate: 16000 });
-    await ctx.resume();
     const entry = { id: track.id, chunks: [], start: Date.now() / 1000 };
     tracks.push(entry);
-    const source = ctx.createMediaStreamSource(new MediaStream([track]));
-    const node = ctx.createScriptProcessor(4096, 1, 1);
-    node.onaudioprocess = (event) => {
-      entry.chunks.push(new Float32Array(event.inputBuffer.getChannelData(0)));
-    };
-    source.connect(node);
+    const ctx = await context();
+    await ctx.resume();
+    const node = new AudioWorkletNode(ctx, "tm-test-recorder");
+    node.port.onmessage = (event) => entry.chunks.push(event.data);
+    ctx.createMediaStreamSource(new MediaStream([track])).connect(node);
     node.connect(ctx.destination);
   }
   window.RTCPeerConnection = function (...args) {
