@@ -37,7 +37,7 @@ from typing import Any
 import aiohttp
 import asyncpg  # type: ignore[import-untyped]  # no stubs; only connect/execute used
 from aiohttp import web
-from sqlalchemy import insert
+from sqlalchemy import insert, text
 from sqlalchemy.engine import make_url
 
 REPO = Path(__file__).resolve().parent.parent
@@ -115,6 +115,10 @@ async def _seed(url: str, meetings: int) -> tuple[str, list[str]]:
                 )
             async with database.sessions.begin() as session:
                 await session.execute(insert(Meeting), rows)
+        if database.dialect == "postgresql":
+            # What autovacuum would do shortly after a bulk load; the planner needs the stats.
+            async with database.engine.connect() as conn:
+                await conn.execute(text("ANALYZE meetings"))
     finally:
         await database.dispose()
     return key, sample
