@@ -34,9 +34,13 @@ def emit(**fields: Any) -> None:
     print(json.dumps({"bench": "e2e_latency", **fields}), flush=True)
 
 
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
 def run_once(platform: str, seconds: float | None, workdir: Path) -> int:
     summary_path = workdir / f"summary-{platform}.json"
-    cmd = [sys.executable, "-m", "meetbot.cli", "demo", "--platform", platform,
+    cmd = [sys.executable, "-m", "meetbot", "demo", "--platform", platform,
            "--json-summary", str(summary_path), "--data-dir", str(workdir / platform)]
     if seconds is not None:
         cmd += ["--scenario-seconds", str(seconds)]
@@ -50,15 +54,16 @@ def run_once(platform: str, seconds: float | None, workdir: Path) -> int:
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if not summary_path.is_file():
         emit(platform=platform, metric="error", exit_code=done.returncode,
-             stderr_tail=done.stderr[-2000:])
+             stdout_tail=done.stdout[-1500:], stderr_tail=done.stderr[-1500:])
         return done.returncode or 1
     summary = json.loads(summary_path.read_text(encoding="utf-8"))
     for turn in summary["turns"]:
+        latency = turn.get("latency_s")
         emit(platform=platform, metric="turn", speaker=turn.get("speaker"),
-             latency_s=turn.get("latency_s"), wer=turn.get("wer"))
+             latency_s=None if latency is None else round(latency, 3), wer=turn.get("wer"))
     latencies = [t["latency_s"] for t in summary["turns"] if t.get("latency_s") is not None]
     emit(platform=platform, metric="latency_end_of_utterance_to_sse_s",
-         p50=summary["latency_p50_s"], p95=summary["latency_p95_s"],
+         p50=_round(summary["latency_p50_s"]), p95=_round(summary["latency_p95_s"]),
          max=round(max(latencies), 3) if latencies else None, n=len(latencies))
     emit(platform=platform, metric="run", ok=summary["ok"], error=summary["error"],
          wer=summary["wer"], speech_s=summary["speech_seconds"], wall_s=round(wall, 1),
