@@ -39,7 +39,7 @@ from control_plane.settings import Settings
 from control_plane.webhooks.embedded import EmbeddedProvider
 from control_plane.webhooks.events import EventType, TranscriptionReady
 from control_plane.webhooks.outbox import emit
-from control_plane.webhooks.wiring import WEBHOOK_PROVIDER, status_changed_hook
+from control_plane.webhooks.wiring import WEBHOOK_PROVIDER, status_changed_hook, target_policy
 from tests.api.conftest import Caller, Tenants
 from tests.webhooks.conftest import Receiver
 
@@ -511,3 +511,47 @@ async def test_messages_past_retention_are_swept_with_their_log(
         left = set((await session.scalars(select(WebhookMessage.id))).all())
         attempts = set((await session.scalars(select(WebhookAttempt.message_id))).all())
     assert left == attempts == {"msg_old_retrying", "msg_recent"}
+
+
+async def test_two_replicas_on_one_database_deliver_each_message_once(
+    client: Client, settings: Settings, owner: Caller, receiver: Receiver
+) -> None:
+    await create_endpoint(client, owner, url=receiver.url("/replicas"))
+    # A second control-plane process on the same database: its own engine and worker.
+    other = create_database(settings.effective_database_url)
+    replica = EmbeddedProvider(
+        other.sessions,
+        retry_schedule=settings.webhook_retry_schedule,
+        policy=target_policy(settings),
+        poll_interval=0.01,
+    )
+    task = asyncio.create_task(replica.run())
+    try:
+        meeting = await new_meeting(client.app[DB], owner.workspace_id)
+        async with client.app[DB].sessions.begin() as session:
+            for count in range(60):
+                await emit(
+                    session,
+                    meeting.workspace_id,
+                    EventType.TRANSCRIPTION_READY,
+                    TranscriptionReady(
+                        bot_id=str(meeting.bot_id),
+                        meeting_id=meeting.id,
+                        tier="deferred",
+                        segment_count=count,
+                    ),
+                )
+        await receiver.wait_for("/replicas", 60)
+        async with asyncio.timeout(10):
+            while True:
+                async with client.app[DB].sessions() as session:
+                    states = (await session.scalars(select(WebhookDelivery.status))).all()
+                if len(states) == 60 and set(states) == {0}:
+                    break
+                await asyncio.sleep(0.05)
+    finally:
+        replica.stop()
+        await task
+        await other.dispose()
+    ids = [item.headers["webhook-id"] for item in receiver.at("/replicas")]
+    assert len(ids) == 60 and len(set(ids)) == 60
