@@ -162,8 +162,9 @@ class DeliveryWorker:
                 if self._results:
                     await self._store(self._take_results())
                 if loop.time() >= next_sweep:
-                    await self.sweep()
+                    # Scheduled first: a failing sweep must not come back on every pass.
                     next_sweep = loop.time() + _SWEEP_INTERVAL_SECONDS
+                    await self.sweep()
                 relayed = 0
                 if self._relay_now or loop.time() >= next_relay - _TIMER_SLACK:
                     self._relay_now = False
