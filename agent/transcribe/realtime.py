@@ -66,6 +66,10 @@ log = logging.getLogger(__name__)
 # utterance whose track went quiet (muted, left) still ends.
 _GAP_TOLERANCE_S = 0.1
 _MAX_GAP_FILL_S = 1.0
+# A live track silent this long (wall clock) while someone is speaking on it gets silence.
+_IDLE_AFTER_S = 0.3
+# Frames stamped within this many seconds of the wall clock come from a live capture.
+_LIVE_WITHIN_S = 5.0
 
 # Partial decodes get at most ~1/3 of the decoder: interval ≥ 3 × recent decode time.
 _PARTIAL_SHARE = 3.0
@@ -101,6 +105,10 @@ class _Track:
     segmenter: UtteranceSegmenter
     epoch0: float
     expected_next: float
+    # Live tracks (frame times close to the wall clock) that stop sending frames mid-utterance
+    # get silence synthesised, so the utterance still ends (see _idle_frames).
+    live: bool = False
+    last_arrival: float = 0.0
     speakers: Counter[str] = field(default_factory=Counter)
     utterances: dict[int, _Utterance] = field(default_factory=dict)
 
@@ -310,8 +318,10 @@ class RealtimeTranscriber:
             if gap > _GAP_TOLERANCE_S:
                 fill = np.zeros(int(min(gap, _MAX_GAP_FILL_S) * SAMPLE_RATE), dtype=np.float32)
                 events += [(track.track_id, e, track.epoch0) for e in self._push(track, fill)]
-                # Keep sample → epoch mapping right for the audio after the gap.
-                track.epoch0 += gap - len(fill) / SAMPLE_RATE
+            if abs(gap) > _GAP_TOLERANCE_S:
+                # Re-anchor the sample → epoch mapping on this frame (after a gap, or after
+                # synthesised silence that real frames now overlap).
+                track.epoch0 = frame.start_time - track.segmenter.samples_pushed / SAMPLE_RATE
             samples = frame.pcm.astype(np.float32) / 32768.0
             events += [(track.track_id, e, track.epoch0) for e in self._push(track, samples)]
             track.expected_next = frame.end_time
@@ -337,11 +347,33 @@ class RealtimeTranscriber:
         probs = track.detector.process(samples)
         return track.segmenter.push(samples, probs)
 
+    def _idle_frames(self) -> list[AudioFrame]:
+        """Silence for live tracks that went quiet mid-utterance (muted, left, stalled)."""
+        now = time.monotonic()
+        out = []
+        for track in self._tracks.values():
+            idle = now - track.last_arrival
+            if track.live and track.segmenter.speaking and idle > _IDLE_AFTER_S:
+                samples = int(min(idle, _MAX_GAP_FILL_S) * SAMPLE_RATE)
+                out.append(
+                    AudioFrame(track.track_id, track.expected_next,
+                               np.zeros(samples, dtype=np.int16))
+                )
+                track.last_arrival = now
+        return out
+
     async def _ingest_loop(self) -> None:
         try:
             while True:
-                first = await self._frames.get()
                 frames: list[AudioFrame] = []
+                try:
+                    async with asyncio.timeout(_IDLE_AFTER_S):
+                        first = await self._frames.get()
+                except TimeoutError:
+                    synthetic = self._idle_frames()
+                    if synthetic:
+                        self._apply(await asyncio.to_thread(self._analyse, synthetic, 0, False))
+                    continue
                 stop = first is None
                 if first is not None:
                     frames.append(first)
@@ -359,6 +391,8 @@ class RealtimeTranscriber:
                     track = self._track(frame)
                     if frame.speaker:
                         track.speakers[frame.speaker] += 1
+                    track.last_arrival = time.monotonic()
+                    track.live = abs(time.time() - frame.end_time) < _LIVE_WITHIN_S
                 every = (
                     int(self.metrics.partial_interval_s * SAMPLE_RATE) if self._opts.partials else 0
                 )

@@ -138,6 +138,11 @@ class UtteranceSegmenter:
         return self._open is not None
 
     @property
+    def samples_pushed(self) -> int:
+        """Samples given to :meth:`push` so far (the index the next sample will have)."""
+        return self._samples_seen + len(self._pending)
+
+    @property
     def pausing(self) -> bool:
         """True while an utterance is open but its latest window was silent."""
         return self._open is not None and self._open.silence_windows > 0

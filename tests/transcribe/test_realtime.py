@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 from pathlib import Path
 
 import numpy as np
@@ -239,3 +240,29 @@ async def test_a_gap_in_frames_ends_the_utterance_and_keeps_the_clock(
     assert first.end <= 2.5
     assert all(s.start >= 7.3 for s in rest)
     assert "country" in " ".join(s.text for s in rest).lower()
+
+
+async def test_a_live_track_that_stops_sending_still_gets_its_final(
+    speech: Path, tiny_engine: WhisperEngine, silero: SileroSession
+) -> None:
+    head = load_wav(speech, "jfk.wav")[: int(2.3 * 16_000)]  # "And so my fellow Americans"
+    transcriber = _transcriber(tiny_engine, silero)
+    got: list[Segment] = []
+    final_seen = asyncio.Event()
+
+    async def collect() -> None:
+        async for segment in transcriber.segments():
+            got.append(segment)
+            if segment.completed:
+                final_seen.set()
+
+    async with transcriber:
+        collector = asyncio.create_task(collect())
+        # Stamped as live capture: the speech ends now, then the track goes silent.
+        for frame in frames(head, "t", time.time() - len(head) / 16_000):
+            await transcriber.feed(frame)
+        # Without synthesised silence the utterance would stay open until close().
+        async with asyncio.timeout(20):
+            await final_seen.wait()
+    await collector
+    assert "fellow americans" in finals(got)[0].text.lower()
