@@ -10,9 +10,13 @@ cannot reach), so "exactly after the configured time" is checked against the sca
 from __future__ import annotations
 
 import asyncio
+import base64
 import itertools
 import json
+import struct
+import time
 import uuid
+import zlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -340,3 +344,59 @@ async def _until(predicate: Callable[[], bool], within: float = 10.0) -> None:
         # The room exposes state, not events, so it is polled.
         while not predicate():  # noqa: ASYNC110 - see above
             await asyncio.sleep(0.1)
+
+
+def _solid_png(rgb: tuple[int, int, int], width: int = 64, height: int = 36) -> bytes:
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = zlib.crc32(kind + data)
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
+
+    rows = b"".join(b"\x00" + bytes(rgb) * width for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
+
+
+async def _centre_pixel(png: bytes) -> tuple[int, int, int]:
+    """The centre pixel of a PNG, decoded by ffmpeg (no imaging library in the project)."""
+    width, height = png_size(png)
+    process = await asyncio.create_subprocess_exec(
+        "ffmpeg", "-loglevel", "error", "-f", "png_pipe", "-i", "-",
+        "-f", "rawvideo", "-pix_fmt", "rgb24", "-",
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+    )
+    raw, _ = await process.communicate(png)
+    offset = ((height // 2) * width + width // 2) * 3
+    red, green, blue = raw[offset : offset + 3]
+    return red, green, blue
+
+
+async def test_avatar_command_shows_the_image_on_the_bot_camera(start: object) -> None:
+    run: Run = await start(  # type: ignore[operator]
+        "google_meet", "lobby: false\nparticipants: [{name: Alice}]\n"
+    )
+    await run.peer.wait_for(lambda: any(s == "active" for s, _ in run.statuses()), within=30)
+    me = run.room.find_by_name(BOT_NAME).id
+    await _until(lambda: bool(run.room.received_frames(me, "camera")), within=15)
+    before = run.room.received_frames(me, "camera")[-1][1]
+    assert await _centre_pixel(before) != (255, 0, 0)  # the default image: initials on grey
+    red = "data:image/png;base64," + base64.b64encode(_solid_png((255, 0, 0))).decode()
+    result = await run.command(CommandName.AVATAR, image_url=red)
+    assert result.ok, result  # type: ignore[attr-defined]
+    sent_at = time.time()
+
+    async def camera_is_red() -> bool:
+        frames = [png for t, png in run.room.received_frames(me, "camera") if t > sent_at]
+        return bool(frames) and await _centre_pixel(frames[-1]) == (255, 0, 0)
+
+    async with asyncio.timeout(15):
+        while not await camera_is_red():  # noqa: ASYNC110 - the room keeps frames, no events
+            await asyncio.sleep(0.3)
+    bad = await run.command(CommandName.AVATAR, image_url="ftp://example.org/x.png")
+    assert bad.error == "invalid_arguments"  # type: ignore[attr-defined]
+    run.bot.request_stop()
+    assert await run.finish() is BotStatus.COMPLETED
