@@ -86,15 +86,27 @@ class Scheduler:
     batch_size: int = 50
     stale_claim: timedelta = timedelta(minutes=10)
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
+    _stopping: asyncio.Event = field(default_factory=asyncio.Event)
 
     def wake(self) -> None:
         """Look for due bots now instead of at the next interval."""
         self._wake.set()
 
+    def stop(self) -> None:
+        """Ask :meth:`run` to return after the current pass.
+
+        Stopping between passes, not by cancellation, matters on SQLite: a task cancelled
+        inside a transaction can leave its connection holding the write lock until it is
+        garbage-collected, and every other writer then waits out ``busy_timeout``.
+        """
+        self._stopping.set()
+        self._wake.set()
+
     async def run(self) -> None:
-        """Loop until cancelled: claim and launch due bots, reap stale claims, tidy up."""
+        """Loop until :meth:`stop` (or cancellation): claim and launch due bots, reap stale
+        claims, tidy up."""
         last_maintenance = 0.0
-        while True:
+        while not self._stopping.is_set():
             self._wake.clear()
             try:
                 launched = await self.run_once()
@@ -106,8 +118,8 @@ class Scheduler:
             except Exception:  # the loop must outlive a database hiccup
                 log.exception("scheduler pass failed")
                 launched = 0
-            if launched >= self.batch_size:
-                continue  # more may be due: no pause
+            if launched >= self.batch_size or self._stopping.is_set():
+                continue  # more may be due (no pause), or the loop is to end
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=self.interval)
 
@@ -303,12 +315,23 @@ def scheduler_from_app(app: web.Application) -> Scheduler:
     )
 
 
+STOP_GRACE_SECONDS = 30.0
+
+
 async def scheduler_ctx(app: web.Application) -> AsyncIterator[None]:
-    """``cleanup_ctx``: run the scheduler for the app's lifetime (cancelled and awaited)."""
+    """``cleanup_ctx``: run the scheduler for the app's lifetime.
+
+    At shutdown it is asked to stop after its current pass and awaited; only if that takes
+    longer than :data:`STOP_GRACE_SECONDS` (a launcher hanging) is it cancelled.
+    """
     scheduler = scheduler_from_app(app)
     app[SCHEDULER] = scheduler
     task = asyncio.create_task(scheduler.run(), name="scheduler")
     yield
-    task.cancel()
+    scheduler.stop()
+    done, _ = await asyncio.wait({task}, timeout=STOP_GRACE_SECONDS)
+    if not done:
+        log.warning("scheduler did not stop in time; cancelling it")
+        task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task

@@ -93,9 +93,9 @@ async def test_concurrent_loops_launch_each_due_bot_exactly_once(database_url: s
     try:
         await wait_for(all_launched)
     finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        for loop in loops:
+            loop.stop()
+        await asyncio.gather(*tasks)
         for db in databases:
             await db.dispose()
     launched = [config.bot_id for launcher in launchers for config in launcher.launches]
