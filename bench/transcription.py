@@ -289,6 +289,17 @@ async def real_time_replay(
     meeting_ref: str,
 ) -> None:
     """Section 4: real-time replay with partials and speaker activity; latency figures."""
+    # How long one utterance decode takes right now: latency is about 0.16 s + this.
+    probe = (load("ls_testclean_61-70968-0000.wav").astype(np.float32) / 32768.0)
+    walls, cpus = [], []
+    for _ in range(3):
+        c0, w0 = cpu_seconds(), time.perf_counter()
+        await asyncio.to_thread(engine.decode, probe, language="en", task=Task.TRANSCRIBE,
+                                options=DecodeOptions())
+        walls.append(time.perf_counter() - w0)
+        cpus.append(cpu_seconds() - c0)
+    emit(model=model, metric="decode_probe_4.9s_clip", wall_s_median=pct(walls, 50),
+         cpu_s_median=pct(cpus, 50))
     activities: list[AudioFrame | SpeakerActivity] = []
     for speaker, _, lo, hi in turns:
         activities += [SpeakerActivity(speaker, True, JOIN + lo + 0.2),
