@@ -192,7 +192,8 @@ class Room:
         self.scenario = scenario
         self._audio = audio
         self._audio_search = list(audio_search or [])
-        self._extra_slots: list[str] = []  # participants added through the host API
+        # Audio slots beyond the script: host-API participants and admitted browser participants.
+        self._extra_slots: list[str] = []
         self._clock = clock
         self._ids = itertools.count(1)
         self._chat_ids = itertools.count(1)

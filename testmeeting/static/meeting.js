@@ -420,6 +420,8 @@
     }
     if (media.pcSend) media.pcSend.close();
     if (media.pcRecv) media.pcRecv.close();
+    if (media.ctx) media.ctx.close();
+    for (const stream of media.streams.values()) clearTimeout(stream.quietTimer);
     if (state.ws) state.ws.close();
     show(screen);
   }
@@ -479,7 +481,7 @@
   }
 
   function onSpeech(buffer) {
-    if (!media.ctx || state.over) return;
+    if (!media.ctx || state.over || media.ctx.state === "closed") return;
     const headerLength = new DataView(buffer).getUint32(0, true);
     const header = JSON.parse(new TextDecoder().decode(new Uint8Array(buffer, 4, headerLength)));
     const pcm = new Int16Array(buffer.slice(4 + headerLength));
