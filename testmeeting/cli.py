@@ -18,8 +18,14 @@ from testmeeting.settings import TestMeetingSettings
 
 
 def demo_scenarios() -> list[Scenario]:
-    """One room per platform with a lobby the host answers after 2 s and two silent guests."""
-    guests = [{"name": "Alice Example"}, {"name": "Bob Example"}]
+    """One room per platform: a lobby the host answers after 2 s, Alice who greets the room
+    (espeak-ng), writes in the chat and raises her hand, and Bob who stays silent."""
+    alice = {
+        "name": "Alice Example",
+        "utterances": [{"at": 1.0, "text": "Hello and welcome. Let us start with the agenda."}],
+        "chat": [{"at": 2.0, "text": "Agenda: status, risks, next steps."}],
+        "hands": [{"at": 4.0, "lower_at": 8.0}],
+    }
     ids = {
         Platform.GOOGLE_MEET: "abc-defg-hij",
         Platform.ZOOM: "81234567890",
@@ -31,7 +37,7 @@ def demo_scenarios() -> list[Scenario]:
                 "platform": platform,
                 "meeting_id": meeting_id,
                 "admission": Admission(decision="admit", after_s=2.0).model_dump(),
-                "participants": guests,
+                "participants": [alice, {"name": "Bob Example"}],
             }
         )
         for platform, meeting_id in ids.items()
