@@ -102,11 +102,12 @@ class LiveView:
 
     def segment(self, payload: dict[str, Any], at: float) -> None:
         """A transcript segment arrived: finals are printed, partials update the live line."""
-        speaker = str(payload.get("speaker") or "unknown speaker")
         text = str(payload.get("text", "")).strip()
         if not payload.get("completed", True):
-            self._partial = (speaker, text)
+            # Partials may come before the speaker is known; the final names them.
+            self._partial = (str(payload.get("speaker") or "someone"), text)
             return
+        speaker = str(payload.get("speaker") or "unknown speaker")
         self._partial = None
         self._segments += 1
         self.console.print(
