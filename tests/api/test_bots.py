@@ -265,9 +265,17 @@ async def test_idempotency_key_replays_or_refuses(client: Client, owner: Caller)
     assert (other.status, (await other.json())["code"]) == (422, "idempotency_key_reused")
     listed = await (await client.get("/api/v1/bots", headers=owner.headers)).json()
     assert len(listed["bots"]) == 1
+    later = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
+    entry = {**MEET, "scheduled_start_at": later}
+    first = await client.post("/api/v1/bots/schedule", json=entry, headers=headers)
+    again = await client.post("/api/v1/bots/schedule", json=entry, headers=headers)
+    assert (first.status, again.status) == (201, 201)
+    assert (await first.json())["id"] == (await again.json())["id"]
     too_long = {**owner.headers, "Idempotency-Key": "k" * 256}
     response = await client.post("/api/v1/bots", json=MEET, headers=too_long)
     assert response.status == 422
+    listed = await (await client.get("/api/v1/bots", headers=owner.headers)).json()
+    assert len(listed["bots"]) == 2  # order-42 and the scheduled entry
 
 
 async def test_get_and_list_stay_inside_the_workspace(
