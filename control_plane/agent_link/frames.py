@@ -18,7 +18,7 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select, update
@@ -65,7 +65,9 @@ StoredFrame = (
     | ChatMessageEvent
     | ActionEvent
 )
-_Handler = Callable[[AsyncSession, Meeting, Any], Awaitable[None]]
+_Handler = Callable[[AsyncSession, Any], Awaitable[None]]
+# A frame's transaction refreshes last_seen_at at most this often (heartbeats always do).
+_TOUCH_EVERY = timedelta(seconds=1)
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,7 @@ class FrameStore:
         self._hub = hub
         self._identity = identity
         self._status_hooks = status_hooks
+        self._touched_at: datetime | None = None
         self._handlers: dict[str, _Handler] = {
             "status": self._status,
             "participants": self._participants,
@@ -125,6 +128,7 @@ class FrameStore:
         return True
 
     async def _touch(self, now: datetime, session: AsyncSession | None = None) -> None:
+        self._touched_at = now
         statement = (
             update(AgentLink)
             .where(AgentLink.meeting_id == self._identity.meeting_id)
@@ -166,7 +170,8 @@ class FrameStore:
                 seen = await session.get(
                     AgentFrameReceipt, (self._identity.meeting_id, frame.id)
                 )
-                await self._touch(now, session)
+                if self._touched_at is None or now - self._touched_at >= _TOUCH_EVERY:
+                    await self._touch(now, session)
                 if seen is not None:
                     return
                 session.add(
@@ -177,10 +182,7 @@ class FrameStore:
                         received_at=now,
                     )
                 )
-                meeting = await lock_meeting(session, meeting_id=self._identity.meeting_id)
-                if meeting is None:
-                    return
-                await self._handlers[frame.type](session, meeting, frame)
+                await self._handlers[frame.type](session, frame)
         except IntegrityError:
             # The same frame arrived on an older connection at the same moment and won.
             logger.info(
@@ -190,7 +192,14 @@ class FrameStore:
 
     # Handlers (inside the frame's transaction) ------------------------------------------------
 
-    async def _status(self, session: AsyncSession, meeting: Meeting, frame: StatusEvent) -> None:
+    async def _meeting(self, session: AsyncSession) -> Meeting:
+        meeting = await lock_meeting(session, meeting_id=self._identity.meeting_id)
+        if meeting is None:  # the row cascades with its link, which authenticated this frame
+            raise LookupError(f"meeting {self._identity.meeting_id} is gone")
+        return meeting
+
+    async def _status(self, session: AsyncSession, frame: StatusEvent) -> None:
+        meeting = await self._meeting(session)
         current = BotStatus(meeting.status)
         if not can_transition(current, frame.status):
             logger.info(
@@ -211,9 +220,8 @@ class FrameStore:
             hooks=self._status_hooks,
         )
 
-    async def _participants(
-        self, session: AsyncSession, meeting: Meeting, frame: ParticipantsEvent
-    ) -> None:
+    async def _participants(self, session: AsyncSession, frame: ParticipantsEvent) -> None:
+        meeting = await self._meeting(session)
         meeting.participants = list(frame.participants)
         common = {"bot_id": str(meeting.bot_id), "meeting_id": meeting.id}
         for name in frame.joined:
@@ -235,15 +243,16 @@ class FrameStore:
                 at=frame.ts,
             )
 
-    async def _segment(
-        self, session: AsyncSession, meeting: Meeting, frame: TranscriptSegmentEvent
-    ) -> None:
+    async def _segment(self, session: AsyncSession, frame: TranscriptSegmentEvent) -> None:
+        bot = self._identity
         data = frame.segment
         row = await session.scalar(
-            select(Segment).where(Segment.meeting_id == meeting.id, Segment.segment_id == data.id)
+            select(Segment).where(
+                Segment.meeting_id == bot.meeting_id, Segment.segment_id == data.id
+            )
         )
         if row is None:
-            row = Segment(meeting_id=meeting.id, segment_id=data.id)
+            row = Segment(meeting_id=bot.meeting_id, segment_id=data.id)
             session.add(row)
         row.start = data.start
         row.end = data.end
@@ -255,33 +264,31 @@ class FrameStore:
         row.completed = data.completed
         row.tier = data.tier
 
-    async def _transcription_ready(
-        self, session: AsyncSession, meeting: Meeting, frame: TranscriptionReady
-    ) -> None:
+    async def _transcription_ready(self, session: AsyncSession, frame: TranscriptionReady) -> None:
+        bot = self._identity
         await emit(
             session,
-            meeting.workspace_id,
+            bot.workspace_id,
             events.EventType.TRANSCRIPTION_READY,
             events.TranscriptionReady(
-                bot_id=str(meeting.bot_id),
-                meeting_id=meeting.id,
+                bot_id=str(bot.bot_id),
+                meeting_id=bot.meeting_id,
                 tier=frame.tier,
                 segment_count=frame.segment_count,
             ),
             at=frame.ts,
         )
 
-    async def _artifact(
-        self, session: AsyncSession, meeting: Meeting, frame: ArtifactEvent
-    ) -> None:
-        if not frame.storage_key.startswith(bot_prefix(meeting.bot_id)):
+    async def _artifact(self, session: AsyncSession, frame: ArtifactEvent) -> None:
+        bot = self._identity
+        if not frame.storage_key.startswith(bot_prefix(bot.bot_id)):
             logger.warning(
-                "agent artifact outside its prefix ignored", extra={"bot_id": str(meeting.bot_id)}
+                "agent artifact outside its prefix ignored", extra={"bot_id": str(bot.bot_id)}
             )
             return
         row = await add_artifact(
             session,
-            meeting.id,
+            bot.meeting_id,
             artifact_id=frame.artifact_id,
             kind=frame.kind.value,
             storage_key=frame.storage_key,
@@ -296,11 +303,11 @@ class FrameStore:
         if row is not None and frame.kind is ArtifactKind.RECORDING:
             await emit(
                 session,
-                meeting.workspace_id,
+                bot.workspace_id,
                 events.EventType.RECORDING_READY,
                 events.RecordingReady(
-                    bot_id=str(meeting.bot_id),
-                    meeting_id=meeting.id,
+                    bot_id=str(bot.bot_id),
+                    meeting_id=bot.meeting_id,
                     recording_id=frame.artifact_id,
                     format=frame.format or "",
                     duration_s=frame.duration_s,
@@ -308,18 +315,17 @@ class FrameStore:
                 at=frame.ts,
             )
 
-    async def _chat_message(
-        self, session: AsyncSession, meeting: Meeting, frame: ChatMessageEvent
-    ) -> None:
+    async def _chat_message(self, session: AsyncSession, frame: ChatMessageEvent) -> None:
+        bot = self._identity
         exists = await session.scalar(
             select(ChatMessage.id).where(
-                ChatMessage.meeting_id == meeting.id, ChatMessage.message_id == frame.message_id
+                ChatMessage.meeting_id == bot.meeting_id, ChatMessage.message_id == frame.message_id
             )
         )
         if exists is None:
             session.add(
                 ChatMessage(
-                    meeting_id=meeting.id,
+                    meeting_id=bot.meeting_id,
                     message_id=frame.message_id,
                     sender=frame.sender,
                     text=frame.text,
@@ -328,14 +334,15 @@ class FrameStore:
                 )
             )
 
-    async def _action(self, session: AsyncSession, meeting: Meeting, frame: ActionEvent) -> None:
+    async def _action(self, session: AsyncSession, frame: ActionEvent) -> None:
+        bot = self._identity
         await emit(
             session,
-            meeting.workspace_id,
+            bot.workspace_id,
             events.EventType.ACTION_DETECTED,
             events.ActionDetected(
-                bot_id=str(meeting.bot_id),
-                meeting_id=meeting.id,
+                bot_id=str(bot.bot_id),
+                meeting_id=bot.meeting_id,
                 id=frame.id,
                 type=frame.action_type.value,
                 text=frame.text,
