@@ -5,9 +5,11 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import QueryableAttribute, load_only
 
 from control_plane.api.timestamps import parse_utc
 from control_plane.db.models.bot import Meeting
@@ -40,9 +42,17 @@ def _like_pattern(text: str) -> str:
 
 
 async def list_meetings(
-    session: AsyncSession, workspace_id: uuid.UUID | None, query: MeetingQuery
+    session: AsyncSession,
+    workspace_id: uuid.UUID | None,
+    query: MeetingQuery,
+    *,
+    columns: Sequence[QueryableAttribute[Any]] = (),
 ) -> Sequence[Meeting]:
     """The workspace's meetings matching ``query``, newest first (``created_at``, ``id`` desc).
+
+    ``columns``, when given, are the only ones loaded (the rest stay unloaded; touching them
+    would be an error): the meeting list needs a few, and decoding every row's ``settings``
+    JSON was a measurable share of a list request (bench/api.py).
 
     Raises:
         Validation: 400 ``invalid_date`` for a malformed ``date_from``/``date_to``.
@@ -69,4 +79,6 @@ async def list_meetings(
         .limit(query.limit)
         .offset(query.offset)
     )
+    if columns:
+        stmt = stmt.options(load_only(*columns, raiseload=True))
     return (await session.execute(stmt)).scalars().all()

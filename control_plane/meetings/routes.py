@@ -40,6 +40,17 @@ MEETINGS = "/api/v1/meetings"
 MEETING = "/api/v1/meetings/{meeting_id}"
 TRANSCRIPT = "/api/v1/meetings/{meeting_id}/transcript"
 _ID = {"meeting_id": int}
+# What a list item shows (API.md Part 1 "Meeting list item").
+_LIST_COLUMNS = (
+    Meeting.id,
+    Meeting.bot_id,
+    Meeting.platform,
+    Meeting.status,
+    Meeting.name,
+    Meeting.participants,
+    Meeting.created_at,
+    Meeting.updated_at,
+)
 
 
 def _not_found() -> NotFound:
@@ -89,7 +100,9 @@ async def list_meetings_route(request: web.Request) -> web.Response:
     """
     query = read_query(request, MeetingQuery)
     async with request.app[DB].sessions() as session:
-        rows = await list_meetings(session, auth_of(request).workspace_id, query)
+        rows = await list_meetings(
+            session, auth_of(request).workspace_id, query, columns=_LIST_COLUMNS
+        )
         items = [
             MeetingListItem(
                 id=row.id,
