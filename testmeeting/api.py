@@ -1,7 +1,8 @@
 """The host API: JSON over HTTP to create rooms, act as the host, and read the ground truth.
 
 Every path is under ``/api``; a room is ``/api/rooms/{platform}/{meeting_id}``. Errors are
-``{"error": {"code", "message"}}`` with the status of the :mod:`testmeeting.errors` class.
+RFC 9457 problem details like the product API's (``{type, title, status, detail, code}``,
+``application/problem+json``) with the status of the :mod:`testmeeting.errors` class.
 The full table is in ``testmeeting/README.md`` ("Host API").
 """
 
@@ -63,8 +64,15 @@ async def error_middleware(
     try:
         return await handler(request)
     except TestMeetingError as exc:
-        body = {"error": {"code": exc.code, "message": str(exc)}}
-        return web.json_response(body, status=exc.status)
+        # Same shape as the product API's errors (API.md: RFC 9457 problem details).
+        body = {
+            "type": f"/errors/{exc.code}",
+            "title": exc.code.replace("_", " ").capitalize(),
+            "status": exc.status,
+            "detail": str(exc),
+            "code": exc.code,
+        }
+        return web.json_response(body, status=exc.status, content_type="application/problem+json")
 
 
 def _room(request: web.Request) -> Room:

@@ -10,7 +10,8 @@
     ├── InvalidState                 the action does not fit the participant's state (409)
     └── MediaNotFound                nothing received of that kind from that participant (404)
 
-The host API's error middleware turns each into ``{"error": {"code", "message"}}``.
+The host API's error middleware turns each into RFC 9457 problem details
+(``{type, title, status, detail, code}``), the shape of the product API's errors.
 """
 
 from __future__ import annotations
