@@ -168,7 +168,7 @@ class Bot:
         exit_: MeetingExit
         cancelled = False
         try:
-            await self._attend()
+            await self._attend_until_stopped()
             exit_ = MeetingLeft(StatusReason.STOPPED_BY_API)
         except MeetingExit as exc:
             exit_ = exc
@@ -190,6 +190,35 @@ class Bot:
         if cancelled:
             raise asyncio.CancelledError
         return self.machine.status
+
+    async def _attend_until_stopped(self) -> None:
+        """Run :meth:`_attend`, cut short the moment a stop is requested.
+
+        The attendance may be inside a long browser call (a page load, a join click) when the
+        stop comes; it is cancelled there rather than at its next pause, so a SIGTERM or stop
+        command takes effect at once.
+
+        Raises:
+            MeetingExit: How the bot left (``MeetingLeft`` with the stop reason when stopped).
+        """
+        attend = asyncio.create_task(self._attend(), name="attend")
+        stopped = asyncio.create_task(self._stop.wait(), name="stop-wait")
+        cut_short = False
+        try:
+            await asyncio.wait({attend, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopped.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await stopped
+            if not attend.done():
+                cut_short = True
+                attend.cancel()
+                # Its own outcome is moot once a stop (or the owner) cut it short.
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await attend
+        if cut_short:
+            raise MeetingLeft(self._stop_reason)
+        attend.result()
 
     async def _start_services(self) -> None:
         s = self.settings

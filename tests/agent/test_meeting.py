@@ -400,3 +400,22 @@ async def test_avatar_command_shows_the_image_on_the_bot_camera(start: object) -
     assert bad.error == "invalid_arguments"  # type: ignore[attr-defined]
     run.bot.request_stop()
     assert await run.finish() is BotStatus.COMPLETED
+
+
+async def test_a_stop_command_in_the_lobby_leaves_at_once(start: object) -> None:
+    run: Run = await start(  # type: ignore[operator]
+        "zoom", "lobby: true\nadmission: {decision: ignore}\nparticipants: [{name: Alice}]\n"
+    )
+    await run.peer.wait_for(
+        lambda: any(s == "awaiting_admission" for s, _ in run.statuses()), within=30
+    )
+    result = await run.command(CommandName.STOP, reason="stopped_by_api")
+    assert result.ok  # type: ignore[attr-defined]
+    assert await run.finish() is BotStatus.COMPLETED
+    assert run.statuses()[-2:] == [
+        ("stopping", "stopped_by_api"),
+        ("completed", "stopped_by_api"),
+    ]
+    waited = (run.status_time("stopping") - run.status_time("awaiting_admission")).total_seconds()
+    assert waited < 30 * SCALE  # well before the admission timeout would have ended it
+    assert any(e.type == "left" and e.name == BOT_NAME for e in run.room.timeline())
