@@ -264,7 +264,7 @@ class Bot:
     async def _attend(self) -> None:
         await self.machine.move(BotStatus.JOINING, StatusReason.JOIN_STARTED)
         page = await self.browser.start()
-        url = self.adapter.meeting_url(self.config.meeting_url)
+        url = self.adapter.meeting_url(self.config.meeting_url, self.config.passcode)
         timeout_ms = self.settings.join_timeout_seconds * 1000
         try:
             await page.goto(url, wait_until="domcontentloaded", timeout=timeout_ms)

@@ -19,6 +19,7 @@ import logging
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar, Protocol
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Locator, Page
@@ -134,8 +135,8 @@ class PlatformAdapter(Protocol):
         """The platform this adapter drives."""
         ...
 
-    def meeting_url(self, url: str) -> str:
-        """The URL the browser opens for a meeting URL of this platform."""
+    def meeting_url(self, url: str, passcode: str | None = None) -> str:
+        """The URL the browser opens for a meeting URL (and passcode) of this platform."""
         ...
 
     async def prepare(self, page: Page, bot_name: str) -> bool:
@@ -197,9 +198,20 @@ class SelectorAdapter:
     # Texts that mark the bot's own entry in lists ("(You)").
     self_markers: ClassVar[tuple[str, ...]] = ("(you)",)
 
-    def meeting_url(self, url: str) -> str:
-        """Meeting URLs open as given unless a platform rewrites them."""
-        return url
+    # Query parameter carrying the passcode in this platform's join links, if any.
+    passcode_param: ClassVar[str | None] = None
+
+    def meeting_url(self, url: str, passcode: str | None = None) -> str:
+        """The meeting URL, with the passcode added when the platform carries it in the link
+        and the link lacks it."""
+        if not passcode or not self.passcode_param:
+            return url
+        parts = urlsplit(url)
+        query = parse_qsl(parts.query, keep_blank_values=True)
+        if any(key == self.passcode_param for key, _ in query):
+            return url
+        query.append((self.passcode_param, passcode))
+        return urlunsplit(parts._replace(query=urlencode(query)))
 
     # ---- locating ---------------------------------------------------------------------
 

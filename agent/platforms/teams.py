@@ -175,9 +175,10 @@ _CHAT_JS = """
 
 
 class TeamsAdapter(SelectorAdapter):
-    """Microsoft Teams web client."""
+    """Microsoft Teams web client (the passcode travels as ``?p=``, V09's join URL)."""
 
     platform: ClassVar[Platform] = Platform.TEAMS
+    passcode_param: ClassVar[str | None] = "p"
     selectors: ClassVar[PlatformSelectors] = SELECTORS
     participants_js: ClassVar[str] = _PARTICIPANTS_JS
     speakers_js: ClassVar[str] = _SPEAKERS_JS

@@ -150,8 +150,11 @@ class ZoomAdapter(SelectorAdapter):
     speakers_js: ClassVar[str] = _SPEAKERS_JS
     chat_js: ClassVar[str] = _CHAT_JS
 
-    def meeting_url(self, url: str) -> str:
+    passcode_param: ClassVar[str | None] = "pwd"
+
+    def meeting_url(self, url: str, passcode: str | None = None) -> str:
         """``https://<sub>.zoom.us/j/<id>?pwd=…`` → ``https://app.zoom.us/wc/<id>/join?pwd=…``."""
+        url = super().meeting_url(url, passcode)
         parts = urlsplit(url)
         match = _JOIN_PATH.match(parts.path)
         if not match or not (parts.hostname or "").endswith("zoom.us"):

@@ -15,6 +15,8 @@ from agent.artifacts import png_size
 from agent.capture.pcm import AudioCapture, rms_dbfs
 from agent.contracts.link import ArtifactEvent, ArtifactKind, Segment
 from agent.events import BotEvents, iso
+from agent.platforms.google_meet import GoogleMeetAdapter
+from agent.platforms.teams import TeamsAdapter
 from agent.platforms.zoom import ZoomAdapter
 from agent.sse.log import EventLog
 
@@ -66,6 +68,23 @@ def test_zoom_join_links_open_in_the_web_client() -> None:
     )
     assert adapter.meeting_url("https://example.org/j/812345678") == (
         "https://example.org/j/812345678"
+    )
+    assert adapter.meeting_url("https://us02web.zoom.us/j/812345678", passcode="s3cret") == (
+        "https://app.zoom.us/wc/812345678/join?pwd=s3cret"
+    )
+
+
+def test_passcodes_join_the_link_only_where_the_platform_carries_them() -> None:
+    teams = TeamsAdapter()
+    assert teams.meeting_url("https://teams.live.com/meet/1234567890", "x1") == (
+        "https://teams.live.com/meet/1234567890?p=x1"
+    )
+    assert teams.meeting_url("https://teams.live.com/meet/1234567890?p=a", "b") == (
+        "https://teams.live.com/meet/1234567890?p=a"
+    )
+    meet = GoogleMeetAdapter()
+    assert meet.meeting_url("https://meet.google.com/abc-defg-hij", "x") == (
+        "https://meet.google.com/abc-defg-hij"
     )
 
 
