@@ -82,6 +82,8 @@ _MEETING_ENDS: dict[MeetingState, StatusReason] = {
     MeetingState.DENIED: StatusReason.REMOVED_BY_HOST,
 }
 LEAVE_TIMEOUT_S = 10.0
+# A pre-join screen still showing this long after the join click means the click did not take.
+REJOIN_CLICK_AFTER_S = 3.0
 
 
 def _now() -> float:
@@ -294,6 +296,7 @@ class Bot:
 
     async def _admission(self, page: Page) -> None:
         deadline = _now() + self.settings.join_timeout_seconds
+        last_click = _now()
         while True:
             state = await self.adapter.state(page)
             if state in _JOIN_FAILURES:
@@ -306,6 +309,15 @@ class Bot:
                 await self.machine.move(BotStatus.ACTIVE, reason)
                 self.transcription.start(self.joined_at)
                 return
+            if (
+                state is MeetingState.PREJOIN
+                and _now() - last_click >= REJOIN_CLICK_AFTER_S
+                and await self.adapter.prepare(page, self.config.settings.bot_name)
+            ):
+                # The click did not take (a slow page, a late-enabled button): click again.
+                last_click = _now()
+                with contextlib.suppress(BrowserError):
+                    await self.adapter.click_join(page)
             if state is MeetingState.LOBBY and self.machine.status is BotStatus.JOINING:
                 self.timers.entered_lobby(_now())
                 await self.machine.move(BotStatus.AWAITING_ADMISSION, StatusReason.LOBBY)
