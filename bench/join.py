@@ -12,7 +12,8 @@ Starts an in-process control plane (SQLite, ``local`` launcher running the real 
   transcription on.
 
 Usage: ``python -m bench.join [--platforms google_meet,zoom,teams] [--joins 3]
-[--meeting-seconds 120] [--meeting-platform google_meet] [--no-transcribe]``.
+[--meeting-seconds 120 (0 skips the meeting)] [--meeting-platform google_meet]
+[--no-transcribe]``.
 Needs ``MEETBOT_SPEECH_DIR`` (or ../shared/data/speech) for the meeting's speech.
 """
 
@@ -177,6 +178,9 @@ async def run(args: argparse.Namespace) -> None:
                     bot_id, joined = await launch_and_wait(http, api, platform, mid, False)
                     emit(metric="join_s", platform=platform, value=round(joined, 3), goal=5.0)
                     await stop(http, api, bot_id)
+            if args.meeting_seconds <= 0:
+                await launcher.aclose()
+                return
             n += 1
             platform = args.meeting_platform
             mid = meeting_id(platform, n)
