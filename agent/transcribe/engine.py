@@ -105,6 +105,7 @@ class WhisperEngine:
         language: str | None,
         task: Task,
         options: DecodeOptions,
+        prompt: str | None = None,
     ) -> DecodeResult:
         """Transcribe (or translate) one utterance. Blocking; serialised per engine.
 
@@ -115,6 +116,8 @@ class WhisperEngine:
                 English-only ones always use ``en``).
             task: Transcribe or translate to English.
             options: Beam, temperatures, timestamps.
+            prompt: Text said just before (Whisper's ``initial_prompt``), for continuity of
+                spelling and punctuation across utterances.
         """
         if not self.multilingual:
             language = "en"
@@ -132,6 +135,7 @@ class WhisperEngine:
             "without_timestamps": options.without_timestamps and not options.word_timestamps,
             "word_timestamps": options.word_timestamps,
             "vad_filter": False,
+            "initial_prompt": prompt or None,
             # Own drop rules apply afterwards (filters.judge); faster-whisper's would skip
             # windows silently and hide the figures.
             "no_speech_threshold": None,

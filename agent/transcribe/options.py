@@ -30,6 +30,10 @@ class TranscribeOptions(BaseModel):
         realtime_without_timestamps: Decode utterances without timestamp tokens (one text per
             utterance; fewer tokens to generate).
         deferred_beam_size: Beam of the deferred pass.
+        context_words: Words of the track's previous final passed as prompt (0: none). Off by
+            default: on the bench meeting 40 words cut tiny.en's errors from 12 to 10 of 256
+            words (not significant), and in translation a German name prompt made the next
+            utterance come out as names only.
         frame_queue_size: Frames buffered before ``feed`` waits (backpressure, never drop).
         segment_queue_size: Segments buffered for the consumer; partials are skipped, finals
             wait, when it is full.
@@ -49,6 +53,7 @@ class TranscribeOptions(BaseModel):
     partial_interval_max_s: float = Field(default=8.0, gt=0.2)
     realtime_beam_size: int = Field(default=1, ge=1, le=10)
     realtime_without_timestamps: bool = True
+    context_words: int = Field(default=0, ge=0, le=200)
     deferred_beam_size: int = Field(default=5, ge=1, le=10)
     frame_queue_size: int = Field(default=256, ge=1)
     segment_queue_size: int = Field(default=1024, ge=1)

@@ -110,6 +110,7 @@ class _Track:
     live: bool = False
     last_arrival: float = 0.0
     speakers: Counter[str] = field(default_factory=Counter)
+    context: str = ""
     utterances: dict[int, _Utterance] = field(default_factory=dict)
 
 
@@ -558,6 +559,7 @@ class RealtimeTranscriber:
                 language=language,
                 task=self._task,
                 options=self._decode_options,
+                prompt=self._tracks[utt.track].context or None,
             )
             self.metrics.decodes[kind] += 1
             self.metrics.decode_seconds += result.seconds
@@ -612,6 +614,10 @@ class RealtimeTranscriber:
                 await self._out.put(self._segment(utt, "", result, completed=False))
             return
         await self._out.put(self._segment(utt, verdict.text, result, completed=True))
+        if self._opts.context_words:
+            track = self._tracks[utt.track]
+            words = f"{track.context} {verdict.text}".split()
+            track.context = " ".join(words[-self._opts.context_words :])
         self.metrics.finals += 1
         if utt.end_wall is not None:
             self.metrics.final_delays_s.append(time.monotonic() - utt.end_wall)
