@@ -124,7 +124,7 @@ def launch_hook(database: Database) -> LaunchHook:
     async def hook(meeting: Meeting, config: BotConfig) -> BotConfig:
         if not config.settings.enable_actions:
             return config
-        async with database.sessions() as session:
+        async with database.reads() as session:
             prompt = await resolve(session, meeting.workspace_id, config.settings.prompt_version_id)
         return config.model_copy(update={"action_prompt": prompt})
 

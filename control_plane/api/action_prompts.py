@@ -90,7 +90,7 @@ async def create_action_prompt(request: web.Request) -> web.Response:
 async def list_action_prompts(request: web.Request) -> web.Response:
     """Every version of the workspace's prompts, newest first."""
     workspace_id = auth_of(request).require_workspace()
-    async with request.app[DB].sessions() as session:
+    async with request.app[DB].reads() as session:
         rows = (
             await session.scalars(
                 select(ActionPrompt)

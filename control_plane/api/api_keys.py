@@ -136,7 +136,7 @@ def _same_workspace(caller: AuthContext) -> ColumnElement[bool]:
 async def list_api_keys(request: web.Request) -> web.Response:
     """The caller's keys in the caller's workspace (metadata only, never the secret)."""
     caller = auth_of(request)
-    async with request.app[DB].sessions() as session:
+    async with request.app[DB].reads() as session:
         keys = (
             await session.scalars(
                 select(ApiKey)

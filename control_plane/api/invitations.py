@@ -151,7 +151,7 @@ async def create_invitation(request: web.Request) -> web.Response:
 async def list_invitations(request: web.Request) -> web.Response:
     """Invitations with status ``pending`` that have not expired, newest first."""
     workspace_id = await workspace_of_path(request)
-    async with request.app[DB].sessions() as session:
+    async with request.app[DB].reads() as session:
         rows = (
             await session.scalars(
                 select(Invitation)

@@ -147,7 +147,7 @@ async def _authenticate(request: web.Request) -> AuthContext:
     cache = request.app.get(KEY_CACHE)
     cached = cache.get(digest) if cache is not None else None
     if cached is None:
-        async with db.sessions() as session:
+        async with db.reads() as session:
             row = (
                 await session.execute(
                     select(ApiKey, Membership.role)

@@ -111,7 +111,7 @@ async def _details(session: AsyncSession, workspace_id: uuid.UUID) -> WorkspaceD
 async def get_workspace(request: web.Request) -> web.Response:
     """Details and settings of the caller's workspace; 403 ``not_a_member``, 404 unknown."""
     workspace_id = await workspace_of_path(request)
-    async with request.app[DB].sessions() as session:
+    async with request.app[DB].reads() as session:
         return json_response(await _details(session, workspace_id))
 
 
@@ -181,7 +181,7 @@ async def _apply_settings(
 async def list_members(request: web.Request) -> web.Response:
     """Every member with role and join time, newest first; 403 ``not_a_member``, 404."""
     workspace_id = await workspace_of_path(request)
-    async with request.app[DB].sessions() as session:
+    async with request.app[DB].reads() as session:
         rows = (
             await session.execute(
                 select(Membership, User)

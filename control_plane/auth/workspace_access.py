@@ -52,7 +52,7 @@ def require_owner(context: AuthContext, *, owner_only: bool = True) -> None:
 
 
 async def _require_exists(request: web.Request, workspace_id: uuid.UUID) -> None:
-    async with request.app[DB].sessions() as session:
+    async with request.app[DB].reads() as session:
         found = await session.scalar(select(Workspace.id).where(Workspace.id == workspace_id))
     if found is None:
         raise NotFound("no such workspace", code="workspace_not_found")

@@ -4,6 +4,12 @@ SQLite runs in WAL mode with ``BEGIN IMMEDIATE`` transactions: every transaction
 lock up front, so two transactions never deadlock upgrading a read lock (SQLITE_BUSY), and a
 waiting writer honours ``busy_timeout``. Consequence for callers: never hold a session open
 across a long wait (network, sleeps) — open one, do the work, commit.
+
+Read-only work (key lookups, lists) may use :attr:`Database.reads` instead: on SQLite a second
+engine whose transactions are plain (deferred) ``BEGIN`` with ``query_only`` on, so in WAL mode
+they read a snapshot without taking the write lock — they neither wait behind writers nor
+starve in the busy handler (bench/api.py measured p99s of seconds when every read took the
+write lock). On PostgreSQL ``reads`` is ``sessions``.
 """
 
 from __future__ import annotations
@@ -30,10 +36,19 @@ class Database:
         engine: The SQLAlchemy async engine.
         sessions: Factory of sessions; ``async with db.sessions.begin() as session`` opens one
             transaction that commits on success and rolls back on error.
+        read_engine: SQLite's engine for read-only sessions (None on PostgreSQL).
+        read_sessions: Its session factory (None on PostgreSQL).
     """
 
     engine: AsyncEngine
     sessions: async_sessionmaker[AsyncSession]
+    read_engine: AsyncEngine | None = None
+    read_sessions: async_sessionmaker[AsyncSession] | None = None
+
+    @property
+    def reads(self) -> async_sessionmaker[AsyncSession]:
+        """Factory of sessions that only read (writing through them fails on SQLite)."""
+        return self.read_sessions if self.read_sessions is not None else self.sessions
 
     @property
     def dialect(self) -> str:
@@ -48,9 +63,11 @@ class Database:
     async def dispose(self) -> None:
         """Close every pooled connection."""
         await self.engine.dispose()
+        if self.read_engine is not None:
+            await self.read_engine.dispose()
 
 
-def _configure_sqlite(engine: AsyncEngine) -> None:
+def _configure_sqlite(engine: AsyncEngine, *, read_only: bool = False) -> None:
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Let SQLAlchemy's "begin" event issue BEGIN itself (the driver's implicit BEGIN is
@@ -61,11 +78,13 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA synchronous=NORMAL")
+        if read_only:
+            cursor.execute("PRAGMA query_only=ON")
         cursor.close()
 
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(conn: Any) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        conn.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
 
 def create_database(url: str, *, pool_size: int = 10) -> Database:
@@ -75,6 +94,17 @@ def create_database(url: str, *, pool_size: int = 10) -> Database:
     if url.startswith("postgresql"):
         kwargs = {"pool_size": pool_size, "max_overflow": pool_size * 2, "pool_pre_ping": True}
     engine = create_async_engine(url, **kwargs)
-    if engine.dialect.name == "sqlite":
-        _configure_sqlite(engine)
-    return Database(engine=engine, sessions=async_sessionmaker(engine, expire_on_commit=False))
+    if engine.dialect.name != "sqlite":
+        return Database(engine=engine, sessions=async_sessionmaker(engine, expire_on_commit=False))
+    _configure_sqlite(engine)
+    if ":memory:" in url or "mode=memory" in url:
+        # A second engine would open a second, empty in-memory database.
+        return Database(engine=engine, sessions=async_sessionmaker(engine, expire_on_commit=False))
+    read_engine = create_async_engine(url)
+    _configure_sqlite(read_engine, read_only=True)
+    return Database(
+        engine=engine,
+        sessions=async_sessionmaker(engine, expire_on_commit=False),
+        read_engine=read_engine,
+        read_sessions=async_sessionmaker(read_engine, expire_on_commit=False),
+    )

@@ -99,7 +99,7 @@ async def list_meetings_route(request: web.Request) -> web.Response:
     400 ``invalid_date`` for a malformed ``date_from``/``date_to``.
     """
     query = read_query(request, MeetingQuery)
-    async with request.app[DB].sessions() as session:
+    async with request.app[DB].reads() as session:
         rows = await list_meetings(
             session, auth_of(request).workspace_id, query, columns=_LIST_COLUMNS
         )

@@ -124,7 +124,7 @@ class ZoomConnections:
 
     async def for_workspace(self, workspace_id: uuid.UUID) -> Sequence[ZoomConnection]:
         """The workspace's connections, newest first."""
-        async with self._db.sessions() as session:
+        async with self._db.reads() as session:
             return (
                 await session.scalars(
                     select(ZoomConnection)
@@ -164,7 +164,7 @@ class ZoomConnections:
             query = query.where(ZoomConnection.user_id == user_id)
         else:
             return None
-        async with self._db.sessions() as session:
+        async with self._db.reads() as session:
             found = await session.scalar(
                 query.order_by(ZoomConnection.created_at.desc(), ZoomConnection.id.desc()).limit(1)
             )
@@ -196,7 +196,7 @@ class ZoomConnections:
             ) from exc
 
     async def _load(self, connection_id: int) -> _Pair:
-        async with self._db.sessions() as session:
+        async with self._db.reads() as session:
             row = await session.get(ZoomConnection, connection_id)
         if row is None:
             raise ZoomAuthorizationError(404)
