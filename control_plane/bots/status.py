@@ -68,7 +68,9 @@ async def _apply(
         meeting.start_time = at
     if target in FINAL_STATUSES and meeting.end_time is None:
         meeting.end_time = at
-    await session.flush()
+    if meeting.id is None:
+        # A new row needs its id for the audit row; existing rows flush together at commit.
+        await session.flush()
     session.add(
         BotStatusChange(
             meeting_id=meeting.id,
