@@ -192,7 +192,7 @@ async def _measure(db: str, url: str, args: argparse.Namespace, data_dir: str) -
         port = ready.get(timeout=120)
         base = f"http://127.0.0.1:{port}"
         headers = {"X-API-Key": key}
-        connector = aiohttp.TCPConnector(limit=args.concurrency)
+        connector = aiohttp.TCPConnector(limit=max(args.concurrency))
         async with aiohttp.ClientSession(base, connector=connector, headers=headers) as http:
 
             async def get(path: str) -> None:
@@ -216,22 +216,23 @@ async def _measure(db: str, url: str, args: argparse.Namespace, data_dir: str) -
                     f"&date_to={window_to:{iso}}&limit=50&offset=100"
                 ),
             }
-            for label, query in filters.items():
+            for concurrency in args.concurrency:
+                for label, query in filters.items():
 
-                async def list_call(i: int, query: str | None = query) -> None:
-                    q = query if query is not None else f"bot_id={sample[i % len(sample)]}"
-                    await get(f"/api/v1/meetings?{q}")
+                    async def list_call(i: int, query: str | None = query) -> None:
+                        q = query if query is not None else f"bot_id={sample[i % len(sample)]}"
+                        await get(f"/api/v1/meetings?{q}")
 
-                elapsed, latencies = await _drive(args.list_requests, args.concurrency, list_call)
-                _figure(
-                    "api_list_meetings",
-                    db,
-                    elapsed,
-                    latencies,
-                    filter=label,
-                    meetings=args.meetings,
-                    concurrency=args.concurrency,
-                )
+                    elapsed, latencies = await _drive(args.list_requests, concurrency, list_call)
+                    _figure(
+                        "api_list_meetings",
+                        db,
+                        elapsed,
+                        latencies,
+                        filter=label,
+                        meetings=args.meetings,
+                        concurrency=concurrency,
+                    )
 
             run = "".join(random.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(4))
 
@@ -246,15 +247,22 @@ async def _measure(db: str, url: str, args: argparse.Namespace, data_dir: str) -
                     await response.read()
                     assert response.status == 201, (response.status, await response.text())
 
-            elapsed, latencies = await _drive(args.requests, args.concurrency, create_call)
-            _figure(
-                "api_create_bot",
-                db,
-                elapsed,
-                latencies,
-                meetings=args.meetings,
-                concurrency=args.concurrency,
-            )
+            offset = 0
+            for concurrency in args.concurrency:
+
+                async def create_at(i: int, offset: int = offset) -> None:
+                    await create_call(offset + i)
+
+                elapsed, latencies = await _drive(args.requests, concurrency, create_at)
+                offset += args.requests
+                _figure(
+                    "api_create_bot",
+                    db,
+                    elapsed,
+                    latencies,
+                    meetings=args.meetings,
+                    concurrency=concurrency,
+                )
     finally:
         server.terminate()
         server.join(timeout=30)
@@ -285,7 +293,12 @@ async def main() -> None:
     parser.add_argument("--meetings", type=int, default=100_000)
     parser.add_argument("--requests", type=int, default=2_000, help="bot creations")
     parser.add_argument("--list-requests", type=int, default=500, help="lists per filter")
-    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument(
+        "--concurrency",
+        type=lambda text: [int(part) for part in text.split(",")],
+        default=[1, 16],
+        help="comma-separated client counts, each measured (default 1,16)",
+    )
     parser.add_argument(
         "--postgres-url", default=os.environ.get("MEETBOT_TEST_POSTGRES_URL", "")
     )
