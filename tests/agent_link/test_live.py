@@ -174,10 +174,10 @@ async def test_screenshot_uploads_a_png_and_answers_a_signed_url_that_downloads_
     assert (await response.json())["code"] == "invalid_signature"
 
     record = await client.get(f"/api/v1/meetings/{bot.meeting_id}", headers=owner.headers)
-    if record.status == 200:  # the meetings routes are the foundation's; present once wired
-        screenshots = (await record.json())["screenshots"]
-        assert len(screenshots) == 1
-        assert (await client.get(_path(screenshots[0]["url"]))).status == 200
+    assert record.status == 200
+    screenshots = (await record.json())["screenshots"]
+    assert len(screenshots) == 1
+    assert (await client.get(_path(screenshots[0]["url"]))).status == 200
 
 
 async def test_live_commands_carry_their_arguments_and_answer_202(
