@@ -50,6 +50,7 @@ from agent.transcribe.filters import judge
 from agent.transcribe.metrics import TranscribeMetrics
 from agent.transcribe.options import TranscribeOptions
 from agent.transcribe.segmenter import (
+    Discarded,
     Ended,
     Resume,
     SegmenterEvent,
@@ -68,6 +69,8 @@ _GAP_TOLERANCE_S = 0.1
 _MAX_GAP_FILL_S = 1.0
 # A live track silent this long (wall clock) while someone is speaking on it gets silence.
 _IDLE_AFTER_S = 0.3
+# Active-speaker history kept behind the latest final (utterances are at most ~25 s).
+_TIMELINE_KEEP_S = 300.0
 # Frames stamped within this many seconds of the wall clock come from a live capture.
 _LIVE_WITHIN_S = 5.0
 
@@ -434,6 +437,13 @@ class RealtimeTranscriber:
                     self._unspeculate(utt)
             elif isinstance(event, Ended):
                 self._ended(track, event, batch.wall)
+            elif isinstance(event, Discarded):
+                utt = track.utterances.pop(event.utterance, None)
+                if utt is not None:
+                    self._unspeculate(utt)
+                    self._partial_due.pop(track_id, None)
+                    if utt.partial_text is not None:
+                        self._clear_partial(utt)
         for track_id, number, samples, audio in batch.partials:
             utt = self._tracks[track_id].utterances.get(number)
             if utt is not None and utt.ended is None and utt.spec_state == "none":
@@ -613,7 +623,10 @@ class RealtimeTranscriber:
                 # Partials were shown for what turned out to be no speech: clear them.
                 await self._out.put(self._segment(utt, "", result, completed=False))
             return
-        await self._out.put(self._segment(utt, verdict.text, result, completed=True))
+        final = self._segment(utt, verdict.text, result, completed=True)
+        await self._out.put(final)
+        # Speaker intervals older than any utterance still open are no longer needed.
+        self.timeline.forget_before(final.absolute_start_time.timestamp() - _TIMELINE_KEEP_S)
         if self._opts.context_words:
             track = self._tracks[utt.track]
             words = f"{track.context} {verdict.text}".split()
@@ -621,6 +634,14 @@ class RealtimeTranscriber:
         self.metrics.finals += 1
         if utt.end_wall is not None:
             self.metrics.final_delays_s.append(time.monotonic() - utt.end_wall)
+
+    def _clear_partial(self, utt: _Utterance) -> None:
+        at = datetime.fromtimestamp(utt.start_epoch, UTC)
+        start = round(utt.start_epoch - self._join_time, 3)
+        cleared = Segment(id=utt.segment_id, start=start, end=start, absolute_start_time=at,
+                          absolute_end_time=at, text="", completed=False, tier="realtime")
+        with contextlib.suppress(asyncio.QueueFull):
+            self._out.put_nowait(cleared)
 
     def _segment(
         self, utt: _Utterance, text: str, result: DecodeResult, *, completed: bool

@@ -11,7 +11,8 @@ segmenter emits :class:`Speculate` with the audio so far (speech plus that short
 it right away is what makes the final segment arrive soon after speech ends. Speech coming back
 before ``endpoint_s`` of silence emits :class:`Resume` (the speculative text becomes a partial);
 otherwise :class:`Ended` closes the utterance with exactly the speculated audio, so a finished
-speculative decode is the final result. Utterances longer than ``max_utterance_s`` are cut at
+speculative decode is the final result; with less than ``min_speech_s`` of voice it is
+:class:`Discarded` instead. Utterances longer than ``max_utterance_s`` are cut at
 their quietest window of the last ``split_search_s`` (Whisper sees at most 30 s at once).
 """
 
@@ -90,7 +91,14 @@ class Ended:
     trail: int = 0
 
 
-SegmenterEvent = Started | Speculate | Resume | Ended
+@dataclass(frozen=True, slots=True)
+class Discarded:
+    """The utterance had less than ``min_speech_s`` of voice (a click, a cough): forget it."""
+
+    utterance: int
+
+
+SegmenterEvent = Started | Speculate | Resume | Ended | Discarded
 
 
 @dataclass(slots=True)
@@ -244,9 +252,7 @@ class UtteranceSegmenter:
         for i in range(0, len(tail) - len(tail) % WINDOW, WINDOW):
             self._pre_roll.append(tail[i : i + WINDOW])
         if voiced < self._opts.min_speech_s:
-            if speculated:
-                # The speculative decode must not outlive a discarded utterance.
-                out.append(Resume(utt.number))
+            out.append(Discarded(utt.number))
             return
         trail = utt.silence_windows * WINDOW if not speculated else self._speculate_windows * WINDOW
         trail = min(trail, max(0, length - utt.lead))
