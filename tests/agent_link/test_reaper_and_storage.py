@@ -31,7 +31,6 @@ from control_plane.keys import (
     ARTIFACT_LISTER,
     DB,
     LAUNCHER,
-    PURGE_HOOKS,
     STATUS_HOOKS,
     STORAGE,
 )
@@ -215,7 +214,7 @@ async def test_signed_download_urls_expire(client: Client, launch_bot: LaunchBot
 
 
 async def test_meeting_record_lists_artifacts_and_purge_removes_them(
-    client: Client, launch_bot: LaunchBot, connect_agent: ConnectAgent
+    client: Client, owner: Caller, launch_bot: LaunchBot, connect_agent: ConnectAgent
 ) -> None:
     bot = await launch_bot(BotStatus.ACTIVE)
     storage = client.app[STORAGE]
@@ -261,10 +260,11 @@ async def test_meeting_record_lists_artifacts_and_purge_removes_them(
     assert (await client.get(_path(recordings[0].url))).status == 200
 
     async with client.app[DB].sessions.begin() as session:
-        meeting = await session.get(Meeting, bot.meeting_id)
-        assert meeting is not None
-        for hook in client.app[PURGE_HOOKS]:
-            await hook(session, meeting)
+        await session.execute(
+            update(Meeting).where(Meeting.id == bot.meeting_id).values(status="completed")
+        )
+    purged = await client.delete(f"/api/v1/meetings/{bot.meeting_id}", headers=owner.headers)
+    assert purged.status == 200
     async with client.app[DB].sessions() as session:
         left = list(await session.scalars(select(Artifact.id))) + list(
             await session.scalars(select(ChatMessage.id))
