@@ -116,6 +116,7 @@ class FrameStore:
         if isinstance(frame, Ack):
             return False
         now = datetime.now(UTC)
+        outcome = "other"
         if isinstance(frame, Heartbeat):
             await self._touch(now)
         elif isinstance(frame, CommandResult):
@@ -124,7 +125,9 @@ class FrameStore:
         elif isinstance(frame, Register):
             await self._register(frame, now)
         else:
-            await self._store(frame, now)
+            outcome = "stored" if await self._store(frame, now) else "duplicate"
+        if self._hub.metrics is not None:
+            self._hub.metrics.frames.labels(frame.type, outcome).inc()
         return True
 
     async def _touch(self, now: datetime, session: AsyncSession | None = None) -> None:
@@ -164,7 +167,8 @@ class FrameStore:
                 self._identity.bot_id, CommandName.STOP, {"reason": "stopped_by_api"}
             )
 
-    async def _store(self, frame: StoredFrame, now: datetime) -> None:
+    async def _store(self, frame: StoredFrame, now: datetime) -> bool:
+        """Apply a frame with effects once; return False when its id was stored before."""
         try:
             async with self._db.sessions.begin() as session:
                 seen = await session.get(
@@ -173,7 +177,7 @@ class FrameStore:
                 if self._touched_at is None or now - self._touched_at >= _TOUCH_EVERY:
                     await self._touch(now, session)
                 if seen is not None:
-                    return
+                    return False
                 session.add(
                     AgentFrameReceipt(
                         meeting_id=self._identity.meeting_id,
@@ -189,6 +193,8 @@ class FrameStore:
                 "agent frame stored concurrently",
                 extra={"bot_id": str(self._identity.bot_id), "frame_type": frame.type},
             )
+            return False
+        return True
 
     # Handlers (inside the frame's transaction) ------------------------------------------------
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any
 from uuid import UUID
@@ -22,6 +23,7 @@ from uuid import UUID
 from aiohttp import web
 
 from agent.contracts.link import Command, CommandName, CommandResult
+from control_plane.agent_link.metrics import LinkMetrics
 
 logger = logging.getLogger(__name__)
 
@@ -35,9 +37,14 @@ class CommandTimedOut(Exception):
 
 
 class AgentHub:
-    """Registry of open agent links (bot id → WebSocket) and of commands awaiting results."""
+    """Registry of open agent links (bot id → WebSocket) and of commands awaiting results.
 
-    def __init__(self) -> None:
+    Args:
+        metrics: Where open links and command round trips are counted (none in unit use).
+    """
+
+    def __init__(self, metrics: LinkMetrics | None = None) -> None:
+        self.metrics = metrics
         self._sockets: dict[UUID, web.WebSocketResponse] = {}
         self._registered: dict[UUID, asyncio.Event] = {}
         self._pending: dict[str, asyncio.Future[CommandResult]] = {}
@@ -48,6 +55,7 @@ class AgentHub:
         old = self._sockets.get(bot_id)
         self._sockets[bot_id] = ws
         self._send_locks.setdefault(bot_id, asyncio.Lock())
+        self._count_links()
         if old is not None and old is not ws and not old.closed:
             await old.close(code=4000, message=b"replaced by a newer connection")
 
@@ -57,11 +65,17 @@ class AgentHub:
             del self._sockets[bot_id]
             self._send_locks.pop(bot_id, None)
             self._registered.pop(bot_id, None)
+            self._count_links()
+
+    def _count_links(self) -> None:
+        if self.metrics is not None:
+            self.metrics.links_open.set(len(self._sockets))
 
     async def disconnect(self, bot_id: UUID) -> None:
         """Close the bot's link if it is open here (its agent was given up on)."""
         ws = self._sockets.pop(bot_id, None)
         self._send_locks.pop(bot_id, None)
+        self._count_links()
         if ws is not None and not ws.closed:
             with contextlib.suppress(ConnectionError):
                 await ws.close(code=4001, message=b"agent given up")
@@ -120,9 +134,14 @@ class AgentHub:
         frame = Command(command=name, args=dict(args or {}))
         future: asyncio.Future[CommandResult] = asyncio.get_running_loop().create_future()
         self._pending[frame.id] = future
+        started = time.perf_counter()
+        outcome = "unreachable"
         try:
             await self.send(bot_id, frame.model_dump_json())
-            return await asyncio.wait_for(future, within_seconds)
+            outcome = "timeout"
+            result = await asyncio.wait_for(future, within_seconds)
+            outcome = "ok" if result.ok else "error"
+            return result
         except TimeoutError as exc:
             logger.warning(
                 "agent command timed out",
@@ -131,6 +150,10 @@ class AgentHub:
             raise CommandTimedOut(name.value) from exc
         finally:
             self._pending.pop(frame.id, None)
+            if self.metrics is not None:
+                self.metrics.commands.labels(name.value, outcome).observe(
+                    time.perf_counter() - started
+                )
 
     async def notify(
         self, bot_id: UUID, name: CommandName, args: Mapping[str, Any] | None = None
@@ -153,6 +176,7 @@ class AgentHub:
         """Close every open link (agents reconnect to a replica that is up)."""
         sockets = list(self._sockets.values())
         self._sockets.clear()
+        self._count_links()
         for ws in sockets:
             with contextlib.suppress(ConnectionError):
                 await ws.close(code=1001, message=b"control plane shutting down")

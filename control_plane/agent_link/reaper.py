@@ -130,6 +130,8 @@ class Reaper:
             outcome = await self._fail(meeting_id, moment)
             if outcome is not None:
                 reaped.append(outcome[0])
+                if self._hub.metrics is not None:
+                    self._hub.metrics.reaped.labels(outcome[0].reason.value).inc()
                 await self._tear_down(outcome[0].bot_id, outcome[1])
         await self._clear_finished(moment)
         return reaped

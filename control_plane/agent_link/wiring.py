@@ -24,6 +24,7 @@ from control_plane.agent_link import endpoint
 from control_plane.agent_link.agent_tokens import agent_token_digest, mint_agent_token
 from control_plane.agent_link.hub import AgentHub, AgentNotConnected
 from control_plane.agent_link.meeting_parts import artifact_lister, purge_hook
+from control_plane.agent_link.metrics import LinkMetrics
 from control_plane.agent_link.reaper import Reaper, running
 from control_plane.agent_link.stream_tokens import StreamTokenSigner
 from control_plane.db.engine import Database
@@ -37,6 +38,7 @@ from control_plane.keys import (
     DB,
     LAUNCH_HOOKS,
     LAUNCHER,
+    METRICS,
     PURGE_HOOKS,
     SETTINGS,
     STATUS_HOOKS,
@@ -98,7 +100,7 @@ def agent_commander(hub: AgentHub) -> AgentCommander:
 async def agent_link_ctx(app: web.Application) -> AsyncIterator[None]:
     """Build the agent link's state, register its hooks, and run the reaper while the app runs."""
     settings = app[SETTINGS]
-    hub = AgentHub()
+    hub = AgentHub(LinkMetrics(app[METRICS].registry))
     app[AGENT_HUB] = hub
     storage = await asyncio.to_thread(build_storage, settings)
     app[STORAGE] = storage

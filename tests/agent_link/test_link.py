@@ -154,6 +154,12 @@ async def test_frames_resent_after_a_reconnect_are_acked_but_stored_once(
     assert first_events.count("participant.joined") == 2
     assert first_events.count("participant.left") == 1
 
+    metrics = await (await client.get("/metrics")).text()
+    assert 'meetbot_agent_frames_total{outcome="stored",type="status"} 2.0' in metrics
+    assert 'meetbot_agent_frames_total{outcome="duplicate",type="status"} 2.0' in metrics
+    assert 'meetbot_agent_frames_total{outcome="other",type="register"} 2.0' in metrics
+    assert "meetbot_agent_links_open 1.0" in metrics
+
 
 async def test_a_final_segment_replaces_the_stored_text_of_its_id(
     client: Client, launch_bot: LaunchBot, connect_agent: ConnectAgent

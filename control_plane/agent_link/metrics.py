@@ -1,0 +1,39 @@
+"""Prometheus metrics of the agent link, registered on the app's own registry (``/metrics``)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+
+class LinkMetrics:
+    """Open links, frames stored, command round trips and reaped bots.
+
+    Args:
+        registry: The application's registry (``app[METRICS].registry``).
+    """
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.links_open = Gauge(
+            "meetbot_agent_links_open",
+            "Agent links (WebSockets) open on this process.",
+            registry=registry,
+        )
+        self.frames = Counter(
+            "meetbot_agent_frames_total",
+            "Agent frames received, by type and outcome (stored, duplicate, other).",
+            ["type", "outcome"],
+            registry=registry,
+        )
+        self.commands = Histogram(
+            "meetbot_agent_command_seconds",
+            "Time from sending a command to the agent's result, by command and outcome.",
+            ["command", "outcome"],
+            registry=registry,
+            buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
+        )
+        self.reaped = Counter(
+            "meetbot_bots_reaped_total",
+            "Bots failed by the reaper, by status_reason (agent_lost, launch_failed).",
+            ["reason"],
+            registry=registry,
+        )
