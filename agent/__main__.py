@@ -1,7 +1,8 @@
 """``python -m agent --config bot.json``: run one bot from a launcher's config file.
 
 Exit code 0 when the bot ends ``completed``, 1 when ``failed``, 2 for a bad config. SIGTERM
-and SIGINT make the bot leave the meeting cleanly (status reason ``sigterm``).
+and SIGINT make the bot leave the meeting cleanly (status reason ``sigterm``). Without
+``MEETBOT_AGENT_DATA_DIR`` the outbox and local artifacts live beside the config file.
 """
 
 from __future__ import annotations
@@ -46,6 +47,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, ValidationError) as exc:
         print(f"agent: cannot read config {args.config}: {exc}", file=sys.stderr)
         return 2
+    if "data_dir" not in settings.model_fields_set:
+        # The launcher's per-bot folder (beside bot.json) keeps the outbox with the bot.
+        settings = settings.model_copy(update={"data_dir": args.config.resolve().parent})
     status = asyncio.run(run_bot(Bot(config, settings)))
     return 0 if status is BotStatus.COMPLETED else 1
 
