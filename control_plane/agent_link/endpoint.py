@@ -20,6 +20,7 @@ import uuid
 from aiohttp import WSMsgType, web
 from pydantic import ValidationError
 from sqlalchemy import select
+from sqlalchemy.exc import SQLAlchemyError
 
 from agent.contracts.link import Ack, UploadRequest, UploadSlot, parse_agent_frame
 from control_plane.agent_link.agent_tokens import agent_token_digest, bearer_token
@@ -89,7 +90,18 @@ async def agent_link(request: web.Request) -> web.StreamResponse:
             except ValidationError:
                 logger.warning("agent frame rejected", extra={"bot_id": str(bot_id)})
                 continue
-            if await store.apply(frame):
+            try:
+                acked = await store.apply(frame)
+            except (SQLAlchemyError, OSError):
+                # Not stored, not acked: the agent keeps the frame in its outbox and resends it
+                # after reconnecting, when the database may be back.
+                logger.exception(
+                    "agent frame not stored",
+                    extra={"bot_id": str(bot_id), "frame_type": frame.type},
+                )
+                await ws.close(code=1011, message=b"frame not stored; reconnect and resend")
+                break
+            if acked:
                 await ws.send_str(Ack(ref_id=frame.id).model_dump_json())
     finally:
         hub.detach(bot_id, ws)

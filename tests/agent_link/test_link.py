@@ -256,3 +256,32 @@ async def test_a_newer_connection_replaces_an_older_one(
     await second.send(Heartbeat())
     assert await first.closed_by_control_plane() == 4000
     await second.send(Heartbeat())
+
+
+async def test_a_frame_the_database_refuses_is_not_acked_and_lands_when_resent(
+    client: Client, launch_bot: LaunchBot, connect_agent: ConnectAgent
+) -> None:
+    bot = await launch_bot(BotStatus.ACTIVE)
+    agent = await connect_agent(bot)
+    now = datetime.now(UTC)
+    frame = TranscriptSegmentEvent(
+        segment=Segment(
+            id="seg-x",
+            start=0.0,
+            end=1.0,
+            absolute_start_time=now,
+            absolute_end_time=now,
+            text="kept in the outbox",
+        )
+    )
+    async with client.app[DB].engine.begin() as conn:
+        await conn.exec_driver_sql("ALTER TABLE segments RENAME TO segments_away")
+    await agent.send(frame, expect_ack=False)
+    assert await agent.closed_by_control_plane() == 1011
+    async with client.app[DB].engine.begin() as conn:
+        await conn.exec_driver_sql("ALTER TABLE segments_away RENAME TO segments")
+
+    await agent.reconnect()
+    await agent.send(frame)
+    await agent.send(frame)
+    assert await _count(client, SegmentRow, bot.meeting_id) == 1
