@@ -120,7 +120,7 @@ class FrameStore:
         if isinstance(frame, Heartbeat):
             await self._touch(now)
         elif isinstance(frame, CommandResult):
-            self._hub.resolve(frame)
+            await self._hub.resolve(frame)
             await self._touch(now)
         elif isinstance(frame, Register):
             await self._register(frame, now)

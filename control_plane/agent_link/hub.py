@@ -6,8 +6,9 @@ for the agent's ``command_result``; the subscribe route waits on :meth:`AgentHub
 Pending results are keyed by command id across connections, so a result the agent resends
 from its outbox after a reconnect still reaches the waiting request.
 
-A replica only reaches agents connected to it; with several replicas, a command for an agent
-on another replica answers :class:`AgentNotConnected`.
+With several replicas on one PostgreSQL database, a command for an agent linked to another
+replica travels through the :class:`~control_plane.agent_link.relay.CommandRelay` (and its
+result back); without a relay (SQLite: one process) only local links are reached.
 """
 
 from __future__ import annotations
@@ -24,8 +25,12 @@ from aiohttp import web
 
 from agent.contracts.link import Command, CommandName, CommandResult
 from control_plane.agent_link.metrics import LinkMetrics
+from control_plane.agent_link.relay import DELIVERY_WAIT_S, CommandRelay
 
 logger = logging.getLogger(__name__)
+
+# How long this replica remembers a command it delivered for another one, awaiting its result.
+_REMOTE_TTL_S = 300.0
 
 
 class AgentNotConnected(Exception):
@@ -49,6 +54,11 @@ class AgentHub:
         self._registered: dict[UUID, asyncio.Event] = {}
         self._pending: dict[str, asyncio.Future[CommandResult]] = {}
         self._send_locks: dict[UUID, asyncio.Lock] = {}
+        self.relay: CommandRelay | None = None
+        # Commands relayed from here: id → set when the holding replica delivered it.
+        self._delivered: dict[str, asyncio.Event] = {}
+        # Commands delivered here for another replica: id → (its replica id, when).
+        self._remote: dict[str, tuple[str, float]] = {}
 
     async def attach(self, bot_id: UUID, ws: web.WebSocketResponse) -> None:
         """Make ``ws`` the bot's link, closing an older one still open (a reconnect won)."""
@@ -117,6 +127,65 @@ class AgentHub:
         except ConnectionError as exc:
             raise AgentNotConnected(str(bot_id)) from exc
 
+    async def deliver(self, bot_id: UUID, frame: Command) -> None:
+        """Send a command on the bot's link here, or through the relay to the replica holding it.
+
+        Raises:
+            AgentNotConnected: No replica holds a link for the bot.
+        """
+        try:
+            await self.send(bot_id, frame.model_dump_json())
+            return
+        except AgentNotConnected:
+            if self.relay is None:
+                raise
+        delivered = asyncio.Event()
+        self._delivered[frame.id] = delivered
+        try:
+            published = await self.relay.publish(
+                {
+                    "kind": "command",
+                    "origin": self.relay.replica_id,
+                    "bot_id": str(bot_id),
+                    "frame": frame.model_dump_json(),
+                }
+            )
+            if not published:
+                raise AgentNotConnected(str(bot_id))
+            try:
+                await asyncio.wait_for(delivered.wait(), DELIVERY_WAIT_S)
+            except TimeoutError as exc:
+                raise AgentNotConnected(str(bot_id)) from exc
+        finally:
+            self._delivered.pop(frame.id, None)
+
+    async def on_relay(self, message: dict[str, Any]) -> None:
+        """Handle a relay message addressed to this replica (see ``relay`` for the kinds)."""
+        kind = message.get("kind")
+        if kind == "command" and self.relay is not None:
+            bot_id = UUID(str(message["bot_id"]))
+            if not self.connected(bot_id):
+                return
+            frame = Command.model_validate_json(str(message["frame"]))
+            now = time.monotonic()
+            self._remote = {
+                key: value for key, value in self._remote.items() if now - value[1] < _REMOTE_TTL_S
+            }
+            self._remote[frame.id] = (str(message["origin"]), now)
+            await self.send(bot_id, frame.model_dump_json())
+            await self.relay.publish(
+                {"kind": "delivered", "target": message["origin"], "ref_id": frame.id}
+            )
+        elif kind == "delivered":
+            event = self._delivered.get(str(message.get("ref_id")))
+            if event is not None:
+                event.set()
+        elif kind == "result":
+            result = CommandResult.model_validate_json(str(message["frame"]))
+            future = self._pending.get(result.ref_id)
+            if future is not None and not future.done():
+                future.set_result(result)
+
     async def command(
         self,
         bot_id: UUID,
@@ -137,7 +206,7 @@ class AgentHub:
         started = time.perf_counter()
         outcome = "unreachable"
         try:
-            await self.send(bot_id, frame.model_dump_json())
+            await self.deliver(bot_id, frame)
             outcome = "timeout"
             result = await asyncio.wait_for(future, within_seconds)
             outcome = "ok" if result.ok else "error"
@@ -161,16 +230,23 @@ class AgentHub:
         """Send a command without waiting for its result; return whether it went out."""
         frame = Command(command=name, args=dict(args or {}))
         try:
-            await self.send(bot_id, frame.model_dump_json())
+            await self.deliver(bot_id, frame)
         except AgentNotConnected:
             return False
         return True
 
-    def resolve(self, result: CommandResult) -> None:
-        """Hand a ``command_result`` to the request waiting for it (late results are dropped)."""
+    async def resolve(self, result: CommandResult) -> None:
+        """Hand a ``command_result`` to the request waiting for it, here or on the replica that
+        asked (late results are dropped)."""
         future = self._pending.get(result.ref_id)
         if future is not None and not future.done():
             future.set_result(result)
+            return
+        remote = self._remote.pop(result.ref_id, None)
+        if remote is not None and self.relay is not None:
+            await self.relay.publish(
+                {"kind": "result", "target": remote[0], "frame": result.model_dump_json()}
+            )
 
     async def aclose(self) -> None:
         """Close every open link (agents reconnect to a replica that is up)."""

@@ -26,6 +26,7 @@ from control_plane.agent_link.hub import AgentHub, AgentNotConnected
 from control_plane.agent_link.meeting_parts import artifact_lister, purge_hook
 from control_plane.agent_link.metrics import LinkMetrics
 from control_plane.agent_link.reaper import Reaper, running
+from control_plane.agent_link.relay import CommandRelay, asyncpg_dsn
 from control_plane.agent_link.stream_tokens import StreamTokenSigner
 from control_plane.db.engine import Database
 from control_plane.db.models.agent_link import AgentLink
@@ -85,11 +86,12 @@ def launch_hook(db: Database, signer: StreamTokenSigner, public_url: str) -> Lau
 
 
 def agent_commander(hub: AgentHub) -> AgentCommander:
-    """Send a command to a bot's agent if its link is open here; return whether it went out."""
+    """Send a command to a bot's agent (linked here or, through the relay, to another replica);
+    return whether it went out."""
 
     async def send(bot_id: uuid.UUID, command: Command) -> bool:
         try:
-            await hub.send(bot_id, command.model_dump_json())
+            await hub.deliver(bot_id, command)
         except AgentNotConnected:
             return False
         return True
@@ -119,9 +121,19 @@ async def agent_link_ctx(app: web.Application) -> AsyncIterator[None]:
         connect_timeout=settings.agent_connect_timeout_seconds,
         teardown_grace=settings.agent_teardown_grace_seconds,
     )
-    async with running(reaper):
-        yield
-    await hub.aclose()
+    dsn = asyncpg_dsn(settings.effective_database_url)
+    relay = CommandRelay(dsn, hub.on_relay) if dsn is not None else None
+    if relay is not None:
+        await relay.start()
+        hub.relay = relay
+    try:
+        async with running(reaper):
+            yield
+    finally:
+        await hub.aclose()
+        if relay is not None:
+            hub.relay = None
+            await relay.aclose()
 
 
 async def _close_links(app: web.Application) -> None:

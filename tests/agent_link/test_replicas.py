@@ -1,0 +1,71 @@
+"""Two control-plane replicas on one PostgreSQL database: a live command asked of the replica
+without the agent's link reaches the agent through the other replica, and its result comes
+back (LISTEN/NOTIFY relay); with no replica holding the link the answer is 503."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from aiohttp import web
+from pytest_aiohttp import AiohttpClient
+
+from agent.contracts.link import CommandName
+from agent.contracts.status import BotStatus
+from control_plane.app import create_app
+from control_plane.launchers.memory import MemoryLauncher
+from control_plane.settings import Settings
+from tests.agent_link.conftest import Client, ConnectAgent, LaunchBot
+from tests.api.conftest import Caller
+
+pytestmark = pytest.mark.api
+
+
+@pytest.fixture
+async def other_replica(
+    aiohttp_client: AiohttpClient, settings: Settings, client: Client
+) -> Client:
+    if not settings.effective_database_url.startswith("postgresql"):
+        pytest.skip("SQLite deployments are one process: there is no second replica")
+    del client  # started first: it owns the database the second replica joins
+    replica: web.Application = create_app(settings, launcher=MemoryLauncher())
+    return await aiohttp_client(replica)
+
+
+async def test_a_command_reaches_an_agent_linked_to_another_replica(
+    other_replica: Client,
+    owner: Caller,
+    launch_bot: LaunchBot,
+    connect_agent: ConnectAgent,
+) -> None:
+    bot = await launch_bot(BotStatus.ACTIVE)
+    agent = await connect_agent(bot)  # linked to the first replica
+    await agent.register()
+
+    call = asyncio.ensure_future(
+        other_replica.post(f"/api/v1/bots/{bot.bot_id}/hand", headers=owner.headers)
+    )
+    command = await agent.next_command()
+    assert (command.command, command.args) == (CommandName.HAND, {"raised": True})
+    await agent.answer(command, ok=False, error="capability_not_supported")
+    response = await call
+    assert response.status == 422
+    assert (await response.json())["code"] == "capability_not_supported"
+
+    call = asyncio.ensure_future(
+        other_replica.post(
+            f"/api/v1/bots/{bot.bot_id}/chat", json={"text": "hi"}, headers=owner.headers
+        )
+    )
+    await agent.answer(await agent.next_command())
+    assert (await call).status == 202
+
+    subscribed = await other_replica.post(
+        f"/api/v1/bots/{bot.bot_id}/subscribe", headers=owner.headers
+    )
+    assert subscribed.status == 200
+
+    await agent.close()
+    await asyncio.sleep(0.05)
+    response = await other_replica.post(f"/api/v1/bots/{bot.bot_id}/hand", headers=owner.headers)
+    assert response.status == 503
