@@ -93,7 +93,15 @@ async def test_list_filters_and_paging(client: Client, owner: Caller, tenants: T
     for query in ("?date_from=yesterday", "?date_to=2026-13-01", "?date_from=2026-11-20T25:00"):
         response = await client.get(f"/api/v1/meetings{query}", headers=owner.headers)
         assert (response.status, (await response.json())["code"]) == (400, "invalid_date")
-    for query in ("?limit=0", "?limit=201", "?offset=-1", "?limit=x", "?status=asleep"):
+    for query in (
+        "?limit=0",
+        "?limit=201",
+        "?offset=-1",
+        "?limit=x",
+        "?status=asleep",
+        "?meeting_id=2147483648",
+        "?bot_id=not-a-uuid",
+    ):
         response = await client.get(f"/api/v1/meetings{query}", headers=owner.headers)
         assert (response.status, (await response.json())["code"]) == (422, "validation_error")
     response = await client.get("/api/v1/meetings")
@@ -152,7 +160,7 @@ async def test_full_record_and_transcripts(client: Client, owner: Caller, tenant
     for path in (f"/api/v1/meetings/{bot['id']}", base):
         response = await client.get(path, headers=stranger.headers)
         assert (response.status, (await response.json())["code"]) == (404, "meeting_not_found")
-    for missing in ("99999999", "abc", str(uuid.uuid4())):
+    for missing in ("99999999", "2147483648", "99999999999999999999", "abc", str(uuid.uuid4())):
         response = await client.get(f"/api/v1/meetings/{missing}", headers=owner.headers)
         assert response.status == 404
 
