@@ -297,7 +297,9 @@ class Bot:
     async def _admission(self, page: Page) -> None:
         deadline = _now() + self.settings.join_timeout_seconds
         last_click = _now()
+        not_in_yet = time.time()
         while True:
+            probed_at = time.time()
             state = await self.adapter.state(page)
             if state in _JOIN_FAILURES:
                 raise JoinFailed(_JOIN_FAILURES[state])
@@ -305,10 +307,13 @@ class Bot:
                 was_waiting = self.machine.status is BotStatus.AWAITING_ADMISSION
                 reason = StatusReason.ADMITTED if was_waiting else StatusReason.JOINED
                 self.timers.admitted(_now())
-                self.joined_at = time.time()
+                # The bot got in after the last probe that saw it outside: audio from then on
+                # is the meeting's, so segment times (seconds from joining) stay positive.
+                self.joined_at = not_in_yet
                 await self.machine.move(BotStatus.ACTIVE, reason)
                 self.transcription.start(self.joined_at)
                 return
+            not_in_yet = probed_at
             if (
                 state is MeetingState.PREJOIN
                 and _now() - last_click >= REJOIN_CLICK_AFTER_S
