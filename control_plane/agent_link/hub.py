@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 from uuid import UUID
 
@@ -55,6 +55,8 @@ class AgentHub:
         self._pending: dict[str, asyncio.Future[CommandResult]] = {}
         self._send_locks: dict[UUID, asyncio.Lock] = {}
         self.relay: CommandRelay | None = None
+        # Whether some replica heard the bot's agent lately; relaying is pointless otherwise.
+        self.heard_lately: Callable[[UUID], Awaitable[bool]] | None = None
         # Commands relayed from here: id → set when the holding replica delivered it.
         self._delivered: dict[str, asyncio.Event] = {}
         # Commands delivered here for another replica: id → (its replica id, when).
@@ -138,6 +140,8 @@ class AgentHub:
             return
         except AgentNotConnected:
             if self.relay is None:
+                raise
+            if self.heard_lately is not None and not await self.heard_lately(bot_id):
                 raise
         delivered = asyncio.Event()
         self._delivered[frame.id] = delivered

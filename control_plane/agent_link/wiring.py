@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 
 from aiohttp import web
-from sqlalchemy import delete
+from sqlalchemy import delete, select
 from sqlalchemy.orm import object_session
 
 from agent.contracts.bot_config import BotConfig
@@ -99,6 +99,22 @@ def agent_commander(hub: AgentHub) -> AgentCommander:
     return send
 
 
+def heard_lately(db: Database, within_seconds: float) -> Callable[[uuid.UUID], Awaitable[bool]]:
+    """Whether a bot's agent sent anything (to any replica) in the last ``within_seconds``."""
+
+    async def check(bot_id: uuid.UUID) -> bool:
+        since = datetime.now(UTC) - timedelta(seconds=within_seconds)
+        async with db.sessions() as session:
+            found = await session.scalar(
+                select(AgentLink.meeting_id)
+                .join(Meeting, Meeting.id == AgentLink.meeting_id)
+                .where(Meeting.bot_id == bot_id, AgentLink.last_seen_at >= since)
+            )
+        return found is not None
+
+    return check
+
+
 async def agent_link_ctx(app: web.Application) -> AsyncIterator[None]:
     """Build the agent link's state, register its hooks, and run the reaper while the app runs."""
     settings = app[SETTINGS]
@@ -126,6 +142,7 @@ async def agent_link_ctx(app: web.Application) -> AsyncIterator[None]:
     if relay is not None:
         await relay.start()
         hub.relay = relay
+        hub.heard_lately = heard_lately(app[DB], settings.heartbeat_timeout_seconds)
     try:
         async with running(reaper):
             yield
