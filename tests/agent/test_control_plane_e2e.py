@@ -427,8 +427,8 @@ async def test_a_killed_agent_is_failed_as_agent_lost(
             )
             waited = asyncio.get_running_loop().time() - killed_at
         assert (record["status"], record["status_reason"]) == ("failed", "agent_lost")
-        # Heartbeat timeout 4 s, plus the reaper's interval.
-        assert waited <= 4.0 + 3.0
+        # Heartbeat timeout 4 s, plus the reaper's interval and a loaded machine's slack.
+        assert waited <= 4.0 + 6.0
     finally:
         await meeting.stop()
 

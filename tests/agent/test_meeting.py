@@ -46,6 +46,9 @@ BOT_NAME = "Notetaker"
 TOKEN = "agent-token-for-tests"
 SCALE = 0.05  # admission 30 s → 1.5 s, left-alone 10 s → 0.5 s, startup-alone 60 s → 3 s
 POLL = 0.25
+# Never early; late by at most a poll plus one page probe, which a loaded 2-core CI box can
+# stretch to about a second.
+LATE = 2 * POLL + 1.0
 
 
 def _meeting_ids() -> Iterator[dict[str, str]]:
@@ -272,7 +275,7 @@ async def test_lobby_never_answered_fails_after_exactly_the_admission_timeout(
     ]
     waited = (run.status_time("stopping") - run.status_time("awaiting_admission")).total_seconds()
     configured = 30 * SCALE
-    assert configured <= waited <= configured + 2 * POLL + 0.5
+    assert configured <= waited <= configured + LATE
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
@@ -321,7 +324,7 @@ async def test_startup_alone_when_nobody_comes(platform: str, start: object) -> 
     assert await run.finish() is BotStatus.COMPLETED
     assert run.statuses()[-1] == ("completed", "startup_alone")
     waited = (run.status_time("stopping") - run.status_time("active")).total_seconds()
-    assert 60 * SCALE <= waited <= 60 * SCALE + 2 * POLL + 0.5
+    assert 60 * SCALE <= waited <= 60 * SCALE + LATE
     assert run.peer.events_of("participants")[0].participants == []
 
 
