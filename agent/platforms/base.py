@@ -105,6 +105,9 @@ STATE_ORDER: tuple[MeetingState, ...] = (
     MeetingState.PREJOIN,
 )
 
+EVALUATE_TIMEOUT_S = 20.0
+"""Longest a page evaluation may take before the page counts as hung."""
+
 _PROBE_JS = """
 ([texts, selectors]) => {
   const body = document.body ? document.body.innerText.toLowerCase() : '';
@@ -250,7 +253,10 @@ class SelectorAdapter:
 
     async def _evaluate(self, page: Page, script: str, arg: Any = None) -> Any:
         try:
-            return await page.evaluate(script, arg)
+            # page.evaluate has no timeout of its own: a hung renderer would hang the bot.
+            return await asyncio.wait_for(page.evaluate(script, arg), timeout=EVALUATE_TIMEOUT_S)
+        except TimeoutError as exc:
+            raise BrowserError("the meeting page stopped answering") from exc
         except PlaywrightError as exc:
             # Navigations destroy the execution context mid-call; the next poll retries.
             if "context was destroyed" in str(exc) or "navigation" in str(exc).lower():
