@@ -205,7 +205,8 @@ async def _run(database_url: str, bots: int, frames: int, commands: int, data: P
             await asyncio.gather(*(pump(a, b) for a, b in zip(agents, batches, strict=True)))
             elapsed = time.perf_counter() - started
             latencies = [
-                (a.acked[f] - a.sent[f]) * 1000 for a, b in zip(agents, batches, strict=True)
+                (a.acked[f] - a.sent[f]) * 1000
+                for a, b in zip(agents, batches, strict=True)
                 for _, f in b
             ]
             print(

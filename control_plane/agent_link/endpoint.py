@@ -138,9 +138,7 @@ def _local_storage(request: web.Request) -> LocalArtifactStorage:
 
 def _verify(storage: LocalArtifactStorage, request: web.Request, method: str, key: str) -> None:
     try:
-        storage.verify(
-            method, key, request.query.get("expires"), request.query.get("signature")
-        )
+        storage.verify(method, key, request.query.get("expires"), request.query.get("signature"))
     except SignatureExpired as exc:
         raise Forbidden("this URL has expired", code="url_expired") from exc
     except SignatureInvalid as exc:

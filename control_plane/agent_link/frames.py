@@ -171,9 +171,7 @@ class FrameStore:
         """Apply a frame with effects once; return False when its id was stored before."""
         try:
             async with self._db.sessions.begin() as session:
-                seen = await session.get(
-                    AgentFrameReceipt, (self._identity.meeting_id, frame.id)
-                )
+                seen = await session.get(AgentFrameReceipt, (self._identity.meeting_id, frame.id))
                 if self._touched_at is None or now - self._touched_at >= _TOUCH_EVERY:
                     await self._touch(now, session)
                 if seen is not None:

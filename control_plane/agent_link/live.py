@@ -205,9 +205,7 @@ async def _command(
     if result.ok:
         return result
     if result.error == "capability_not_supported":
-        raise CapabilityNotSupported(
-            result.detail or f"the bot's platform cannot {name.value}"
-        )
+        raise CapabilityNotSupported(result.detail or f"the bot's platform cannot {name.value}")
     if result.error == "bot_not_active":
         raise NotFound(result.detail or "the bot is not in the meeting", code="bot_not_active")
     raise AgentCommandFailed(result.detail or f"the {name.value} command failed")
@@ -507,8 +505,9 @@ _VOICE_LATER = (
 async def _voice_bot(request: web.Request) -> Meeting:
     meeting = await _active_bot(request)
     if not meeting.settings.get("voice_agent_enabled", True):
-        raise Conflict("the bot was launched with voice_agent_enabled false",
-                       code="voice_agent_disabled")
+        raise Conflict(
+            "the bot was launched with voice_agent_enabled false", code="voice_agent_disabled"
+        )
     return meeting
 
 

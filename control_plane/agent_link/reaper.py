@@ -144,8 +144,9 @@ class Reaper:
         async with self._db.sessions() as session:
             rows = (
                 await session.execute(
-                    select(Meeting.id, Meeting.bot_id, Meeting.bot_container_id, Meeting.end_time)
-                    .where(
+                    select(
+                        Meeting.id, Meeting.bot_id, Meeting.bot_container_id, Meeting.end_time
+                    ).where(
                         Meeting.status.in_(final),
                         Meeting.bot_container_id.is_not(None),
                         Meeting.end_time > now - _TEARDOWN_WINDOW,
@@ -167,9 +168,7 @@ class Reaper:
                 logger.info("finished bot torn down", extra={"bot_id": str(bot_id)})
                 await self._tear_down(bot_id, container_id)
 
-    async def _fail(
-        self, meeting_id: int, now: datetime
-    ) -> tuple[Reaped, str | None] | None:
+    async def _fail(self, meeting_id: int, now: datetime) -> tuple[Reaped, str | None] | None:
         async with self._db.sessions.begin() as session:
             meeting = await lock_meeting(session, meeting_id=meeting_id)
             link = await session.get(AgentLink, meeting_id)

@@ -99,9 +99,7 @@ class ScriptedAgent:
         error: str | None = None,
     ) -> None:
         """Answer ``command`` with a ``command_result``."""
-        await self.send(
-            CommandResult(ref_id=command.id, ok=ok, result=result or {}, error=error)
-        )
+        await self.send(CommandResult(ref_id=command.id, ok=ok, result=result or {}, error=error))
 
     async def closed_by_control_plane(self, within_seconds: float = ACK_WAIT_S) -> int | None:
         """Wait until the control plane closes the link; return its close code."""

@@ -91,9 +91,7 @@ async def test_subscribe_is_404_without_registration_or_when_finished_and_refres
         await client.post(f"/api/v1/bots/{done.bot_id}/subscribe", headers=owner.headers)
     ).status == 200
     finished = await launch_bot(BotStatus.COMPLETED)
-    response = await client.post(
-        f"/api/v1/bots/{finished.bot_id}/subscribe", headers=owner.headers
-    )
+    response = await client.post(f"/api/v1/bots/{finished.bot_id}/subscribe", headers=owner.headers)
     assert response.status == 404
 
     response = await client.post(

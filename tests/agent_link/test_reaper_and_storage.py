@@ -179,9 +179,7 @@ async def test_agent_upload_path_needs_its_token_its_prefix_and_a_valid_signatur
     body = b"ID3" + b"\x00" * (3 * 1024 * 1024 // 2)  # over the API's 1 MiB body limit
 
     assert (await client.put(path, data=body)).status == 401
-    foreign = await client.put(
-        path, data=body, headers={"Authorization": f"Bearer {other.token}"}
-    )
+    foreign = await client.put(path, data=body, headers={"Authorization": f"Bearer {other.token}"})
     assert foreign.status == 403
     tampered = await client.put(path.replace("expires=", "expires=1"), data=body, headers=auth)
     assert tampered.status == 403

@@ -98,9 +98,7 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_artifacts")),
         sa.UniqueConstraint("meeting_id", "artifact_id", name=op.f("uq_artifacts_meeting_id")),
     )
-    op.create_index(
-        "ix_artifacts_meeting_kind", "artifacts", ["meeting_id", "kind", "created_at"]
-    )
+    op.create_index("ix_artifacts_meeting_kind", "artifacts", ["meeting_id", "kind", "created_at"])
 
 
 def downgrade() -> None:
