@@ -53,7 +53,7 @@ async def create_bot(request: web.Request) -> web.Response:
 async def list_bots(request: web.Request) -> web.Response:
     """The workspace's bots with the filters and paging of ``GET /api/v1/meetings``."""
     query = read_query(request, MeetingQuery)
-    async with request.app[DB].sessions() as session:
+    async with request.app[DB].reads() as session:
         rows = await list_meetings(session, auth_of(request).workspace_id, query)
         bots = [to_record(meeting) for meeting in rows]
     return json_response(BotList(bots=bots))
@@ -63,7 +63,7 @@ async def list_bots(request: web.Request) -> web.Response:
 async def get_bot(request: web.Request) -> web.Response:
     """The bot record; 404 ``bot_not_found`` (also for another workspace's bot)."""
     bot_id = path_uuid(request, "bot_id", code="bot_not_found")
-    async with request.app[DB].sessions() as session:
+    async with request.app[DB].reads() as session:
         meeting = await find_bot(session, auth_of(request).workspace_id, bot_id)
         recording_url = await recording_url_of(request.app, session, meeting)
         record = to_record(meeting, recording_url=recording_url)

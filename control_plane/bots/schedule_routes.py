@@ -51,7 +51,7 @@ async def schedule_bot(request: web.Request) -> web.Response:
 async def list_scheduled_bots(request: web.Request) -> web.Response:
     """The workspace's entries with status ``scheduled``, newest first."""
     auth = auth_of(request)
-    async with request.app[DB].sessions() as session:
+    async with request.app[DB].reads() as session:
         rows = (
             await session.execute(
                 select(Meeting)

@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
+from sqlalchemy import inspect as sa_inspect
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -68,7 +69,7 @@ async def _apply(
         meeting.start_time = at
     if target in FINAL_STATUSES and meeting.end_time is None:
         meeting.end_time = at
-    if meeting.id is None:
+    if not sa_inspect(meeting).has_identity:
         # A new row needs its id for the audit row; existing rows flush together at commit.
         await session.flush()
     session.add(

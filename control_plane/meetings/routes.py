@@ -122,7 +122,7 @@ async def list_meetings_route(request: web.Request) -> web.Response:
 async def get_meeting(request: web.Request) -> web.Response:
     """The full record: bot record, recordings and screenshots (presigned URLs valid 1 hour),
     transcript summary, ``redacted``."""
-    async with request.app[DB].sessions() as session:
+    async with request.app[DB].reads() as session:
         meeting = await _find(session, request)
         lister = request.app.get(ARTIFACT_LISTER)
         recordings, screenshots = await lister(session, meeting) if lister is not None else ([], [])
@@ -161,7 +161,7 @@ async def get_meeting(request: web.Request) -> web.Response:
 async def get_transcript(request: web.Request) -> web.Response:
     """``format=json`` (default) → ``{segments}``; ``txt``, ``srt``, ``vtt`` → text."""
     query = read_query(request, TranscriptQuery)
-    async with request.app[DB].sessions() as session:
+    async with request.app[DB].reads() as session:
         meeting = await _find(session, request)
         segments = await _segments(session, meeting.id)
     if query.format == "json":
