@@ -1,20 +1,23 @@
 """``Idempotency-Key`` (API.md 2.1): the same key and body within 24 h replays the first answer.
 
 Use inside the transaction that performs the operation, so the operation and its stored answer
-commit together::
+commit together; claim the key *before* doing the work::
 
     key = idempotency_key(request)                 # None without the header
     digest = body_digest(raw_body)
     async with db.sessions.begin() as session:
-        if key and (replay := await find_replay(session, auth.key_id, ROUTE, key, digest)):
-            return replay                           # same body: the first response again
-        ...                                          # do the work
         if key:
-            remember(session, auth.key_id, ROUTE, key, digest, 201, response_text)
+            if replay := await find_replay(session, auth.key_id, ROUTE, key, digest):
+                return replay                      # same body: the first response again
+            record = await claim(session, auth.key_id, ROUTE, key, digest)
+        ...                                        # do the work
+        if key:
+            record.response_status, record.response_body = 201, response_text
 
-A concurrent request with the same key loses on the unique constraint at commit
-(``IntegrityError``); the caller then calls :func:`find_replay` in a new transaction.
-A different body with a known key raises 422 ``idempotency_key_reused``.
+Claiming first makes a concurrent request with the same key fail on the unique constraint at
+``claim`` (PostgreSQL makes it wait for the winner's commit) before it has done any work or
+emitted any event; the caller catches ``IntegrityError`` and answers :func:`find_replay` from a
+new transaction. A different body with a known key raises 422 ``idempotency_key_reused``.
 """
 
 from __future__ import annotations
@@ -100,26 +103,26 @@ async def find_replay(
     )
 
 
-def remember(
-    session: AsyncSession,
-    api_key_id: int,
-    route: str,
-    key: str,
-    digest: str,
-    status: int,
-    body_text: str,
-) -> None:
-    """Store the first response for this key (commits with the caller's transaction)."""
-    session.add(
-        IdempotencyRecord(
-            api_key_id=api_key_id,
-            route=route,
-            idempotency_key=key,
-            request_digest=digest,
-            response_status=status,
-            response_body=body_text,
-        )
+async def claim(
+    session: AsyncSession, api_key_id: int, route: str, key: str, digest: str
+) -> IdempotencyRecord:
+    """Insert this key's record now (flushed), to be completed with the response later.
+
+    Raises:
+        sqlalchemy.exc.IntegrityError: Another request holds the key (its answer is replayable
+            once it commits).
+    """
+    record = IdempotencyRecord(
+        api_key_id=api_key_id,
+        route=route,
+        idempotency_key=key,
+        request_digest=digest,
+        response_status=0,
+        response_body="",
     )
+    session.add(record)
+    await session.flush()
+    return record
 
 
 async def purge_expired(session: AsyncSession, now: datetime | None = None) -> int:

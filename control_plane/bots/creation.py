@@ -10,7 +10,7 @@ from sqlalchemy.exc import IntegrityError
 
 from agent.contracts.status import BotStatus
 from control_plane.api.http import read_json_object, validate
-from control_plane.api.idempotency import body_digest, find_replay, idempotency_key, remember
+from control_plane.api.idempotency import body_digest, claim, find_replay, idempotency_key
 from control_plane.auth.context import auth_of
 from control_plane.bots.schemas import BotCreate, ScheduledBotCreate
 from control_plane.bots.service import create_meeting, require_zoom_token
@@ -39,14 +39,16 @@ async def create_response(
     database = request.app[DB]
     try:
         async with database.sessions.begin() as session:
+            record = None
             if key is not None:
                 replay = await find_replay(session, auth.key_id, route, key, digest)
                 if replay is not None:
                     return replay
+                record = await claim(session, auth.key_id, route, key, digest)
             meeting = await create_meeting(request.app, session, auth, body, zoom_connection_id)
             text = render(meeting).model_dump_json()
-            if key is not None:
-                remember(session, auth.key_id, route, key, digest, 201, text)
+            if record is not None:
+                record.response_status, record.response_body = 201, text
     except IntegrityError:
         if key is None:
             raise

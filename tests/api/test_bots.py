@@ -265,6 +265,13 @@ async def test_idempotency_key_replays_or_refuses(client: Client, owner: Caller)
     assert (other.status, (await other.json())["code"]) == (422, "idempotency_key_reused")
     listed = await (await client.get("/api/v1/bots", headers=owner.headers)).json()
     assert len(listed["bots"]) == 1
+    race = {**owner.headers, "Idempotency-Key": "race"}
+    body = {**MEET, "bot_name": "racer"}
+    answers = await asyncio.gather(
+        *(client.post("/api/v1/bots", json=body, headers=race) for _ in range(4))
+    )
+    assert [a.status for a in answers] == [201] * 4
+    assert len({(await a.json())["bot_id"] for a in answers}) == 1
     later = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
     entry = {**MEET, "scheduled_start_at": later}
     first = await client.post("/api/v1/bots/schedule", json=entry, headers=headers)
@@ -275,7 +282,7 @@ async def test_idempotency_key_replays_or_refuses(client: Client, owner: Caller)
     response = await client.post("/api/v1/bots", json=MEET, headers=too_long)
     assert response.status == 422
     listed = await (await client.get("/api/v1/bots", headers=owner.headers)).json()
-    assert len(listed["bots"]) == 2  # order-42 and the scheduled entry
+    assert len(listed["bots"]) == 3  # order-42, race, and the scheduled entry
 
 
 async def test_get_and_list_stay_inside_the_workspace(
