@@ -2,8 +2,10 @@
 
 For every bot it writes ``{data_dir}/bots/{bot_id}/bot.json`` (the ``BotConfig``, mode 0600:
 it holds the agent token) and starts ``python -m agent --config bot.json`` with its output in
-``agent.log`` beside it. The launcher owns the processes it starts: :meth:`terminate` sends
-SIGTERM, waits ``grace_seconds``, then kills; :meth:`aclose` does that for all of them.
+``agent.log`` beside it. The agent inherits this process's environment except the control
+plane's own ``MEETBOT_*`` settings and ``AWS_*`` credentials (``MEETBOT_AGENT_*`` pass). The
+launcher owns the processes it starts: :meth:`terminate` sends SIGTERM, waits
+``grace_seconds``, then kills; :meth:`aclose` does that for all of them.
 
 The handle id it returns is ``local-{pid}`` (the bot's ``bot_container_id``). After a
 control-plane restart the process object is gone, so :meth:`terminate` then finds the agent
@@ -18,7 +20,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import psutil
@@ -30,6 +32,21 @@ from control_plane.settings import Settings
 logger = logging.getLogger(__name__)
 
 CONTAINER_PREFIX = "local-"
+
+# Control-plane secrets stay out of agents, which browse untrusted meeting pages: MEETBOT_*
+# settings other than the agent's own, and cloud credentials (uploads use presigned URLs).
+_KEPT_PREFIX = "MEETBOT_AGENT_"
+_DROPPED_PREFIXES = ("MEETBOT_", "AWS_")
+
+
+def agent_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment an agent process gets: ``environ`` without control-plane settings and
+    cloud credentials (``MEETBOT_AGENT_*`` passes)."""
+    return {
+        key: value
+        for key, value in environ.items()
+        if key.startswith(_KEPT_PREFIX) or not key.startswith(_DROPPED_PREFIXES)
+    }
 
 
 class LocalLauncher:
@@ -85,6 +102,7 @@ class LocalLauncher:
                 *self._command,
                 "--config",
                 str(config_path),
+                env=agent_environment(os.environ),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=log_file,
                 stderr=asyncio.subprocess.STDOUT,

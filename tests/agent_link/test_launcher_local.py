@@ -43,8 +43,11 @@ async def _wait_for(path: Path) -> None:
 
 
 async def test_launch_writes_private_config_and_terminate_stops_the_process(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("MEETBOT_SVIX_API_KEY", "control-plane-secret")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "cloud-secret")
+    monkeypatch.setenv("MEETBOT_AGENT_HEADLESS", "true")
     launcher = LocalLauncher(tmp_path, command=[sys.executable, str(STAND_IN)])
     config = _config()
     handle = await launcher.launch(config)
@@ -55,6 +58,10 @@ async def test_launch_writes_private_config_and_terminate_stops_the_process(
     assert BotConfig.model_validate(written) == config
     assert stat.S_IMODE((folder / "bot.json").stat().st_mode) == 0o600
     assert (folder / "started").read_text() == str(config.bot_id)
+    passed = json.loads((folder / "env.json").read_text())
+    assert "MEETBOT_AGENT_HEADLESS" in passed
+    assert "MEETBOT_SVIX_API_KEY" not in passed
+    assert "AWS_SECRET_ACCESS_KEY" not in passed
     assert handle.id.startswith("local-")
     pid = int(handle.id.removeprefix("local-"))
     assert await launcher.is_alive(handle)
