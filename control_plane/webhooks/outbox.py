@@ -34,7 +34,7 @@ from typing import Any
 from pydantic import BaseModel
 from sqlalchemy import event, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, SessionTransaction
 
 from control_plane.db.models.webhook import WebhookMessage
 from control_plane.webhooks.events import EventType, build_payload
@@ -90,7 +90,8 @@ async def emit(
             sync_session.info.pop(_WAKE_ARMED, None)
             wake()
 
-        def _after_rollback(sync_session: Session) -> None:
+        def _after_rollback(sync_session: Session, _previous: SessionTransaction) -> None:
+            # after_soft_rollback passes the session and the transaction that rolled back.
             sync_session.info.pop(_WAKE_ARMED, None)
 
         event.listen(session.sync_session, "after_commit", _after_commit, once=True)

@@ -555,3 +555,31 @@ async def test_two_replicas_on_one_database_deliver_each_message_once(
         await other.dispose()
     ids = [item.headers["webhook-id"] for item in receiver.at("/replicas")]
     assert len(ids) == 60 and len(set(ids)) == 60
+
+
+async def test_event_emitted_in_a_rolled_back_transaction_is_neither_stored_nor_an_error(
+    client: Client, owner: Caller
+) -> None:
+    database = client.app[DB]
+    meeting = await new_meeting(database, owner.workspace_id)
+
+    class Abort(Exception):
+        pass
+
+    with pytest.raises(Abort):
+        async with database.sessions.begin() as session:
+            await emit(
+                session,
+                meeting.workspace_id,
+                EventType.TRANSCRIPTION_READY,
+                TranscriptionReady(
+                    bot_id=str(meeting.bot_id), meeting_id=meeting.id, tier="realtime",
+                    segment_count=1,
+                ),
+            )
+            raise Abort
+    async with database.sessions() as session:
+        stored = await session.scalars(
+            select(WebhookMessage).where(WebhookMessage.workspace_id == meeting.workspace_id)
+        )
+        assert list(stored) == []
