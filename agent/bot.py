@@ -133,12 +133,15 @@ class Bot:
             self.events,
             config.settings,
             TranscribeOptions(
-                model=settings.transcribe_model,
+                # The control plane names the models it validated the bot's options against.
+                model=config.transcription_model or settings.transcribe_model,
+                deferred_model=config.deferred_transcription_model,
                 cpu_threads=settings.transcribe_cpu_threads,
                 models_dir=settings.models_dir,
             ),
             settings.data_dir / "transcribe" / self.bot_id,
             self.bot_id,
+            refine_after_meeting=config.refine_after_meeting,
         )
 
     # ---- control --------------------------------------------------------------------

@@ -18,6 +18,7 @@ from agent.audio import SpeakerActivity
 from agent.capture.pcm import AudioCapture
 from agent.contracts.bot_config import BotSettings
 from agent.contracts.link import TranscriptionReady
+from agent.contracts.whisper_models import UnsupportedTranscriptionOptions
 from agent.events import BotEvents
 from agent.transcribe.base import Transcriber
 from agent.transcribe.errors import TranscribeError
@@ -47,11 +48,14 @@ class TranscriptionPipe:
         options: TranscribeOptions,
         work_dir: Path,
         bot_id: str,
+        *,
+        refine_after_meeting: bool = False,
     ) -> None:
         self._capture = capture
         self.events = events
         self._settings = settings
         self._options = options
+        self._refine_after_meeting = refine_after_meeting
         self._work_dir = work_dir
         self._bot_id = bot_id
         self._transcriber: Transcriber | None = None
@@ -84,9 +88,10 @@ class TranscriptionPipe:
                 self._options,
                 join_time=join_time,
                 work_dir=self._work_dir,
+                refine_after_meeting=self._refine_after_meeting,
                 id_prefix=self._bot_id,
             )
-        except TranscribeError as exc:
+        except (TranscribeError, UnsupportedTranscriptionOptions) as exc:
             log.error("transcription unavailable", extra={"error": type(exc).__name__})
             return
         if self._transcriber is None:

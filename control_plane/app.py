@@ -34,6 +34,7 @@ from control_plane.auth.ratelimit import RateLimiter
 from control_plane.bots import routes as bot_routes
 from control_plane.bots import schedule_routes
 from control_plane.bots.scheduler import scheduler_ctx
+from control_plane.bots.transcription import launch_hook as transcription_launch_hook
 from control_plane.db.engine import create_database
 from control_plane.keys import (
     DB,
@@ -125,7 +126,7 @@ def create_app(settings: Settings, *, launcher: BotLauncher | None = None) -> we
     app[KEY_CACHE] = KeyCache(ttl=settings.auth_cache_ttl_seconds)
     app[STATUS_HOOKS] = []
     app[STATUS_HOOKS].append(app[METRICS].count_status_change)
-    app[LAUNCH_HOOKS] = []
+    app[LAUNCH_HOOKS] = [transcription_launch_hook(settings)]
     app[PURGE_HOOKS] = []
     all_routes = resources()
     for res in all_routes:

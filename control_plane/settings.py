@@ -92,6 +92,11 @@ class Settings(BaseSettings):
     webhook_poll_interval_seconds: float = Field(default=0.25, gt=0)
 
     refine_after_meeting: bool = False
+    # Whisper models the bots use (registry names of agent.contracts.whisper_models or local
+    # CTranslate2 directories on the bot hosts); bot creation refuses options they cannot serve.
+    transcription_model: str = "tiny.en"
+    # Empty: the deferred pass picks the realtime model for English, the multilingual one otherwise.
+    deferred_transcription_model: str = ""
     log_level: str = "INFO"
 
     @field_validator("extra_meeting_hosts", "webhook_retry_schedule", mode="before")

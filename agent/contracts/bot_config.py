@@ -115,6 +115,12 @@ class BotConfig(BaseModel):
         agent_token: Bearer token of this bot's agent link.
         stream_public_key: PEM Ed25519 public key verifying SSE stream tokens (aud "bot-stream").
         action_prompt: Resolved prompt when ``settings.enable_actions`` is on.
+        transcription_model: Whisper model of the realtime tier (a registry name of
+            ``agent.contracts.whisper_models`` or a local CTranslate2 directory); None leaves
+            the choice to the agent host's ``MEETBOT_AGENT_TRANSCRIBE_MODEL``.
+        deferred_transcription_model: Model of the deferred pass; None picks one by language.
+        refine_after_meeting: The realtime tier also runs the deferred pass after the meeting
+            and replaces its segments (``MEETBOT_REFINE_AFTER_MEETING``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -131,3 +137,6 @@ class BotConfig(BaseModel):
     agent_token: str | None = None
     stream_public_key: str | None = None
     action_prompt: ActionPrompt | None = None
+    transcription_model: str | None = None
+    deferred_transcription_model: str | None = None
+    refine_after_meeting: bool = False

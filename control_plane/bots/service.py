@@ -30,6 +30,7 @@ from agent.contracts.meeting_urls import (
     resolve_meeting,
 )
 from agent.contracts.status import FINAL_STATUSES, BotStatus, StatusReason
+from control_plane.action_prompts import version_of_workspace
 from control_plane.auth.context import AuthContext
 from control_plane.bots.schemas import (
     BotCreate,
@@ -41,6 +42,7 @@ from control_plane.bots.schemas import (
     ScheduledBotUpdate,
 )
 from control_plane.bots.status import change_status, lock_meeting, record_creation
+from control_plane.bots.transcription import check_transcription
 from control_plane.db.models.bot import Meeting
 from control_plane.db.models.workspace import Workspace
 from control_plane.errors import Conflict, ErrorItem, NotFound, Validation
@@ -54,6 +56,7 @@ from control_plane.keys import (
     ZOOM_TOKENS,
 )
 from control_plane.launchers.base import LaunchHandle
+from control_plane.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +133,9 @@ def _settings_from(body: BotCreate | ScheduledBotCreate, workspace: Workspace) -
     return BotSettings.model_validate(given)
 
 
-def _merged_settings(meeting: Meeting, update: BotUpdate | ScheduledBotUpdate) -> dict[str, Any]:
+def _merged_settings(
+    settings: Settings, meeting: Meeting, update: BotUpdate | ScheduledBotUpdate
+) -> dict[str, Any]:
     merged = dict(meeting.settings)
     merged.update(
         {
@@ -139,7 +144,9 @@ def _merged_settings(meeting: Meeting, update: BotUpdate | ScheduledBotUpdate) -
             if name in _SETTING_FIELDS and getattr(update, name) is not None
         }
     )
-    return BotSettings.model_validate(merged).model_dump(mode="json")
+    bot_settings = BotSettings.model_validate(merged)
+    check_transcription(settings, bot_settings)
+    return bot_settings.model_dump(mode="json")
 
 
 async def require_zoom_token(
@@ -249,6 +256,23 @@ async def create_meeting(
         passcode=body.passcode,
         extra_hosts=settings.extra_meeting_hosts,
     )
+    bot_settings = _settings_from(body, workspace)
+    check_transcription(settings, bot_settings)
+    if body.prompt_version_id is not None and (
+        await version_of_workspace(session, workspace_id, body.prompt_version_id) is None
+    ):
+        raise Validation(
+            "prompt_version_id names no action prompt version of this workspace",
+            status=422,
+            code="prompt_version_not_found",
+            errors=[
+                ErrorItem(
+                    loc=["body", "prompt_version_id"],
+                    msg="unknown prompt version",
+                    type="prompt_version_not_found",
+                )
+            ],
+        )
     now = datetime.now(UTC)
     if isinstance(body, ScheduledBotCreate):
         if body.scheduled_start_at <= now:
@@ -270,7 +294,7 @@ async def create_meeting(
         zoom_obf_token=body.zoom_obf_token,
         zoom_connection_id=zoom_connection_id,
         status=(BotStatus.SCHEDULED if scheduled else BotStatus.REQUESTED).value,
-        settings=_settings_from(body, workspace).model_dump(mode="json"),
+        settings=bot_settings.model_dump(mode="json"),
         scheduled_start_at=start,
         join_offset_seconds=offset,
         launch_at=(start + timedelta(seconds=offset)) if start is not None else now,
@@ -341,7 +365,7 @@ async def update_bot(
                 f"a bot can be updated only while requested or scheduled, not {meeting.status}",
                 code="bot_not_updatable",
             )
-        meeting.settings = _merged_settings(meeting, update)
+        meeting.settings = _merged_settings(app[SETTINGS], meeting, update)
         meeting.updated_at = datetime.now(UTC)
         launched = meeting.bot_container_id is not None
         record = to_record(meeting)
@@ -471,7 +495,7 @@ async def update_scheduled(
             meeting.launch_at = meeting.scheduled_start_at + timedelta(
                 seconds=meeting.join_offset_seconds
             )
-        meeting.settings = _merged_settings(meeting, update)
+        meeting.settings = _merged_settings(app[SETTINGS], meeting, update)
         meeting.updated_at = now
         return to_scheduled(meeting)
 

@@ -337,9 +337,10 @@ async def test_patch_only_while_requested_or_scheduled(client: Client, owner: Ca
     later = (datetime.now(UTC) + timedelta(hours=2)).isoformat()
     scheduled = await launch(client, owner, **MEET, scheduled_at=later)
     response = await client.patch(
-        f"/api/v1/bots/{scheduled['bot_id']}", json={"language": "de"}, headers=owner.headers
+        f"/api/v1/bots/{scheduled['bot_id']}", json={"language": "en"}, headers=owner.headers
     )
     assert response.status == 200
+    assert (await response.json())["settings"]["language"] == "en"
     walk = [BotStatus.JOINING, BotStatus.ACTIVE, BotStatus.STOPPING, BotStatus.COMPLETED]
     for status in walk:
         await force_status(client, bot["bot_id"], status)

@@ -1,0 +1,94 @@
+"""Bot creation and PATCH against the Whisper models the bots run (issue 5, item 1).
+
+With the default models (``tiny.en`` realtime, ``base`` for the deferred pass where the language
+needs it), options an English-only model would silently get wrong answer 422; launched bots are
+told which models to use and whether to refine after the meeting.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient
+
+from control_plane.launchers.memory import MemoryLauncher
+from tests.api.conftest import Caller
+from tests.api.test_bots import MEET, launch, until_launched
+
+pytestmark = pytest.mark.api
+
+Client = TestClient[web.Request, web.Application]
+
+
+async def post_bot(client: Client, who: Caller, **body: Any) -> tuple[int, dict[str, Any]]:
+    response = await client.post("/api/v1/bots", json={**MEET, **body}, headers=who.headers)
+    result: dict[str, Any] = await response.json()
+    return response.status, result
+
+
+@pytest.mark.parametrize(
+    ("options", "code", "field"),
+    [
+        ({"task": "translate"}, "task_not_supported", "task"),
+        ({"language": "de"}, "language_not_supported", "language"),
+        (
+            {"language": "es", "transcription_tier": "realtime"},
+            "language_not_supported",
+            "language",
+        ),
+    ],
+)
+async def test_english_only_realtime_model_refuses_what_it_would_get_wrong(
+    client: Client, owner: Caller, options: dict[str, Any], code: str, field: str
+) -> None:
+    status, body = await post_bot(client, owner, **options)
+    assert status == 422, body
+    assert body["code"] == code
+    assert body["errors"][0]["loc"] == ["body", field]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"language": "en"},
+        {},  # auto-detection on an English-only model: transcribed as English
+        {"language": "de", "transcription_tier": "deferred"},  # the deferred pass uses base
+        {"task": "translate", "transcription_tier": "deferred"},
+        {"language": "de", "transcribe_enabled": False},  # no model at all
+    ],
+)
+async def test_options_a_model_can_serve_are_accepted(
+    client: Client, owner: Caller, options: dict[str, Any]
+) -> None:
+    status, body = await post_bot(client, owner, **options)
+    assert status == 201, body
+
+
+async def test_patch_is_checked_like_creation(client: Client, owner: Caller) -> None:
+    bot = await launch(client, owner, **MEET)
+    response = await client.patch(
+        f"/api/v1/bots/{bot['bot_id']}", json={"language": "fr"}, headers=owner.headers
+    )
+    assert response.status == 422
+    assert (await response.json())["code"] == "language_not_supported"
+    got = await (await client.get(f"/api/v1/bots/{bot['bot_id']}", headers=owner.headers)).json()
+    assert got["settings"]["language"] is None
+
+
+async def test_unknown_prompt_version_is_refused(client: Client, owner: Caller) -> None:
+    status, body = await post_bot(client, owner, enable_actions=True, prompt_version_id="nope")
+    assert status == 422, body
+    assert body["code"] == "prompt_version_not_found"
+
+
+async def test_launched_bot_is_told_its_models(
+    client: Client, owner: Caller, launcher: MemoryLauncher
+) -> None:
+    await launch(client, owner, **MEET)
+    await until_launched(launcher, 1)
+    config = launcher.launches[0]
+    assert config.transcription_model == "tiny.en"
+    assert config.deferred_transcription_model is None
+    assert config.refine_after_meeting is False
