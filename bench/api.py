@@ -9,6 +9,10 @@ drives it with ``--concurrency`` concurrent HTTP clients and prints one JSON lin
 * ``api_list_meetings`` — ``GET /api/v1/meetings`` with one filter set per line (status;
   date window; name substring; bot_id; status + date window + offset): requests/s, p50/p99.
 
+Every line also carries ``server_cpu_ms_per_request``: CPU time (user + system) the server
+process spent per request during that run. Unlike wall time it hardly depends on what else
+the machine is doing, so it is the figure to compare across optimisations on a shared box.
+
 Both on SQLite (a fresh file) and on PostgreSQL when ``--postgres-url`` (or
 ``MEETBOT_TEST_POSTGRES_URL``) names a server; a throwaway database is created there and
 dropped after. Goals (issue 2): ≥ 500 creations/s in one process; list p99 ≤ 20 ms.
@@ -36,6 +40,7 @@ from typing import Any
 
 import aiohttp
 import asyncpg  # type: ignore[import-untyped]  # no stubs; only connect/execute used
+import psutil
 from aiohttp import web
 from sqlalchemy import insert, text
 from sqlalchemy.engine import make_url
@@ -147,10 +152,22 @@ def _serve(url: str, data_dir: str, ready: Any) -> None:
     asyncio.run(main())
 
 
+def _cpu_seconds(process: psutil.Process) -> float:
+    times = process.cpu_times()
+    return float(times.user + times.system)
+
+
 async def _drive(
-    total: int, concurrency: int, call: Callable[[int], Awaitable[None]]
-) -> tuple[float, list[float]]:
-    """Run ``call(i)`` for i < total with ``concurrency`` workers; (elapsed s, latencies ms)."""
+    total: int,
+    concurrency: int,
+    call: Callable[[int], Awaitable[None]],
+    server: psutil.Process,
+) -> tuple[float, list[float], float]:
+    """Run ``call(i)`` for i < total with ``concurrency`` workers.
+
+    Returns:
+        Elapsed wall seconds, per-request latencies in ms, and the server's CPU ms per request.
+    """
     latencies: list[float] = []
     counter = iter(range(total))
 
@@ -160,12 +177,17 @@ async def _drive(
             await call(i)
             latencies.append((time.perf_counter() - started) * 1000)
 
+    cpu_before = _cpu_seconds(server)
     started = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return time.perf_counter() - started, latencies
+    elapsed = time.perf_counter() - started
+    cpu_ms = (_cpu_seconds(server) - cpu_before) * 1000 / max(1, len(latencies))
+    return elapsed, latencies, cpu_ms
 
 
-def _figure(name: str, db: str, elapsed: float, latencies: list[float], **extra: Any) -> None:
+def _figure(
+    name: str, db: str, elapsed: float, latencies: list[float], cpu_ms: float, **extra: Any
+) -> None:
     print(
         json.dumps(
             {
@@ -176,6 +198,7 @@ def _figure(name: str, db: str, elapsed: float, latencies: list[float], **extra:
                 "requests_per_s": round(len(latencies) / elapsed, 1),
                 "p50_ms": round(statistics.median(latencies), 2),
                 "p99_ms": round(_percentile(latencies, 0.99), 2),
+                "server_cpu_ms_per_request": round(cpu_ms, 2),
             }
         ),
         flush=True,
@@ -190,6 +213,9 @@ async def _measure(db: str, url: str, args: argparse.Namespace, data_dir: str) -
     server.start()
     try:
         port = ready.get(timeout=120)
+        assert server.pid is not None
+        process = psutil.Process(server.pid)
+        print(json.dumps({"bench": "api", "db": db, "server_pid": server.pid}), flush=True)
         base = f"http://127.0.0.1:{port}"
         headers = {"X-API-Key": key}
         connector = aiohttp.TCPConnector(limit=max(args.concurrency))
@@ -223,12 +249,15 @@ async def _measure(db: str, url: str, args: argparse.Namespace, data_dir: str) -
                         q = query if query is not None else f"bot_id={sample[i % len(sample)]}"
                         await get(f"/api/v1/meetings?{q}")
 
-                    elapsed, latencies = await _drive(args.list_requests, concurrency, list_call)
+                    elapsed, latencies, cpu_ms = await _drive(
+                        args.list_requests, concurrency, list_call, process
+                    )
                     _figure(
                         "api_list_meetings",
                         db,
                         elapsed,
                         latencies,
+                        cpu_ms,
                         filter=label,
                         meetings=args.meetings,
                         concurrency=concurrency,
@@ -253,13 +282,16 @@ async def _measure(db: str, url: str, args: argparse.Namespace, data_dir: str) -
                 async def create_at(i: int, offset: int = offset) -> None:
                     await create_call(offset + i)
 
-                elapsed, latencies = await _drive(args.requests, concurrency, create_at)
+                elapsed, latencies, cpu_ms = await _drive(
+                    args.requests, concurrency, create_at, process
+                )
                 offset += args.requests
                 _figure(
                     "api_create_bot",
                     db,
                     elapsed,
                     latencies,
+                    cpu_ms,
                     meetings=args.meetings,
                     concurrency=concurrency,
                 )
