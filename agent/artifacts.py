@@ -5,12 +5,19 @@ The control plane's ``screenshot`` command carries an
 :class:`~agent.contracts.link.UploadSlot` as ``args["upload"]``: the bytes go with ``method``
 to ``url`` with exactly ``headers``, plus ``Authorization: Bearer <agent_token>`` when
 ``agent_auth`` is true (local storage; never for presigned S3 URLs).
+
+Recordings have no command: the agent asks the control plane for a slot itself
+(:meth:`ArtifactUploader.request_slot`, ``POST /internal/v1/agents/{bot_id}/uploads``) and
+streams the file from disk (:meth:`ArtifactUploader.store_file`), so a long recording never sits
+in memory.
 """
 
 from __future__ import annotations
 
 import asyncio
+import shutil
 import struct
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +25,7 @@ from typing import Any
 import aiohttp
 from pydantic import ValidationError
 
-from agent.contracts.link import UploadSlot
+from agent.contracts.link import ArtifactKind, UploadRequest, UploadSlot
 from agent.errors import CommandError
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -89,6 +96,84 @@ class ArtifactUploader:
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise CommandError("upload_failed", "artifact upload failed") from exc
         return StoredArtifact(storage_key=slot.storage_key)
+
+    async def request_slot(
+        self, control_plane_url: str, bot_id: str, kind: ArtifactKind, name: str,
+        content_type: str,
+    ) -> UploadSlot:
+        """Ask the control plane where to upload an artifact the agent makes on its own.
+
+        Args:
+            control_plane_url: Base URL of the control plane (``BotConfig.control_plane_url``).
+            bot_id: The bot's id (a UUID string).
+            kind: What the artifact is.
+            name: File name within the bot's artifacts (``[A-Za-z0-9._-]``).
+            content_type: MIME type of the bytes.
+
+        Raises:
+            CommandError: ``upload_failed`` when the control plane refuses or is unreachable.
+        """
+        body = UploadRequest(kind=kind, name=name, content_type=content_type)
+        url = f"{control_plane_url.rstrip('/')}/internal/v1/agents/{bot_id}/uploads"
+        headers = {"Authorization": f"Bearer {self._agent_token or ''}"}
+        timeout = aiohttp.ClientTimeout(total=30)
+        try:
+            async with (
+                aiohttp.ClientSession(timeout=timeout) as session,
+                session.post(url, json=body.model_dump(mode="json"), headers=headers) as resp,
+            ):
+                if resp.status != 200:
+                    raise CommandError("upload_failed", f"upload slot answered {resp.status}")
+                return UploadSlot.model_validate_json(await resp.read())
+        except (aiohttp.ClientError, TimeoutError, ValidationError) as exc:
+            raise CommandError("upload_failed", "no upload slot") from exc
+
+    async def store_file(
+        self, path: Path, content_type: str, name: str, slot: UploadSlot | None
+    ) -> StoredArtifact:
+        """Stream the file at ``path`` to ``slot``, or move it to ``local_dir/name`` without one.
+
+        Raises:
+            CommandError: ``upload_failed`` when the target refuses the bytes.
+        """
+        if slot is None:
+            target = self._local_dir / name
+            await asyncio.to_thread(self._move, path, target)
+            return StoredArtifact(storage_key=name, local_path=target)
+        headers = dict(slot.headers)
+        headers.setdefault("Content-Type", content_type)
+        if slot.agent_auth and self._agent_token:
+            headers["Authorization"] = f"Bearer {self._agent_token}"
+        size = (await asyncio.to_thread(path.stat)).st_size
+        headers["Content-Length"] = str(size)
+        # Generous: a long meeting's recording over a slow uplink.
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=300)
+        try:
+            async with aiohttp.ClientSession(timeout=timeout) as session:
+                async with session.request(
+                    slot.method, slot.url, data=self._chunks(path), headers=headers
+                ) as resp:
+                    if resp.status >= 300:
+                        raise CommandError(
+                            "upload_failed", f"artifact upload answered {resp.status}"
+                        )
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise CommandError("upload_failed", "artifact upload failed") from exc
+        return StoredArtifact(storage_key=slot.storage_key)
+
+    @staticmethod
+    async def _chunks(path: Path, size: int = 256 * 1024) -> AsyncIterator[bytes]:
+        handle = await asyncio.to_thread(path.open, "rb")
+        try:
+            while chunk := await asyncio.to_thread(handle.read, size):
+                yield chunk
+        finally:
+            await asyncio.to_thread(handle.close)
+
+    @staticmethod
+    def _move(source: Path, target: Path) -> None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(source, target)
 
     @staticmethod
     def _write(path: Path, data: bytes) -> None:

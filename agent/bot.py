@@ -56,6 +56,7 @@ from agent.link.client import LinkClient, LinkTiming, agent_link_url
 from agent.link.outbox import Outbox
 from agent.platforms import adapter_for
 from agent.platforms.base import ChatLine, MeetingState, PlatformAdapter
+from agent.recording.recorder import MeetingRecorder
 from agent.settings import AgentSettings
 from agent.sse.log import EventLog
 from agent.sse.server import SseServer, StreamAuth, create_sse_app
@@ -143,6 +144,17 @@ class Bot:
             self.bot_id,
             refine_after_meeting=config.refine_after_meeting,
         )
+        # Recording off: nothing is tapped, nothing written (API.md Part 1 recording_enabled).
+        self.recorder: MeetingRecorder | None = None
+        if config.settings.recording_enabled:
+            self.recorder = MeetingRecorder(
+                self.capture,
+                self.browser,
+                config.settings,
+                settings.data_dir / "recording" / self.bot_id,
+                video_fps=settings.recording_video_fps,
+                jpeg_quality=settings.recording_jpeg_quality,
+            )
 
     # ---- control --------------------------------------------------------------------
 
@@ -315,6 +327,8 @@ class Bot:
                 self.joined_at = not_in_yet
                 await self.machine.move(BotStatus.ACTIVE, reason)
                 self.transcription.start(self.joined_at)
+                if self.recorder is not None:
+                    self.recorder.start(self.joined_at)
                 return
             not_in_yet = probed_at
             if (
@@ -437,11 +451,29 @@ class Bot:
             extra={"status_reason": exit_.reason, "final_status": final.value},
         )
         await self.machine.move(BotStatus.STOPPING, exit_.reason, exit_.detail)
+        if self.recorder is not None:
+            # Before leaving: the bot's own exit screens are not part of the meeting.
+            await self.recorder.stop_capture()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self._leave(), timeout=LEAVE_TIMEOUT_S)
         await self.browser.close()
         await self.transcription.finish(self.settings.finalize_timeout_seconds)
+        await self._finish_recording()
         await self.machine.move(final, exit_.reason, exit_.detail)
+
+    async def _finish_recording(self) -> None:
+        """Encode, upload and announce the recording (``recording_ready``) before ``completed``."""
+        if self.recorder is None:
+            return
+        uploader = ArtifactUploader(self.config.agent_token, self.settings.data_dir / "artifacts")
+        control_plane = self.config.control_plane_url if self.link is not None else None
+        try:
+            await asyncio.wait_for(
+                self.recorder.finish(uploader, self.events, control_plane, self.bot_id),
+                timeout=self.settings.finalize_timeout_seconds,
+            )
+        except TimeoutError:
+            log.warning("recording not finished in time", extra={"bot_id": self.bot_id})
 
     async def _leave(self) -> None:
         try:

@@ -79,6 +79,11 @@ class AgentSettings(BaseSettings):
     models_dir: Path = Path("./data/models")
     finalize_timeout_seconds: float = Field(default=600.0, gt=0)
 
+    # Recording (agent/recording): screenshots per second of the bot's view when the bot
+    # captures video (JPEG quality 0-100); identical consecutive views are stored once.
+    recording_video_fps: float = Field(default=1.0, gt=0, le=10)
+    recording_jpeg_quality: int = Field(default=70, ge=10, le=100)
+
     log_level: str = "INFO"
 
     def browser_args(self) -> list[str]:

@@ -5,7 +5,8 @@ The page side is ``agent/browser/inject.js``: it calls the exposed binding
 every remote audio track (16 kHz mono int16 little-endian; an empty string stands for
 ``samples`` zeros, i.e. digital silence) and ``__meetbotTrack(track_id,
 event, origin)`` when a track is added or ends. Frames go to :attr:`AudioCapture.frames` for
-the transcriber; per-track levels are kept so tests and logs can tell speech was heard.
+the transcriber, and to every callable in :attr:`AudioCapture.taps` (the recorder);
+per-track levels are kept so tests and logs can tell speech was heard.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import base64
 import binascii
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -88,6 +90,8 @@ class AudioCapture:
             maxsize=max(1, int(queue_seconds * 10))
         )
         self.stats = CaptureStats()
+        # Extra consumers of every frame (the recorder); each must return at once.
+        self.taps: list[Callable[[AudioFrame], None]] = []
 
     def on_pcm(self, track_id: str, start_epoch_ms: float, data: str, samples: int = 0) -> None:
         """Binding target of ``__meetbotPcm``: decode, measure and queue one block."""
@@ -118,6 +122,8 @@ class AudioCapture:
         if db > VOICED_DBFS:
             level.voiced_seconds += duration
         level.peak_dbfs = max(level.peak_dbfs, db)
+        for tap in self.taps:
+            tap(frame)
         if self.frames.full():
             self.frames.get_nowait()
             self.stats.dropped += 1
