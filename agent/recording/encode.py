@@ -32,8 +32,6 @@ from agent.transcribe.audio_io import TrackAudio
 
 log = logging.getLogger(__name__)
 
-VIDEO_FPS = 5
-"""Output frame rate when the view was captured (frames repeat between screenshots)."""
 BLACK_FRAME = "color=c=black:s=640x360:r=1"
 """The still video of an audio-only mp4 (a valid container needs a video track)."""
 
@@ -66,6 +64,8 @@ class EncodeJob:
         duration_s: Length of the recording in seconds.
         fmt: Output format.
         output: Path of the file to write.
+        fps: Output frame rate with view frames (a view repeats until the next one); the
+            capture rate rounded up is enough, more only costs encoding time.
     """
 
     tracks: tuple[TrackAudio, ...]
@@ -74,6 +74,7 @@ class EncodeJob:
     duration_s: float
     fmt: RecordingFormat
     output: Path
+    fps: int = 1
 
 
 def content_type(fmt: RecordingFormat, with_video: bool) -> str:
@@ -136,12 +137,13 @@ def ffmpeg_args(job: EncodeJob, concat_list: Path | None) -> list[str]:
     )
     if video_in is not None:
         scale = "scale=trunc(iw/2)*2:trunc(ih/2)*2,format=yuv420p"
-        rate = f",fps={VIDEO_FPS}" if concat_list is not None else ""
+        rate = f",fps={max(job.fps, 1)}" if concat_list is not None else ""
         graph.append(f"[{video_in}:v]{scale}{rate}[vout]")
     args += ["-filter_complex", ";".join(graph), "-map", "[aout]"]
     if video_in is not None:
         args += ["-map", "[vout]"]
-    args += ["-t", duration]
+    # Two encoder threads: on the bot VM ffmpeg runs alone, after the browser has closed.
+    args += ["-t", duration, "-threads", "2"]
     if job.fmt is RecordingFormat.MP4:
         args += ["-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p"]
         args += ["-c:a", "aac", "-b:a", "96k", "-movflags", "+faststart", "-f", "mp4"]
@@ -149,7 +151,7 @@ def ffmpeg_args(job: EncodeJob, concat_list: Path | None) -> list[str]:
         args += ["-c:a", "libmp3lame", "-b:a", "64k", "-f", "mp3"]
     else:
         if video_in is not None:
-            args += ["-c:v", "libvpx", "-deadline", "realtime", "-cpu-used", "8", "-b:v", "600k"]
+            args += ["-c:v", "libvpx", "-deadline", "realtime", "-cpu-used", "8", "-b:v", "400k"]
         args += ["-c:a", "libopus", "-b:a", "48k", "-f", "webm"]
     return [*args, str(job.output)]
 

@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import math
 import shutil
 import time
 import uuid
@@ -75,6 +76,7 @@ class MeetingRecorder:
         self._video = CaptureMode.VIDEO in settings.capture_modes
         self._dir = work_dir
         self._interval = 1.0 / video_fps
+        self._fps = math.ceil(video_fps)
         self._quality = jpeg_quality
         self._queue: asyncio.Queue[AudioFrame] = asyncio.Queue(maxsize=QUEUE_FRAMES)
         self._tracks = TrackRecorder(work_dir / "tracks")
@@ -212,6 +214,7 @@ class MeetingRecorder:
             duration_s=max(self.stopped_at - self.started_at, 0.1),
             fmt=self._format,
             output=self._dir / name,
+            fps=self._fps,
         )
         await asyncio.to_thread(self._dir.mkdir, parents=True, exist_ok=True)
         duration = await encode(job)
