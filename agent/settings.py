@@ -30,6 +30,74 @@ QUIET_CHROMIUM_ARGS: tuple[str, ...] = (
     "--autoplay-policy=no-user-gesture-required",
 )
 
+# Flags that shrink Chromium for one trusted tab (measured with bench/join.py; see the commit
+# that added them for figures). One renderer is enough for one meeting page; the zygotes only
+# exist to fork sandboxed children (the sandbox is off); with the GPU disabled, the GPU process
+# only composites in software and can live in the browser process.
+LEAN_CHROMIUM_ARGS: tuple[str, ...] = (
+    "--renderer-process-limit=1",
+    "--no-zygote",
+    "--in-process-gpu",
+    "--disable-site-isolation-trials",
+)
+
+# Chromium keeps only the last ``--disable-features`` switch, and Playwright passes its own
+# list before ours, so ours must repeat Playwright's (playwright-core
+# src/server/chromium/chromiumSwitches.ts, 1.65; tests/agent/test_pieces.py checks the installed
+# driver against this list).
+PLAYWRIGHT_DISABLED_FEATURES: tuple[str, ...] = (
+    "AvoidUnnecessaryBeforeUnloadCheckSync",
+    "DestroyProfileOnBrowserClose",
+    "HttpsUpgrades",
+    "HttpsFirstBalancedModeAutoEnable",
+    "LensOverlay",
+    "MediaRouter",
+    "PaintHolding",
+    "ThirdPartyStoragePartitioning",
+    "AvoidCorsURLLoaderRestartOnRedirect",
+    "TcpPortRandomizationWin",
+    "OptimizationHints",
+    "NetworkTimeServiceQuerying",
+    "AimEnabled",
+    "PreconnectToSearch",
+    "msForceBrowserSignIn",
+    "msEdgeUpdateLaunchServicesPreferredVersion",
+)
+# Subsystems a meeting bot never uses. The omnibox popups are WebUI pages Chromium 151+
+# pre-renders at start, headless too, in a renderer of their own (~75 MB; puppeteer PR 15278,
+# gotenberg issue 1656); site isolation is pointless for one trusted tab and costs processes.
+LEAN_DISABLED_FEATURES: tuple[str, ...] = (
+    "WebUIOmniboxPopup",
+    "WebUIOmniboxAimPopup",
+    "IsolateOrigins",
+    "site-per-process",
+    "Translate",
+    "BackForwardCache",
+    "DialMediaRouteProvider",
+    "GlobalMediaControls",
+    "OptimizationGuideModelDownloading",
+    "AutofillServerCommunication",
+    "CertificateTransparencyComponentUpdater",
+    "InterestFeedContentSuggestions",
+)
+_DISABLE_FEATURES = "--disable-features="
+
+
+def merge_feature_switches(args: list[str], disabled: tuple[str, ...]) -> list[str]:
+    """``args`` with every ``--disable-features`` folded, with ``disabled``, into one switch.
+
+    Chromium honours only the last ``--disable-features``, so two switches would silently drop
+    the first list. The merged switch comes last; names keep their first-seen order.
+    """
+    names = list(disabled)
+    rest: list[str] = []
+    for arg in args:
+        if arg.startswith(_DISABLE_FEATURES):
+            names.extend(n for n in arg.removeprefix(_DISABLE_FEATURES).split(",") if n)
+        else:
+            rest.append(arg)
+    return [*rest, _DISABLE_FEATURES + ",".join(dict.fromkeys(names))]
+
 
 class AgentSettings(BaseSettings):
     """Agent host configuration (environment prefix ``MEETBOT_AGENT_``).
@@ -87,5 +155,9 @@ class AgentSettings(BaseSettings):
     log_level: str = "INFO"
 
     def browser_args(self) -> list[str]:
-        """Chromium command-line flags: the quiet set plus ``extra_browser_args``."""
-        return [*QUIET_CHROMIUM_ARGS, *self.extra_browser_args]
+        """Chromium command-line flags: the quiet and lean sets plus ``extra_browser_args``,
+        with one ``--disable-features`` holding Playwright's, the lean and the extra names."""
+        return merge_feature_switches(
+            [*QUIET_CHROMIUM_ARGS, *LEAN_CHROMIUM_ARGS, *self.extra_browser_args],
+            (*PLAYWRIGHT_DISABLED_FEATURES, *LEAN_DISABLED_FEATURES),
+        )

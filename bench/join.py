@@ -13,7 +13,7 @@ Starts an in-process control plane (SQLite, ``local`` launcher running the real 
 
 Usage: ``python -m bench.join [--platforms google_meet,zoom,teams] [--joins 3]
 [--meeting-seconds 120 (0 skips the meeting)] [--meeting-platform google_meet]
-[--no-transcribe]``.
+[--no-transcribe] [--browser-args '["--flag", ...]']``.
 Needs ``MEETBOT_SPEECH_DIR`` (or ../shared/data/speech) for the meeting's speech.
 """
 
@@ -110,7 +110,8 @@ class AgentTree:
         self.cpu: dict[int, float] = {}
         self.peak_rss = 0
         self.peak_pss = 0
-        self.peak_python_pss = 0
+        # Peak PSS per part of the tree: the agent's Python, Playwright's node driver, Chromium.
+        self.peak_parts: dict[str, int] = {"python": 0, "driver": 0, "chromium": 0}
 
     def sample(self) -> None:
         try:
@@ -118,22 +119,23 @@ class AgentTree:
         except psutil.NoSuchProcess:
             return
         rss = pss = 0
+        parts = dict.fromkeys(self.peak_parts, 0)
         for proc in procs:
             try:
                 times = proc.cpu_times()
                 self.cpu[proc.pid] = times.user + times.system
                 full = proc.memory_full_info()
-                rss += full.rss
-                pss += getattr(full, "pss", full.rss)
+                part = ("python" if proc.pid == self.root.pid
+                        else "driver" if proc.name().startswith("node") else "chromium")
             except (psutil.NoSuchProcess, psutil.AccessDenied):
                 continue
+            rss += full.rss
+            pss += getattr(full, "pss", full.rss)
+            parts[part] += getattr(full, "pss", full.rss)
         self.peak_rss = max(self.peak_rss, rss)
         self.peak_pss = max(self.peak_pss, pss)
-        try:
-            root = self.root.memory_full_info()
-            self.peak_python_pss = max(self.peak_python_pss, getattr(root, "pss", root.rss))
-        except psutil.NoSuchProcess:
-            pass
+        for part, value in parts.items():
+            self.peak_parts[part] = max(self.peak_parts[part], value)
 
     def cpu_seconds(self) -> float:
         return sum(self.cpu.values())
@@ -154,7 +156,9 @@ async def run(args: argparse.Namespace) -> None:
     launcher = LocalLauncher(settings.data_dir)
     app = create_app(settings, launcher=launcher)
     async with TestMeetingServer(speech_dir=speech) as meeting, serve(app, port):
-        os.environ["MEETBOT_AGENT_EXTRA_BROWSER_ARGS"] = json.dumps(meeting.browser_args())
+        os.environ["MEETBOT_AGENT_EXTRA_BROWSER_ARGS"] = json.dumps(
+            [*meeting.browser_args(), *args.browser_args]
+        )
         os.environ["MEETBOT_AGENT_IGNORE_HTTPS_ERRORS"] = "true"
         os.environ["MEETBOT_AGENT_DATA_DIR"] = str(work / "agent")
         os.environ["MEETBOT_AGENT_MODELS_DIR"] = str(work / "models")
@@ -206,8 +210,9 @@ async def run(args: argparse.Namespace) -> None:
                  goal=700, **common)
             emit(metric="agent_peak_pss_mb", value=round(tree.peak_pss / 2**20, 1),
                  goal=700, **common)
-            emit(metric="agent_python_peak_pss_mb", value=round(tree.peak_python_pss / 2**20, 1),
-                 **common)
+            for part, peak in tree.peak_parts.items():
+                emit(metric=f"agent_{part}_peak_pss_mb", value=round(peak / 2**20, 1), **common)
+            emit(metric="agent_cpu_s", value=round(tree.cpu_seconds() - cpu0, 1), **common)
             emit(metric="agent_mean_cpu_cores",
                  value=round((tree.cpu_seconds() - cpu0) / wall, 3), goal=0.6, **common)
         await launcher.aclose()
@@ -268,6 +273,8 @@ def main() -> None:
     parser.add_argument("--meeting-seconds", type=float, default=120.0)
     parser.add_argument("--meeting-platform", default="google_meet")
     parser.add_argument("--no-transcribe", dest="transcribe", action="store_false")
+    parser.add_argument("--browser-args", default=[], type=json.loads,
+                        help="JSON list of extra Chromium flags, to compare flag sets")
     asyncio.run(run(parser.parse_args()))
 
 
