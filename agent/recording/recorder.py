@@ -11,9 +11,10 @@ running it:
   second, timestamped, written to disk (a view identical to the previous one is skipped).
 
 :meth:`MeetingRecorder.finish` mixes and encodes with ffmpeg (``agent.recording.encode``),
-uploads the file (an upload slot from the control plane, or the agent's data folder without
-one) and reports an ``artifact`` event of kind ``recording``, which the SSE stream announces as
-``recording_ready`` and the control plane as the ``recording.ready`` webhook.
+uploads the file (an upload slot from the control plane, three attempts with a doubling pause,
+or the agent's data folder without one) and reports an ``artifact`` event of kind
+``recording``, which the SSE stream announces as ``recording_ready`` and the control plane as
+the ``recording.ready`` webhook.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from pathlib import Path
 
 from playwright.async_api import Error as PlaywrightError
 
-from agent.artifacts import ArtifactUploader
+from agent.artifacts import ArtifactUploader, StoredArtifact
 from agent.audio import AudioFrame
 from agent.browser.session import BrowserSession
 from agent.capture.pcm import AudioCapture
@@ -47,6 +48,10 @@ log = logging.getLogger(__name__)
 QUEUE_FRAMES = 600
 """Audio frames (100 ms each) waiting for the disk writer; beyond it frames are dropped."""
 SCREENSHOT_TIMEOUT_MS = 5_000
+UPLOAD_ATTEMPTS = 3
+UPLOAD_RETRY_S = 2.0
+"""First pause between upload attempts (doubling): a control plane restarting at the meeting's
+end must not cost the recording."""
 
 
 class MeetingRecorder:
@@ -220,12 +225,7 @@ class MeetingRecorder:
         duration = await encode(job)
         mime = content_type(self._format, with_video=bool(self._frames))
         size = (await asyncio.to_thread(job.output.stat)).st_size
-        slot: UploadSlot | None = None
-        if control_plane_url:
-            slot = await uploader.request_slot(
-                control_plane_url, bot_id, ArtifactKind.RECORDING, name, mime
-            )
-        stored = await uploader.store_file(job.output, mime, name, slot)
+        stored = await self._upload(uploader, control_plane_url, bot_id, job.output, mime)
         frame = ArtifactEvent(
             kind=ArtifactKind.RECORDING,
             artifact_id=artifact_id,
@@ -242,3 +242,29 @@ class MeetingRecorder:
             extra={"format": self._format.value, "size_bytes": size, "duration_s": duration},
         )
         return frame
+
+    @staticmethod
+    async def _upload(
+        uploader: ArtifactUploader,
+        control_plane_url: str | None,
+        bot_id: str,
+        path: Path,
+        mime: str,
+    ) -> StoredArtifact:
+        name = path.name
+
+        async def attempt() -> StoredArtifact:
+            slot: UploadSlot | None = None
+            if control_plane_url:
+                slot = await uploader.request_slot(
+                    control_plane_url, bot_id, ArtifactKind.RECORDING, name, mime
+                )
+            return await uploader.store_file(path, mime, name, slot)
+
+        for number in range(1, UPLOAD_ATTEMPTS):
+            try:
+                return await attempt()
+            except CommandError:
+                log.info("recording upload retried", extra={"attempt": number})
+                await asyncio.sleep(UPLOAD_RETRY_S * 2 ** (number - 1))
+        return await attempt()
