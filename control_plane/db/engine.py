@@ -10,6 +10,14 @@ engine whose transactions are plain (deferred) ``BEGIN`` with ``query_only`` on,
 they read a snapshot without taking the write lock — they neither wait behind writers nor
 starve in the busy handler (bench/api.py measured p99s of seconds when every read took the
 write lock). On PostgreSQL ``reads`` is ``sessions``.
+
+SQLite's write engine holds ONE pooled connection: SQLite admits one writer at a time anyway,
+and a writer that finds the lock taken waits in SQLite's busy handler, which sleeps in steps
+of up to 100 ms and re-polls — so under concurrent creations most of the wall time went to
+sleeping, not writing (bench/api.py: p99 1.7 s at 16 clients). With one connection, writers of
+this process queue on the pool instead, in arrival order, and each starts the moment the
+previous one returns the connection. ``busy_timeout`` still covers writers of other processes
+(``meetbot db upgrade``, a second ``serve``).
 """
 
 from __future__ import annotations
@@ -101,11 +109,20 @@ def create_database(url: str, *, pool_size: int = 10) -> Database:
             # rows planned as if rare (bench/api.py: 100 ms instead of 5 ms at 100k meetings).
             "connect_args": {"server_settings": {"plan_cache_mode": "force_custom_plan"}},
         }
+    in_memory = ":memory:" in url or "mode=memory" in url
+    if url.startswith("sqlite") and not in_memory:
+        # One writer connection; see the module docstring. The pool timeout matches the busy
+        # timeout a second connection would have waited before.
+        kwargs = {
+            "pool_size": 1,
+            "max_overflow": 0,
+            "pool_timeout": SQLITE_BUSY_TIMEOUT_MS / 1000,
+        }
     engine = create_async_engine(url, **kwargs)
     if engine.dialect.name != "sqlite":
         return Database(engine=engine, sessions=async_sessionmaker(engine, expire_on_commit=False))
     _configure_sqlite(engine)
-    if ":memory:" in url or "mode=memory" in url:
+    if in_memory:
         # A second engine would open a second, empty in-memory database.
         return Database(engine=engine, sessions=async_sessionmaker(engine, expire_on_commit=False))
     read_engine = create_async_engine(url)
