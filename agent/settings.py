@@ -41,10 +41,10 @@ LEAN_CHROMIUM_ARGS: tuple[str, ...] = (
     "--disable-site-isolation-trials",
 )
 
-# Chromium keeps only the last ``--disable-features`` switch, and Playwright passes its own
-# list before ours, so ours must repeat Playwright's (playwright-core
-# src/server/chromium/chromiumSwitches.ts, 1.65; tests/agent/test_pieces.py checks the installed
-# driver against this list).
+# Chromium keeps only the last ``--disable-features`` and the last ``--enable-features``
+# switch, and Playwright passes its own lists before ours, so ours must repeat Playwright's
+# (playwright-core src/server/chromium/chromiumSwitches.ts, 1.65;
+# tests/agent/test_lean_browser.py checks the installed driver against these lists).
 PLAYWRIGHT_DISABLED_FEATURES: tuple[str, ...] = (
     "AvoidUnnecessaryBeforeUnloadCheckSync",
     "DestroyProfileOnBrowserClose",
@@ -63,9 +63,16 @@ PLAYWRIGHT_DISABLED_FEATURES: tuple[str, ...] = (
     "msForceBrowserSignIn",
     "msEdgeUpdateLaunchServicesPreferredVersion",
 )
+PLAYWRIGHT_ENABLED_FEATURES: tuple[str, ...] = (
+    "CDPScreenshotNewSurface",
+    "SkipListAccountsWithoutGaiaCookies",
+)
 # Subsystems a meeting bot never uses. The omnibox popups are WebUI pages Chromium 151+
 # pre-renders at start, headless too, in a renderer of their own (~75 MB; puppeteer PR 15278,
 # gotenberg issue 1656); site isolation is pointless for one trusted tab and costs processes.
+# The audio and network services run inside the browser process instead of utility processes
+# of their own (about 25 MB PSS each, measured with bench/join.py); the page's audio still
+# reaches the capture worklet the same way.
 LEAN_DISABLED_FEATURES: tuple[str, ...] = (
     "WebUIOmniboxPopup",
     "WebUIOmniboxAimPopup",
@@ -79,24 +86,36 @@ LEAN_DISABLED_FEATURES: tuple[str, ...] = (
     "AutofillServerCommunication",
     "CertificateTransparencyComponentUpdater",
     "InterestFeedContentSuggestions",
+    "AudioServiceOutOfProcess",
 )
+LEAN_ENABLED_FEATURES: tuple[str, ...] = ("NetworkServiceInProcess2",)
 _DISABLE_FEATURES = "--disable-features="
+_ENABLE_FEATURES = "--enable-features="
 
 
-def merge_feature_switches(args: list[str], disabled: tuple[str, ...]) -> list[str]:
-    """``args`` with every ``--disable-features`` folded, with ``disabled``, into one switch.
+def merge_feature_switches(
+    args: list[str], disabled: tuple[str, ...], enabled: tuple[str, ...] = ()
+) -> list[str]:
+    """``args`` with all ``--disable-features`` (and ``--enable-features``) folded into one
+    switch each, together with ``disabled`` (``enabled``).
 
-    Chromium honours only the last ``--disable-features``, so two switches would silently drop
-    the first list. The merged switch comes last; names keep their first-seen order.
+    Chromium honours only the last of each switch, so two would silently drop the first list.
+    The merged switches come last; names keep their first-seen order; a switch with no names
+    is left out.
     """
-    names = list(disabled)
+    names: dict[str, list[str]] = {
+        _DISABLE_FEATURES: list(disabled),
+        _ENABLE_FEATURES: list(enabled),
+    }
     rest: list[str] = []
     for arg in args:
-        if arg.startswith(_DISABLE_FEATURES):
-            names.extend(n for n in arg.removeprefix(_DISABLE_FEATURES).split(",") if n)
-        else:
+        prefix = next((p for p in names if arg.startswith(p)), None)
+        if prefix is None:
             rest.append(arg)
-    return [*rest, _DISABLE_FEATURES + ",".join(dict.fromkeys(names))]
+        else:
+            names[prefix].extend(n for n in arg.removeprefix(prefix).split(",") if n)
+    merged = [p + ",".join(dict.fromkeys(listed)) for p, listed in names.items() if listed]
+    return [*rest, *merged]
 
 
 class AgentSettings(BaseSettings):
@@ -156,8 +175,10 @@ class AgentSettings(BaseSettings):
 
     def browser_args(self) -> list[str]:
         """Chromium command-line flags: the quiet and lean sets plus ``extra_browser_args``,
-        with one ``--disable-features`` holding Playwright's, the lean and the extra names."""
+        with one ``--disable-features`` and one ``--enable-features`` holding Playwright's, the
+        lean and the extra names."""
         return merge_feature_switches(
             [*QUIET_CHROMIUM_ARGS, *LEAN_CHROMIUM_ARGS, *self.extra_browser_args],
             (*PLAYWRIGHT_DISABLED_FEATURES, *LEAN_DISABLED_FEATURES),
+            (*PLAYWRIGHT_ENABLED_FEATURES, *LEAN_ENABLED_FEATURES),
         )

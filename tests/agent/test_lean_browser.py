@@ -1,5 +1,5 @@
-"""The agent's lean Chromium: one ``--disable-features`` that keeps Playwright's names, and a
-launched browser without the processes the lean flags remove."""
+"""The agent's lean Chromium: one ``--disable-features`` and one ``--enable-features`` that keep
+Playwright's names, and a launched browser without the processes the lean flags remove."""
 
 from __future__ import annotations
 
@@ -13,49 +13,67 @@ import pytest
 from agent.capture.pcm import AudioCapture
 from agent.settings import (
     LEAN_DISABLED_FEATURES,
+    LEAN_ENABLED_FEATURES,
     PLAYWRIGHT_DISABLED_FEATURES,
+    PLAYWRIGHT_ENABLED_FEATURES,
     AgentSettings,
     merge_feature_switches,
 )
 
 
-def _disable_switches(args: list[str]) -> list[str]:
-    return [a for a in args if a.startswith("--disable-features=")]
+def _names(args: list[str], switch: str) -> list[str]:
+    switches = [a for a in args if a.startswith(switch)]
+    assert len(switches) == 1, switches
+    return switches[0].removeprefix(switch).split(",")
 
 
 @pytest.mark.unit
-def test_one_disable_features_switch_carries_every_name_in_first_seen_order() -> None:
+def test_one_switch_of_each_kind_carries_every_name_in_first_seen_order() -> None:
     merged = merge_feature_switches(
-        ["--a", "--disable-features=X,Y", "--b", "--disable-features=Y,Z,"], ("W", "X")
+        ["--a", "--disable-features=X,Y", "--enable-features=E", "--b", "--disable-features=Y,Z,"],
+        ("W", "X"),
+        ("D",),
     )
-    assert merged == ["--a", "--b", "--disable-features=W,X,Y,Z"]
+    assert merged == ["--a", "--b", "--disable-features=W,X,Y,Z", "--enable-features=D,E"]
+    assert merge_feature_switches(["--a"], ("W",)) == ["--a", "--disable-features=W"]
 
 
 @pytest.mark.unit
 def test_browser_args_keep_extra_feature_names_and_lean_ones() -> None:
-    args = AgentSettings(extra_browser_args=["--disable-features=Foo", "--bar"]).browser_args()
-    switches = _disable_switches(args)
-    assert len(switches) == 1 and args[-1] == switches[0]
-    names = switches[0].removeprefix("--disable-features=").split(",")
-    assert {*PLAYWRIGHT_DISABLED_FEATURES, *LEAN_DISABLED_FEATURES, "Foo"} == set(names)
+    args = AgentSettings(
+        extra_browser_args=["--disable-features=Foo", "--bar", "--enable-features=Baz"]
+    ).browser_args()
+    disabled = _names(args, "--disable-features=")
+    assert {*PLAYWRIGHT_DISABLED_FEATURES, *LEAN_DISABLED_FEATURES, "Foo"} == set(disabled)
+    enabled = _names(args, "--enable-features=")
+    assert {*PLAYWRIGHT_ENABLED_FEATURES, *LEAN_ENABLED_FEATURES, "Baz"} == set(enabled)
     assert "--bar" in args
 
 
 @pytest.mark.unit
-def test_our_list_repeats_every_feature_the_installed_playwright_disables() -> None:
-    # Ours replaces Playwright's switch (Chromium keeps the last), so a Playwright upgrade that
-    # disables something new must show up here rather than be silently re-enabled.
+@pytest.mark.parametrize(
+    ("list_name", "ours"),
+    [
+        ("disabledFeatures", PLAYWRIGHT_DISABLED_FEATURES),
+        ("enabledFeatures", PLAYWRIGHT_ENABLED_FEATURES),
+    ],
+)
+def test_our_lists_repeat_every_feature_the_installed_playwright_sets(
+    list_name: str, ours: tuple[str, ...]
+) -> None:
+    # Ours replace Playwright's switches (Chromium keeps the last), so a Playwright upgrade
+    # that sets a new feature must show up here rather than be silently dropped.
     bundle = Path(playwright.__file__).parent / "driver/package/lib/coreBundle.js"
     source = bundle.read_text(encoding="utf-8")
-    block = re.search(r"disabledFeatures = \[(.*?)\]\.filter", source, re.DOTALL)
-    assert block is not None, "Playwright's disabledFeatures list moved; re-check the merge"
-    theirs = set(re.findall(r'^\s*"([A-Za-z0-9-]+)"', block.group(1), re.MULTILINE))
-    assert theirs, "no feature names parsed from Playwright's list"
-    assert theirs <= set(PLAYWRIGHT_DISABLED_FEATURES)
+    block = re.search(rf"{list_name} = (?:\(\) => )?\[(.*?)\]\.filter", source, re.DOTALL)
+    assert block is not None, f"Playwright's {list_name} moved; re-check the merge"
+    theirs = set(re.findall(r'"([A-Za-z][A-Za-z0-9-]*)"', block.group(1)))
+    assert theirs, f"no feature names parsed from Playwright's {list_name}"
+    assert theirs <= set(ours)
 
 
 @pytest.mark.browser
-async def test_lean_chromium_runs_one_renderer_and_no_zygote_or_webui_popup(
+async def test_lean_chromium_runs_one_renderer_and_no_zygote_gpu_network_or_webui_popup(
     tmp_path: Path,
 ) -> None:
     from agent.browser.session import BrowserSession
@@ -73,6 +91,7 @@ async def test_lean_chromium_runs_one_renderer_and_no_zygote_or_webui_popup(
         assert not [c for c in lines if "--top-chrome-webui" in c]
         assert not [c for c in lines if "--type=zygote" in c]
         assert not [c for c in lines if "--type=gpu-process" in c]
+        assert not [c for c in lines if "network.mojom.NetworkService" in c]
         assert len([c for c in lines if "--type=renderer" in c]) == 1
     finally:
         await session.close()
