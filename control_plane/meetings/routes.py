@@ -21,7 +21,7 @@ from control_plane.db.models.bot import Meeting
 from control_plane.db.models.segment import Segment
 from control_plane.errors import Conflict, NotFound
 from control_plane.keys import ARTIFACT_LISTER, DB, PURGE_HOOKS
-from control_plane.meetings.queries import list_meetings
+from control_plane.meetings.queries import list_meeting_rows
 from control_plane.meetings.schemas import (
     MeetingList,
     MeetingListItem,
@@ -100,9 +100,7 @@ async def list_meetings_route(request: web.Request) -> web.Response:
     """
     query = read_query(request, MeetingQuery)
     async with request.app[DB].reads() as session:
-        rows = await list_meetings(
-            session, auth_of(request).workspace_id, query, columns=_LIST_COLUMNS
-        )
+        rows = await list_meeting_rows(session, auth_of(request).workspace_id, query, _LIST_COLUMNS)
         items = [
             MeetingListItem(
                 id=row.id,
