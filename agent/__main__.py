@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -17,6 +18,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from agent.bot import Bot
+from agent.browser.session import tune_driver_environment
 from agent.contracts.bot_config import BotConfig
 from agent.contracts.status import BotStatus, StatusReason
 from agent.logs import configure_logging
@@ -50,6 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "data_dir" not in settings.model_fields_set:
         # The launcher's per-bot folder (beside bot.json) keeps the outbox with the bot.
         settings = settings.model_copy(update={"data_dir": args.config.resolve().parent})
+    tune_driver_environment(os.environ)
     status = asyncio.run(run_bot(Bot(config, settings)))
     return 0 if status is BotStatus.COMPLETED else 1
 

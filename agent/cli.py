@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import uuid
 from collections.abc import Sequence
@@ -25,6 +26,7 @@ from pydantic import ValidationError
 
 from agent.__main__ import run_bot
 from agent.bot import Bot
+from agent.browser.session import tune_driver_environment
 from agent.contracts.bot_config import BotConfig, BotSettings, Platform
 from agent.contracts.status import BotStatus
 from agent.logs import configure_logging
@@ -92,5 +94,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"meetbot agent: {exc}", file=sys.stderr)
         return 2
     bot = Bot(config, settings, observer=_print_event)
+    tune_driver_environment(os.environ)
     status = asyncio.run(run_bot(bot))
     return 0 if status is BotStatus.COMPLETED else 1

@@ -108,6 +108,7 @@ class AgentTree:
     def __init__(self, pid: int) -> None:
         self.root = psutil.Process(pid)
         self.cpu: dict[int, float] = {}
+        self.part_of: dict[int, str] = {}
         self.peak_rss = 0
         self.peak_pss = 0
         # Peak PSS per part of the tree: the agent's Python, Playwright's node driver, Chromium.
@@ -129,6 +130,7 @@ class AgentTree:
                         else "driver" if proc.name().startswith("node") else "chromium")
             except (psutil.NoSuchProcess, psutil.AccessDenied):
                 continue
+            self.part_of[proc.pid] = part
             rss += full.rss
             pss += getattr(full, "pss", full.rss)
             parts[part] += getattr(full, "pss", full.rss)
@@ -137,8 +139,9 @@ class AgentTree:
         for part, value in parts.items():
             self.peak_parts[part] = max(self.peak_parts[part], value)
 
-    def cpu_seconds(self) -> float:
-        return sum(self.cpu.values())
+    def cpu_seconds(self, part: str | None = None) -> float:
+        """CPU seconds of the tree so far, or of one part of it."""
+        return sum(v for pid, v in self.cpu.items() if part in (None, self.part_of.get(pid)))
 
 
 async def run(args: argparse.Namespace) -> None:
@@ -198,6 +201,7 @@ async def run(args: argparse.Namespace) -> None:
             tree = AgentTree(int(record["bot_container_id"].removeprefix("local-")))
             tree.sample()
             cpu0, t0 = tree.cpu_seconds(), time.monotonic()
+            parts0 = {part: tree.cpu_seconds(part) for part in tree.peak_parts}
             while record["status"] not in {"completed", "failed"}:
                 await asyncio.sleep(1.0)
                 tree.sample()
@@ -213,6 +217,9 @@ async def run(args: argparse.Namespace) -> None:
             for part, peak in tree.peak_parts.items():
                 emit(metric=f"agent_{part}_peak_pss_mb", value=round(peak / 2**20, 1), **common)
             emit(metric="agent_cpu_s", value=round(tree.cpu_seconds() - cpu0, 1), **common)
+            for part, before in parts0.items():
+                emit(metric=f"agent_{part}_cpu_s", value=round(tree.cpu_seconds(part) - before, 1),
+                     **common)
             emit(metric="agent_mean_cpu_cores",
                  value=round((tree.cpu_seconds() - cpu0) / wall, 3), goal=0.6, **common)
         await launcher.aclose()

@@ -95,3 +95,15 @@ async def test_lean_chromium_runs_one_renderer_and_no_zygote_gpu_network_or_webu
         assert len([c for c in lines if "--type=renderer" in c]) == 1
     finally:
         await session.close()
+
+
+@pytest.mark.unit
+def test_driver_node_options_apply_unless_the_operator_set_their_own() -> None:
+    from agent.browser.session import DRIVER_NODE_OPTIONS, tune_driver_environment
+
+    environ: dict[str, str] = {}
+    tune_driver_environment(environ)
+    assert environ == {"NODE_OPTIONS": DRIVER_NODE_OPTIONS}
+    own = {"NODE_OPTIONS": "--max-old-space-size=256"}
+    tune_driver_environment(own)
+    assert own == {"NODE_OPTIONS": "--max-old-space-size=256"}
