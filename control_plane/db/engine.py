@@ -101,7 +101,7 @@ def _configure_sqlite(engine: AsyncEngine, *, read_only: bool = False) -> None:
         conn.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
 
-def _ping_idle_connections(engine: AsyncEngine) -> None:
+def _ping_idle_connections(engine: AsyncEngine, idle_after: float) -> None:
     """Ping a pooled connection at checkout only when it sat unused for a while.
 
     ``pool_pre_ping`` pings at every checkout, and asyncpg's ping is three round trips (begin,
@@ -118,7 +118,7 @@ def _ping_idle_connections(engine: AsyncEngine) -> None:
     @event.listens_for(engine.sync_engine, "checkout")
     def _on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
         returned = record.info.get(_RETURNED_AT)
-        if returned is None or time.monotonic() - returned < IDLE_PING_AFTER_S:
+        if returned is None or time.monotonic() - returned < idle_after:
             return
         try:
             engine.dialect.do_ping(dbapi_connection)
@@ -126,7 +126,9 @@ def _ping_idle_connections(engine: AsyncEngine) -> None:
             raise DisconnectionError("idle connection failed its ping") from exc
 
 
-def create_database(url: str, *, pool_size: int = 20) -> Database:
+def create_database(
+    url: str, *, pool_size: int = 20, idle_ping_after: float = IDLE_PING_AFTER_S
+) -> Database:
     """Create the engine and session factory for ``url`` (``sqlite+aiosqlite`` or
     ``postgresql+asyncpg``). Connections open lazily.
 
@@ -138,6 +140,8 @@ def create_database(url: str, *, pool_size: int = 20) -> Database:
             with 10, every transaction beyond the tenth opened a connection (TLS probe,
             startup, statement preparation) and closed it again — about a tenth of the
             server's CPU per bot creation.
+        idle_ping_after: Seconds after which an unused PostgreSQL connection is pinged before
+            reuse (and replaced when the ping fails).
     """
     kwargs: dict[str, Any] = {}
     if url.startswith("postgresql"):
@@ -160,7 +164,7 @@ def create_database(url: str, *, pool_size: int = 20) -> Database:
         }
     engine = create_async_engine(url, **kwargs)
     if engine.dialect.name != "sqlite":
-        _ping_idle_connections(engine)
+        _ping_idle_connections(engine, idle_ping_after)
         return Database(engine=engine, sessions=async_sessionmaker(engine, expire_on_commit=False))
     _configure_sqlite(engine)
     if in_memory:
