@@ -8,10 +8,12 @@ exclusive) — and moves ``scheduled → requested`` (``scheduled_launch``) in t
 Only the claiming loop launches a row, so each due bot is launched once, across replicas and
 restarts (the claim is in the database, not in memory).
 
-After the claim commits, each bot's ``BotConfig`` is built (Zoom OBF token minted from a stored
-connection when needed, then every launch hook), handed to the launcher, and the returned handle
-stored as ``bot_container_id``. A launch that fails marks the bot ``failed``/``launch_failed``;
-a bot stopped while it was being launched is terminated right away. A claim older than
+After the claim commits, the batch's ``BotConfig``s are built (Zoom OBF tokens minted from
+stored connections when needed, concurrently; then every launch hook, for the whole batch in one
+transaction so what the hooks store commits once), each is handed to the launcher, and the
+returned handles are stored as ``bot_container_id`` in one transaction. A launch that fails
+marks the bot ``failed``/``launch_failed``; a bot stopped while it was being launched is
+terminated right away. A claim older than
 ``stale_claim`` without a handle (the process died mid-launch) is failed by the reaper.
 
 :class:`Scheduler` is owned by the app (:func:`scheduler_ctx`): one task, cancelled and awaited
