@@ -12,6 +12,8 @@ drives it with ``--concurrency`` concurrent HTTP clients and prints one JSON lin
 Every line also carries ``server_cpu_ms_per_request``: CPU time (user + system) the server
 process spent per request during that run. Unlike wall time it hardly depends on what else
 the machine is doing, so it is the figure to compare across optimisations on a shared box.
+``client_cpu_ms_per_request`` is this driver's own share: client and server share the
+machine's cores, so req/s can never exceed cores / (server + client CPU per request).
 
 Both on SQLite (a fresh file) and on PostgreSQL when ``--postgres-url`` (or
 ``MEETBOT_TEST_POSTGRES_URL``) names a server; a throwaway database is created there and
@@ -162,11 +164,12 @@ async def _drive(
     concurrency: int,
     call: Callable[[int], Awaitable[None]],
     server: psutil.Process,
-) -> tuple[float, list[float], float]:
+) -> tuple[float, list[float], float, float]:
     """Run ``call(i)`` for i < total with ``concurrency`` workers.
 
     Returns:
-        Elapsed wall seconds, per-request latencies in ms, and the server's CPU ms per request.
+        Elapsed wall seconds, per-request latencies in ms, and the server's and this client's
+        CPU ms per request.
     """
     latencies: list[float] = []
     counter = iter(range(total))
@@ -178,15 +181,23 @@ async def _drive(
             latencies.append((time.perf_counter() - started) * 1000)
 
     cpu_before = _cpu_seconds(server)
+    client_before = time.process_time()
     started = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     elapsed = time.perf_counter() - started
-    cpu_ms = (_cpu_seconds(server) - cpu_before) * 1000 / max(1, len(latencies))
-    return elapsed, latencies, cpu_ms
+    count = max(1, len(latencies))
+    cpu_ms = (_cpu_seconds(server) - cpu_before) * 1000 / count
+    client_ms = (time.process_time() - client_before) * 1000 / count
+    return elapsed, latencies, cpu_ms, client_ms
 
 
 def _figure(
-    name: str, db: str, elapsed: float, latencies: list[float], cpu_ms: float, **extra: Any
+    name: str,
+    db: str,
+    elapsed: float,
+    latencies: list[float],
+    cpu_ms: tuple[float, float],
+    **extra: Any,
 ) -> None:
     print(
         json.dumps(
@@ -198,7 +209,8 @@ def _figure(
                 "requests_per_s": round(len(latencies) / elapsed, 1),
                 "p50_ms": round(statistics.median(latencies), 2),
                 "p99_ms": round(_percentile(latencies, 0.99), 2),
-                "server_cpu_ms_per_request": round(cpu_ms, 2),
+                "server_cpu_ms_per_request": round(cpu_ms[0], 2),
+                "client_cpu_ms_per_request": round(cpu_ms[1], 2),
             }
         ),
         flush=True,
@@ -249,7 +261,7 @@ async def _measure(db: str, url: str, args: argparse.Namespace, data_dir: str) -
                         q = query if query is not None else f"bot_id={sample[i % len(sample)]}"
                         await get(f"/api/v1/meetings?{q}")
 
-                    elapsed, latencies, cpu_ms = await _drive(
+                    elapsed, latencies, cpu_ms, client_ms = await _drive(
                         args.list_requests, concurrency, list_call, process
                     )
                     _figure(
@@ -257,7 +269,7 @@ async def _measure(db: str, url: str, args: argparse.Namespace, data_dir: str) -
                         db,
                         elapsed,
                         latencies,
-                        cpu_ms,
+                        (cpu_ms, client_ms),
                         filter=label,
                         meetings=args.meetings,
                         concurrency=concurrency,
@@ -282,7 +294,7 @@ async def _measure(db: str, url: str, args: argparse.Namespace, data_dir: str) -
                 async def create_at(i: int, offset: int = offset) -> None:
                     await create_call(offset + i)
 
-                elapsed, latencies, cpu_ms = await _drive(
+                elapsed, latencies, cpu_ms, client_ms = await _drive(
                     args.requests, concurrency, create_at, process
                 )
                 offset += args.requests
@@ -291,7 +303,7 @@ async def _measure(db: str, url: str, args: argparse.Namespace, data_dir: str) -
                     db,
                     elapsed,
                     latencies,
-                    cpu_ms,
+                    (cpu_ms, client_ms),
                     meetings=args.meetings,
                     concurrency=concurrency,
                 )
