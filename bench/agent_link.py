@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import socket
 import statistics
 import sys
 import tempfile
@@ -45,6 +44,7 @@ from agent.contracts.link import (  # noqa: E402 — after the path set-up above
     parse_control_plane_frame,
 )
 from agent.contracts.status import BotStatus  # noqa: E402
+from bench.stats import free_port, percentile  # noqa: E402 — after the path set-up above
 from control_plane.app import create_app  # noqa: E402
 from control_plane.auth.context import Role  # noqa: E402
 from control_plane.auth.provisioning import (  # noqa: E402
@@ -58,18 +58,6 @@ from control_plane.db.models.bot import Meeting  # noqa: E402
 from control_plane.keys import DB, LAUNCH_HOOKS  # noqa: E402
 from control_plane.launchers.memory import MemoryLauncher  # noqa: E402
 from control_plane.settings import Settings  # noqa: E402
-
-
-def _percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 class Agent:
@@ -137,7 +125,7 @@ async def _bots(app: web.Application, count: int) -> tuple[str, list[tuple[str, 
 
 
 async def _run(database_url: str, bots: int, frames: int, commands: int, data: Path) -> None:
-    port = _free_port()
+    port = free_port()
     settings = Settings(
         database_url=database_url,
         data_dir=data,
@@ -217,8 +205,8 @@ async def _run(database_url: str, bots: int, frames: int, commands: int, data: P
                         "bots": bots,
                         "frames": bots * frames,
                         "value": round(bots * frames / elapsed, 1),
-                        "ack_ms_p50": round(_percentile(latencies, 0.5), 2),
-                        "ack_ms_p99": round(_percentile(latencies, 0.99), 2),
+                        "ack_ms_p50": round(percentile(latencies, 0.5), 2),
+                        "ack_ms_p99": round(percentile(latencies, 0.99), 2),
                     }
                 ),
                 flush=True,
@@ -239,8 +227,8 @@ async def _run(database_url: str, bots: int, frames: int, commands: int, data: P
                         "figure": "agent_command_round_trip_ms",
                         "database": database_url.split(":", 1)[0],
                         "commands": commands,
-                        "p50": round(_percentile(round_trips, 0.5), 2),
-                        "p99": round(_percentile(round_trips, 0.99), 2),
+                        "p50": round(percentile(round_trips, 0.5), 2),
+                        "p99": round(percentile(round_trips, 0.99), 2),
                         "mean": round(statistics.fmean(round_trips), 2),
                     }
                 ),

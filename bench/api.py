@@ -51,6 +51,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from agent.contracts.bot_config import BotSettings  # noqa: E402 — after the path set-up above
+from bench.stats import percentile  # noqa: E402 — after the path set-up above
 from control_plane.app import create_app  # noqa: E402
 from control_plane.auth.provisioning import bootstrap  # noqa: E402
 from control_plane.db.engine import create_database  # noqa: E402
@@ -65,11 +66,6 @@ STATUSES = ["completed"] * 70 + ["failed"] * 10 + ["cancelled"] * 5 + ["active"]
 NAMES = ["Weekly sync", "Standup", "Design review", "Customer call", "Retro", "1:1", "Planning"]
 SEED_DAYS = 100
 BATCH = 5_000
-
-
-def _percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
 async def _seed(url: str, meetings: int) -> tuple[str, list[str]]:
@@ -208,7 +204,7 @@ def _figure(
                 "requests": len(latencies),
                 "requests_per_s": round(len(latencies) / elapsed, 1),
                 "p50_ms": round(statistics.median(latencies), 2),
-                "p99_ms": round(_percentile(latencies, 0.99), 2),
+                "p99_ms": round(percentile(latencies, 0.99), 2),
                 "server_cpu_ms_per_request": round(cpu_ms[0], 2),
                 "client_cpu_ms_per_request": round(cpu_ms[1], 2),
             }

@@ -33,6 +33,7 @@ from aiohttp import web
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.stats import percentile  # noqa: E402 — after the path set-up above
 from control_plane.app import create_app  # noqa: E402 — after the path set-up above
 from control_plane.auth.provisioning import create_workspace  # noqa: E402
 from control_plane.db.engine import create_database  # noqa: E402
@@ -65,11 +66,6 @@ class Receiver:
         while len(self.arrivals) < count:
             self.changed.clear()
             await self.changed.wait()
-
-
-def _percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
 async def _run(
@@ -156,8 +152,8 @@ async def _run(
         if other is not None:
             await other.dispose()
         if delays:
-            result["delay_p50_ms"] = _percentile(delays, 0.50)
-            result["delay_p99_ms"] = _percentile(delays, 0.99)
+            result["delay_p50_ms"] = percentile(delays, 0.50)
+            result["delay_p99_ms"] = percentile(delays, 0.99)
             result["delay_mean_ms"] = statistics.fmean(delays)
         return result
     finally:

@@ -29,6 +29,7 @@ import aiohttp
 from rich.console import Console
 from rich.markup import escape
 
+from agent.contracts.status import FINAL_STATUSES
 from meetbot.demo_client import ApiClient, StreamEvent, read_stream
 from meetbot.demo_display import LiveView
 from meetbot.demo_errors import DemoError
@@ -46,7 +47,6 @@ from meetbot.demo_webhooks import WebhookReceiver
 from testmeeting import TestMeetingServer
 from testmeeting.errors import ScenarioError
 
-FINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 DEMO_EMAIL = "demo@example.com"
 BOT_NAME = "meetbot"
 # The simulator's Zoom skin does not check on-behalf-of tokens; the API requires one for Zoom.

@@ -14,7 +14,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -41,18 +40,12 @@ from control_plane.keys import DB
 from control_plane.launchers.local import LocalLauncher
 from control_plane.settings import Settings
 from testmeeting import Room, TestMeetingServer, parse_scenario
+from tests.ports import free_port
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 BOT_NAME = "Notetaker"
 IDS = {"google_meet": "cpe-test-abc", "zoom": "87654321012", "teams": "5550001112"}
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _meeting_url(platform: str, meeting_id: str) -> str:
@@ -123,7 +116,7 @@ async def control_plane(
     monkeypatch.setenv("MEETBOT_AGENT_TIMEOUT_SCALE", "0.05")
     database_url = f"sqlite+aiosqlite:///{tmp_path / 'meetbot.db'}"
     await upgrade(database_url)
-    port = _free_port()
+    port = free_port()
     settings = Settings(
         database_url=database_url,
         data_dir=tmp_path / "data",

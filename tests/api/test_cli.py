@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,15 +15,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO_ROOT
+from tests.ports import free_port
 
 pytestmark = pytest.mark.api
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _meetbot(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -68,7 +61,7 @@ def test_upgrade_bootstrap_and_serve_on_sqlite(tmp_path: Path) -> None:
     key = booted.stdout.strip()
     assert key.startswith("mbk_") and len(key) == 47
 
-    port = _free_port()
+    port = free_port()
     log_path = tmp_path / "serve.log"  # a file, not a pipe: an unread pipe would block the server
     log_file = log_path.open("w")
     server = subprocess.Popen(  # noqa: S603 - our own CLI with fixed arguments
