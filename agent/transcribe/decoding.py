@@ -210,9 +210,7 @@ class DecodeScheduler:
             if kind == "final" and utt.spec_result is not None:
                 await self._final(utt, utt.spec_result)
                 continue
-            language = self._language or self._languages.language_for(
-                self._commit.speaker_key(utt)
-            )
+            language = self._language or self._languages.language_for(self._commit.speaker_key(utt))
             result = await asyncio.to_thread(
                 self._engine.decode,
                 audio,
