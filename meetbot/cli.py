@@ -16,7 +16,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "db": ("control_plane.cli:db_main", "database: `db upgrade`"),
     "agent": ("agent.cli:main", "send one bot into a meeting from this machine"),
     "test-meeting": ("testmeeting.cli:main", "run the local meeting simulator"),
-    "demo": ("meetbot.demo:main", "the whole product on real speech, all local"),
+    "demo": ("meetbot.demo.cli:main", "the whole product on real speech, all local"),
 }
 
 

@@ -7,9 +7,9 @@ float64 LE capture time (UNIX epoch seconds), payload (16 kHz mono int16 LE PCM,
 
 Simulator → page (JSON text): ``joined {participant_id, audio_slots}``, ``lobby``,
 ``admitted``, ``denied``, ``no_answer``, ``removed``, ``ended``, ``participants``, ``chat``,
-``chat_history``, ``audio_slots``, ``error``. Binary (see :func:`testmeeting.room.speech_message`):
-``speech`` (a simulated participant's whole utterance) and ``stream`` (a 100 ms block of
-another browser participant's microphone).
+``chat_history``, ``audio_slots``, ``error``. Binary
+(see :func:`testmeeting.room.streams.speech_message`): ``speech`` (a simulated participant's
+whole utterance) and ``stream`` (a 100 ms block of another browser participant's microphone).
 """
 
 from __future__ import annotations
@@ -77,7 +77,10 @@ _PAGE_MESSAGE: TypeAdapter[PageMessage] = TypeAdapter(PageMessage)
 
 
 class WebSocketLink:
-    """:class:`~testmeeting.room.PageLink` over an aiohttp WebSocket; a closed page is ignored."""
+    """:class:`~testmeeting.room.state.PageLink` over an aiohttp WebSocket.
+
+    A closed page is ignored.
+    """
 
     def __init__(self, ws: web.WebSocketResponse) -> None:
         self._ws = ws

@@ -79,6 +79,9 @@ behind), final_delays_s (recent speech-end → final delays).
 Modules: ``models`` (registry → local CTranslate2 dir; joins and sha256-checks ``base``),
 ``engine`` (one model, one decode at a time), ``vad`` (Silero / energy), ``segmenter``
 (utterance cutting), ``filters`` (hallucination and loop guards), ``speakers`` (timeline),
-``realtime``, ``deferred``, ``audio_io`` (per-track WAVs), ``normalize`` (WER normaliser used
-by tests and ``bench/transcription.py``), ``factory``, ``options``, ``metrics``, ``errors``.
+``realtime`` (the realtime tier, composing ``ingest`` — frames, VAD, segmenter; ``decoding``
+— the one-at-a-time decode scheduler and partial rate; ``commit`` — results into segments;
+``utterance``; ``languages`` — per-speaker language memory), ``deferred``, ``audio_io``
+(per-track WAVs), ``normalize`` (WER normaliser used by tests and ``bench/transcription.py``),
+``factory``, ``options``, ``metrics``, ``errors``.
 """

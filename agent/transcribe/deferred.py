@@ -36,9 +36,10 @@ from agent.transcribe.audio_io import TrackAudio, TrackRecorder, read_audio
 from agent.transcribe.engine import DecodeOptions, DecodeResult, WhisperEngine, WordTiming
 from agent.transcribe.errors import TranscriberClosed
 from agent.transcribe.filters import judge
+from agent.transcribe.languages import LanguageMemory
 from agent.transcribe.metrics import TranscribeMetrics
 from agent.transcribe.options import TranscribeOptions
-from agent.transcribe.realtime import LanguageMemory, RealtimeTranscriber
+from agent.transcribe.realtime import RealtimeTranscriber
 from agent.transcribe.segmenter import Ended, UtteranceSegmenter
 from agent.transcribe.speakers import SpeakerTimeline
 from agent.transcribe.vad import EnergyVad, SileroSession, VoiceDetector

@@ -17,9 +17,9 @@ from aiohttp import web
 from aiohttp_sse import sse_response
 from standardwebhooks.webhooks import Webhook
 
-from meetbot.demo_client import read_stream
-from meetbot.demo_report import build_turns, percentile
-from meetbot.demo_scenario import (
+from meetbot.demo.client import read_stream
+from meetbot.demo.report import build_turns, percentile
+from meetbot.demo.scenario import (
     END_TAIL_S,
     FIRST_TURN_AT_S,
     SPEAKERS,
@@ -29,7 +29,7 @@ from meetbot.demo_scenario import (
     pick_source,
     voiced_end,
 )
-from meetbot.demo_webhooks import WebhookReceiver
+from meetbot.demo.webhooks import WebhookReceiver
 from testmeeting import TimelineEvent
 
 SECRET = "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"  # base64 of 24 bytes

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.transcribe.realtime import LanguageMemory
+from agent.transcribe.languages import LanguageMemory
 
 pytestmark = pytest.mark.unit
 

@@ -30,10 +30,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from meetbot.demo_errors import DemoError
-from meetbot.demo_report import DemoSummary, render
-from meetbot.demo_run import DemoOptions, DemoRun
-from meetbot.demo_scenario import DemoScenario, SpeechSource, build_scenario, default_speech_dir
+from meetbot.demo.errors import DemoError
+from meetbot.demo.report import DemoSummary, render
+from meetbot.demo.run import DemoOptions, DemoRun
+from meetbot.demo.scenario import DemoScenario, SpeechSource, build_scenario, default_speech_dir
 from testmeeting.errors import ScenarioError
 
 PLATFORMS = ("google_meet", "zoom", "teams")

@@ -30,10 +30,10 @@ from rich.console import Console
 from rich.markup import escape
 
 from agent.contracts.status import FINAL_STATUSES
-from meetbot.demo_client import ApiClient, StreamEvent, read_stream
-from meetbot.demo_display import LiveView
-from meetbot.demo_errors import DemoError
-from meetbot.demo_report import (
+from meetbot.demo.client import ApiClient, StreamEvent, read_stream
+from meetbot.demo.display import LiveView
+from meetbot.demo.errors import DemoError
+from meetbot.demo.report import (
     DemoSummary,
     SegmentOut,
     StatusChange,
@@ -41,9 +41,9 @@ from meetbot.demo_report import (
     build_turns,
     percentile,
 )
-from meetbot.demo_scenario import MEETING_IDS, PASSCODES, DemoScenario
-from meetbot.demo_services import ControlPlane, bootstrap, control_plane_env, free_port
-from meetbot.demo_webhooks import WebhookReceiver
+from meetbot.demo.scenario import MEETING_IDS, PASSCODES, DemoScenario
+from meetbot.demo.services import ControlPlane, bootstrap, control_plane_env, free_port
+from meetbot.demo.webhooks import WebhookReceiver
 from testmeeting import TestMeetingServer
 from testmeeting.errors import ScenarioError
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import aiohttp
 
-from meetbot.demo_errors import DemoError
+from meetbot.demo.errors import DemoError
 
 READY_TIMEOUT_S = 60.0
 """How long ``meetbot serve`` may take to migrate and answer ``/readyz`` (a loaded 2-core box

@@ -17,7 +17,7 @@ from typing import Any
 
 import aiohttp
 
-from meetbot.demo_errors import ApiError, DemoError
+from meetbot.demo.errors import ApiError, DemoError
 
 SUBSCRIBE_RETRY_S = 1.0
 """Pause before asking ``subscribe`` again after a 404 (the bot has not registered yet)."""

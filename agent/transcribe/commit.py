@@ -1,0 +1,146 @@
+"""Realtime segments out: decode results judged and written as partial and final segments.
+
+Finals are committed in order and wait for room in the output queue (never skipped); a partial
+is skipped when the consumer lags (``metrics.partials_skipped``). A final's text becomes the
+prompt context of its track's next decodes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from agent.audio import SAMPLE_RATE
+from agent.contracts.link import Segment
+from agent.transcribe.engine import DecodeResult
+from agent.transcribe.filters import judge
+from agent.transcribe.metrics import TranscribeMetrics
+from agent.transcribe.speakers import SpeakerTimeline
+from agent.transcribe.utterance import Utterance
+
+# Active-speaker history kept behind the latest final (utterances are at most ~25 s).
+_TIMELINE_KEEP_S = 300.0
+
+
+class SegmentCommitter:
+    """Writes one meeting's realtime segments to the output queue.
+
+    Args:
+        out: The segments queue the consumer reads.
+        metrics: Counts partials, finals, drops and final delays.
+        timeline: Active-speaker intervals; names segments of tracks without a speaker.
+        frame_speaker: Track id → the speaker its frames carry, if any.
+        join_time: Epoch seconds when the bot joined; ``start``/``end`` count from it.
+        language: Fixed language code, or None (each result's detected language is used).
+        context_words: Words of a track's previous final kept as its prompt (0: none).
+    """
+
+    def __init__(
+        self,
+        out: asyncio.Queue[Segment | None],
+        metrics: TranscribeMetrics,
+        timeline: SpeakerTimeline,
+        frame_speaker: Callable[[str], str | None],
+        *,
+        join_time: float,
+        language: str | None,
+        context_words: int,
+    ) -> None:
+        self._out = out
+        self._metrics = metrics
+        self._timeline = timeline
+        self._frame_speaker = frame_speaker
+        self._join_time = join_time
+        self._language = language
+        self._context_words = context_words
+        self._context: dict[str, str] = {}
+
+    def context(self, track_id: str) -> str | None:
+        """Prompt for the next decode of a track: the end of its last final, or None."""
+        return self._context.get(track_id) or None
+
+    def speaker_key(self, utt: Utterance) -> str:
+        """Whose language memory an utterance uses: its speaker's name, else its track."""
+        return utt.speaker_hint or self._frame_speaker(utt.track) or utt.track
+
+    async def partial(self, utt: Utterance, result: DecodeResult) -> None:
+        """Emit a partial hypothesis unless it is no speech, unchanged, or the consumer lags."""
+        verdict = judge(result.text, result.stats, voiced_s=1.0)
+        if verdict.dropped or verdict.text == utt.partial_text:
+            return
+        segment = self._segment(utt, verdict.text, result, completed=False)
+        try:
+            self._out.put_nowait(segment)
+        except asyncio.QueueFull:
+            self._metrics.partials_skipped += 1
+            return
+        utt.partial_text = verdict.text
+        self._metrics.partials += 1
+
+    async def final(self, utt: Utterance, result: DecodeResult) -> None:
+        """Commit an ended utterance: its final segment, or the clearing of its partials."""
+        assert utt.ended is not None  # noqa: S101 - finals exist only for ended utterances
+        verdict = judge(result.text, result.stats, voiced_s=utt.ended.voiced_s)
+        if verdict.dropped:
+            self._metrics.dropped[verdict.dropped] += 1
+            if utt.partial_text is not None:
+                # Partials were shown for what turned out to be no speech: clear them.
+                await self._out.put(self._segment(utt, "", result, completed=False))
+            return
+        final = self._segment(utt, verdict.text, result, completed=True)
+        await self._out.put(final)
+        # Speaker intervals older than any utterance still open are no longer needed.
+        self._timeline.forget_before(final.absolute_start_time.timestamp() - _TIMELINE_KEEP_S)
+        if self._context_words:
+            words = f"{self._context.get(utt.track, '')} {verdict.text}".split()
+            self._context[utt.track] = " ".join(words[-self._context_words :])
+        self._metrics.finals += 1
+        if utt.end_wall is not None:
+            self._metrics.final_delays_s.append(time.monotonic() - utt.end_wall)
+
+    def clear_partial(self, utt: Utterance) -> None:
+        """Emit an empty partial: the utterance whose partials were shown is no speech."""
+        at = datetime.fromtimestamp(utt.start_epoch, UTC)
+        start = round(utt.start_epoch - self._join_time, 3)
+        cleared = Segment(
+            id=utt.segment_id,
+            start=start,
+            end=start,
+            absolute_start_time=at,
+            absolute_end_time=at,
+            text="",
+            completed=False,
+            tier="realtime",
+        )
+        with contextlib.suppress(asyncio.QueueFull):
+            self._out.put_nowait(cleared)
+
+    def _segment(
+        self, utt: Utterance, text: str, result: DecodeResult, *, completed: bool
+    ) -> Segment:
+        if utt.ended is not None:
+            lead, audio_len, trail = utt.ended.lead, len(utt.ended.audio), utt.ended.trail
+        else:
+            lead, audio_len, trail = 0, 0, 0
+        start_epoch = utt.start_epoch + lead / SAMPLE_RATE
+        end_epoch = utt.start_epoch + max(lead, audio_len - trail) / SAMPLE_RATE
+        if utt.ended is None:
+            end_epoch = max(start_epoch, utt.start_epoch + utt.partial_samples / SAMPLE_RATE)
+        speaker = utt.speaker_hint or self._frame_speaker(utt.track)
+        if speaker is None:
+            speaker = self._timeline.speaker_for(start_epoch, end_epoch)
+        return Segment(
+            id=utt.segment_id,
+            start=round(start_epoch - self._join_time, 3),
+            end=round(end_epoch - self._join_time, 3),
+            absolute_start_time=datetime.fromtimestamp(start_epoch, UTC),
+            absolute_end_time=datetime.fromtimestamp(end_epoch, UTC),
+            text=text,
+            speaker=speaker,
+            language=self._language or result.language,
+            completed=completed,
+            tier="realtime",
+        )

@@ -1,0 +1,303 @@
+"""Realtime decode scheduling: one decode at a time, finals first.
+
+:meth:`DecodeScheduler.apply` turns each ingest :class:`~agent.transcribe.ingest.Batch` into
+utterances and decode jobs; :meth:`DecodeScheduler.run` is the decode task. It runs one decode
+at a time in a worker thread, picking finals first, then speculative decodes (started when
+silence begins), then partials.
+
+Latency path: speech ends → after ``speculate_s`` (160 ms) of silence the utterance is decoded
+speculatively → after ``endpoint_s`` (450 ms) of silence it is final, and the speculative
+result is the final result. End of speech → final is therefore about max(endpoint,
+speculate + one decode). If speech resumes, the speculative text is shown as a partial.
+
+Partials are decoded every ``partial_interval_s`` of an open utterance (never during a pause,
+when the speculation may be about to need the decoder). The interval stays at least three times
+the recent decode time, so partials take at most about a third of the decoder. When decoding falls
+behind (finals waiting, or the partial's audio is older than an interval) the interval doubles
+up to ``partial_interval_max_s`` (``metrics.partial_degradations``) and shrinks back when the
+decoder keeps up. Finals are never skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import Mapping
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from agent.audio import SAMPLE_RATE
+from agent.contracts.bot_config import Task
+from agent.transcribe.commit import SegmentCommitter
+from agent.transcribe.engine import DecodeOptions, DecodeResult, WhisperEngine
+from agent.transcribe.ingest import Batch, Ingest
+from agent.transcribe.languages import LanguageMemory
+from agent.transcribe.metrics import TranscribeMetrics
+from agent.transcribe.options import TranscribeOptions
+from agent.transcribe.segmenter import Discarded, Ended, Resume, Speculate, Started
+from agent.transcribe.utterance import Utterance
+
+log = logging.getLogger(__name__)
+
+# Partial decodes get at most ~1/3 of the decoder: interval ≥ 3 × recent decode time.
+_PARTIAL_SHARE = 3.0
+
+JobKind = Literal["final", "speculative", "partial"]
+
+
+class DecodeScheduler:
+    """Utterances of one meeting and the single decoder they share.
+
+    Args:
+        engine: Loaded model (decodes are serialised here).
+        ingest: Where the tracks are (samples heard so far, per-track speaker, index).
+        committer: Where results become segments.
+        languages: Per-speaker language memory (used when ``language`` is None).
+        metrics: Decode counts and times, speculation hits and misses, the partial interval.
+        options: Tier knobs (``partial_interval_s``, ``partial_interval_max_s``, beam size …).
+        language: Fixed language code, or None to detect it per speaker.
+        task: Transcribe, or translate to English.
+        track_speakers: Track id → participant name, when the platform tells it that way.
+        id_prefix: Prefix of segment ids.
+    """
+
+    def __init__(
+        self,
+        engine: WhisperEngine,
+        ingest: Ingest,
+        committer: SegmentCommitter,
+        languages: LanguageMemory,
+        metrics: TranscribeMetrics,
+        options: TranscribeOptions,
+        *,
+        language: str | None,
+        task: Task,
+        track_speakers: Mapping[str, str],
+        id_prefix: str,
+    ) -> None:
+        self._engine = engine
+        self._ingest = ingest
+        self._commit = committer
+        self._languages = languages
+        self._metrics = metrics
+        self._opts = options
+        self._language = language
+        self._task = task
+        self._track_speakers = track_speakers
+        self._id_prefix = id_prefix
+        self._decode_options = DecodeOptions(
+            beam_size=options.realtime_beam_size,
+            without_timestamps=options.realtime_without_timestamps,
+        )
+        self._decode_ema = 0.0
+        self._utterances: dict[str, dict[int, Utterance]] = {}  # track → number → utterance
+        self._finals: deque[Utterance] = deque()
+        self._speculative: deque[Utterance] = deque()
+        self._partial_due: dict[str, tuple[Utterance, npt.NDArray[np.float32]]] = {}
+        self._wake = asyncio.Event()
+        self._ingest_done = False
+
+    # ---- from the ingest (event loop) ----------------------------------------------------
+
+    def partial_done(self, track_id: str, number: int) -> int:
+        """Samples of utterance ``number`` on a track the last partial decode covered."""
+        utt = self._utterances.get(track_id, {}).get(number)
+        return utt.partial_samples if utt else 0
+
+    def ingest_finished(self) -> None:
+        """No batches will follow: :meth:`run` returns once the pending finals are out."""
+        self._ingest_done = True
+        self._wake.set()
+
+    def apply(self, batch: Batch) -> None:
+        """Turn a batch's segmenter events into utterances and jobs; wake the decoder."""
+        for track_id, event, epoch0 in batch.events:
+            utterances = self._utterances.setdefault(track_id, {})
+            if isinstance(event, Started):
+                self._metrics.utterances += 1
+                track = self._ingest.tracks[track_id]
+                utterances[event.utterance] = Utterance(
+                    track=track_id,
+                    number=event.utterance,
+                    segment_id=f"{self._id_prefix}-{track.index}-{event.utterance}",
+                    start_epoch=epoch0 + event.start_sample / SAMPLE_RATE,
+                    start_sample=event.start_sample,
+                    speaker_hint=self._track_speakers.get(track_id),
+                )
+            elif isinstance(event, Speculate):
+                utt = utterances.get(event.utterance)
+                if utt is not None:
+                    utt.spec_gen += 1
+                    utt.spec_audio = event.audio
+                    utt.spec_result = None
+                    if utt.spec_state != "queued":
+                        self._speculative.append(utt)
+                    utt.spec_state = "queued"
+                    self._partial_due.pop(track_id, None)
+            elif isinstance(event, Resume):
+                utt = utterances.get(event.utterance)
+                if utt is not None and utt.ended is None:
+                    self._unspeculate(utt)
+            elif isinstance(event, Ended):
+                self._ended(track_id, event, batch.wall)
+            elif isinstance(event, Discarded):
+                utt = utterances.pop(event.utterance, None)
+                if utt is not None:
+                    self._unspeculate(utt)
+                    self._partial_due.pop(track_id, None)
+                    if utt.partial_text is not None:
+                        self._commit.clear_partial(utt)
+        for track_id, number, samples, audio in batch.partials:
+            utt = self._utterances.get(track_id, {}).get(number)
+            if utt is not None and utt.ended is None and utt.spec_state == "none":
+                utt.partial_samples = samples
+                self._partial_due[track_id] = (utt, audio)
+        self._wake.set()
+
+    def _unspeculate(self, utt: Utterance) -> None:
+        if utt.spec_state == "queued":
+            with contextlib.suppress(ValueError):
+                self._speculative.remove(utt)
+            utt.spec_state = "none"
+        elif utt.spec_state in ("running", "done"):
+            self._metrics.speculation_misses += 1
+        utt.spec_state = "none"
+        utt.spec_gen += 1
+        utt.spec_audio = None
+        utt.spec_result = None
+
+    def _ended(self, track_id: str, event: Ended, wall: float) -> None:
+        utt = self._utterances.get(track_id, {}).get(event.utterance)
+        if utt is None:
+            return
+        utt.ended = event
+        speech_end_s = (len(event.audio) - event.trail) / SAMPLE_RATE
+        silence_heard = (event.trail if event.speculated else 0) / SAMPLE_RATE
+        # Wall time when the last voiced sample arrived, as far as this batch tells.
+        utt.end_wall = wall - max(0.0, silence_heard) if speech_end_s > 0 else wall
+        self._partial_due.pop(track_id, None)
+        if event.speculated and utt.spec_state == "done" and utt.spec_result is not None:
+            self._metrics.speculation_hits += 1
+            self._finals.append(utt)  # decoded already: the decode task only emits it
+        elif event.speculated and utt.spec_state == "running":
+            return  # the running speculative decode finishes it
+        else:
+            if utt.spec_state == "queued":
+                with contextlib.suppress(ValueError):
+                    self._speculative.remove(utt)
+            utt.spec_state = "none"
+            utt.spec_gen += 1
+            utt.spec_result = None
+            self._finals.append(utt)
+
+    # ---- the decode task -----------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Decode until the ingest finished and every final is out."""
+        while True:
+            job = self._next_job()
+            if job is None:
+                if self._ingest_done and not self._finals and not self._speculative:
+                    return
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            kind, utt, audio, gen = job
+            if kind == "final" and utt.spec_result is not None:
+                await self._final(utt, utt.spec_result)
+                continue
+            language = self._language or self._languages.language_for(self._commit.speaker_key(utt))
+            result = await asyncio.to_thread(
+                self._engine.decode,
+                audio,
+                language=language,
+                task=self._task,
+                options=self._decode_options,
+                prompt=self._commit.context(utt.track),
+            )
+            self._metrics.decodes[kind] += 1
+            self._metrics.decode_seconds += result.seconds
+            self._tune_partials(result.seconds)
+            if self._language is None and language is None and self._engine.multilingual:
+                self._languages.observe(
+                    self._commit.speaker_key(utt), result.language, result.language_probability
+                )
+            await self._handle(kind, utt, result, gen)
+
+    def _next_job(self) -> tuple[JobKind, Utterance, npt.NDArray[np.float32], int] | None:
+        if self._finals:
+            utt = self._finals.popleft()
+            assert utt.ended is not None  # noqa: S101 - only ended utterances are queued
+            return ("final", utt, utt.ended.audio, utt.spec_gen)
+        while self._speculative:
+            utt = self._speculative.popleft()
+            if utt.spec_state == "queued" and utt.spec_audio is not None:
+                utt.spec_state = "running"
+                return ("speculative", utt, utt.spec_audio, utt.spec_gen)
+        if self._partial_due:
+            track_id = next(iter(self._partial_due))
+            utt, audio = self._partial_due.pop(track_id)
+            self._maybe_degrade(utt, len(audio))
+            return ("partial", utt, audio, utt.spec_gen)
+        return None
+
+    async def _handle(self, kind: JobKind, utt: Utterance, result: DecodeResult, gen: int) -> None:
+        if kind == "final":
+            await self._final(utt, result)
+        elif kind == "speculative":
+            if gen != utt.spec_gen:
+                if utt.ended is None:
+                    await self._commit.partial(utt, result)
+            elif utt.ended is not None and utt.ended.speculated:
+                self._metrics.speculation_hits += 1
+                await self._final(utt, result)
+            else:
+                utt.spec_state = "done"
+                utt.spec_result = result
+                await self._commit.partial(utt, result)
+        elif utt.ended is None:
+            await self._commit.partial(utt, result)
+
+    async def _final(self, utt: Utterance, result: DecodeResult) -> None:
+        self._utterances.get(utt.track, {}).pop(utt.number, None)
+        await self._commit.final(utt, result)
+
+    # ---- partial rate --------------------------------------------------------------------
+
+    def _maybe_degrade(self, utt: Utterance, partial_samples: int) -> None:
+        heard = self._ingest.tracks[utt.track].segmenter.samples_seen - utt.start_sample
+        behind = (heard - partial_samples) / SAMPLE_RATE
+        interval = self._metrics.partial_interval_s
+        if behind > interval:
+            self._set_partial_interval(interval * 2, behind)
+
+    def _tune_partials(self, decode_seconds: float) -> None:
+        """Keep partial decoding to about a third of the decoder's time.
+
+        Partials are the only work that can wait; finals and speculative decodes queue behind
+        a running partial, so its share of the decoder is what they pay in latency.
+        """
+        self._decode_ema = 0.7 * self._decode_ema + 0.3 * decode_seconds
+        needed = _PARTIAL_SHARE * self._decode_ema
+        interval = self._metrics.partial_interval_s
+        if needed > interval * 1.1:
+            self._set_partial_interval(needed, 0.0)
+        elif not self._finals and needed < interval:
+            self._metrics.partial_interval_s = max(
+                self._opts.partial_interval_s, needed, interval * 0.75
+            )
+
+    def _set_partial_interval(self, wanted: float, behind: float) -> None:
+        capped = min(self._opts.partial_interval_max_s, max(self._opts.partial_interval_s, wanted))
+        if capped <= self._metrics.partial_interval_s:
+            return
+        self._metrics.partial_interval_s = capped
+        self._metrics.partial_degradations += 1
+        log.info(
+            "partial interval raised",
+            extra={"interval_s": round(capped, 2), "behind_s": round(behind, 2)},
+        )

@@ -1,0 +1,240 @@
+"""Realtime ingest: per-track frames → VAD → utterance segmenter → batches of events.
+
+Each track has its own VAD state and :class:`UtteranceSegmenter`, so two people talking over
+each other on separate tracks never end up in one segment. Endpointing counts samples, not
+wall time: a gap in a track's frames longer than ``_GAP_TOLERANCE_S`` is pushed as silence,
+and a live track that stops sending mid-utterance (muted, left, stalled) gets silence
+synthesised after ``_IDLE_AFTER_S``, so its utterance still ends.
+
+:meth:`Ingest.run` is the ingest task: it takes frames from a bounded queue in batches (all
+that are waiting), analyses each batch in one worker thread call, and hands the resulting
+:class:`Batch` to the decode scheduler, on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from agent.audio import SAMPLE_RATE, AudioFrame
+from agent.transcribe.metrics import TranscribeMetrics
+from agent.transcribe.segmenter import SegmenterEvent, SegmenterOptions, UtteranceSegmenter
+from agent.transcribe.vad import EnergyVad, SileroSession, VoiceDetector
+
+# A gap in a track's frames longer than this is silence the segmenter must hear, so an
+# utterance whose track went quiet (muted, left) still ends.
+_GAP_TOLERANCE_S = 0.1
+_MAX_GAP_FILL_S = 1.0
+# A live track silent this long (wall clock) while someone is speaking on it gets silence.
+_IDLE_AFTER_S = 0.3
+# Frames stamped within this many seconds of the wall clock come from a live capture.
+_LIVE_WITHIN_S = 5.0
+
+
+@dataclass(slots=True)
+class Track:
+    """One audio track as the ingest sees it.
+
+    Attributes:
+        track_id: The frames' ``track_id``.
+        index: Order in which the track first sent a frame (0, 1, …); names segment ids.
+        detector: The track's VAD state.
+        segmenter: The track's utterance segmenter.
+        epoch0: Epoch seconds of the segmenter's sample 0 (re-anchored after gaps).
+        expected_next: Epoch seconds at which the next frame should start.
+        live: Frame times are close to the wall clock (a live capture, not a file).
+        last_arrival: ``time.monotonic()`` of the last frame (real or synthesised).
+        speakers: Speaker names carried by the track's frames, counted.
+    """
+
+    track_id: str
+    index: int
+    detector: VoiceDetector
+    segmenter: UtteranceSegmenter
+    epoch0: float
+    expected_next: float
+    live: bool = False
+    last_arrival: float = 0.0
+    speakers: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """What one analysis of a batch of frames produced.
+
+    Attributes:
+        events: ``(track id, segmenter event, epoch of the track's sample 0 at the event)``.
+        partials: Open utterances due a partial decode:
+            ``(track id, utterance number, samples so far, audio so far)``.
+        wall: ``time.monotonic()`` when the analysis ended.
+    """
+
+    events: list[tuple[str, SegmenterEvent, float]]
+    partials: list[tuple[str, int, int, npt.NDArray[np.float32]]]
+    wall: float
+
+
+class Ingest:
+    """Tracks, VAD and segmentation of one meeting's audio.
+
+    Args:
+        segmenter: Utterance cutting thresholds.
+        vad_session: Loaded Silero model, or None for the energy VAD.
+        metrics: Counts ``frames_in``/``audio_seconds_in``; ``partial_interval_s`` sets how
+            much new audio of an open utterance makes it due a partial decode.
+        partials: Whether partial decodes are wanted at all.
+    """
+
+    def __init__(
+        self,
+        segmenter: SegmenterOptions,
+        vad_session: SileroSession | None,
+        metrics: TranscribeMetrics,
+        *,
+        partials: bool,
+    ) -> None:
+        self.tracks: dict[str, Track] = {}
+        self._segmenter = segmenter
+        self._vad_session = vad_session
+        self._metrics = metrics
+        self._partials = partials
+
+    def frame_speaker(self, track_id: str) -> str | None:
+        """The speaker name most of a track's frames carried, if any."""
+        track = self.tracks.get(track_id)
+        if track is None or not track.speakers:
+            return None
+        return track.speakers.most_common(1)[0][0]
+
+    async def run(
+        self,
+        frames: asyncio.Queue[AudioFrame | None],
+        on_batch: Callable[[Batch], None],
+        partial_done: Callable[[str, int], int],
+    ) -> None:
+        """Ingest until ``None`` is taken from ``frames``; then flush every segmenter.
+
+        Args:
+            frames: Incoming frames; ``None`` ends the stream.
+            on_batch: Called on the event loop with each analysed batch, in order.
+            partial_done: ``(track id, utterance number)`` → samples of that utterance the
+                last partial decode covered (0: none); read from the worker thread.
+        """
+        while True:
+            batch: list[AudioFrame] = []
+            try:
+                async with asyncio.timeout(_IDLE_AFTER_S):
+                    first = await frames.get()
+            except TimeoutError:
+                synthetic = self._idle_frames()
+                if synthetic:
+                    on_batch(
+                        await asyncio.to_thread(self._analyse, synthetic, 0, False, partial_done)
+                    )
+                continue
+            stop = first is None
+            if first is not None:
+                batch.append(first)
+            while not stop and not frames.empty():
+                nxt = frames.get_nowait()
+                if nxt is None:
+                    stop = True
+                else:
+                    batch.append(nxt)
+            for frame in batch:
+                self._admit(frame)
+            every = int(self._metrics.partial_interval_s * SAMPLE_RATE) if self._partials else 0
+            on_batch(await asyncio.to_thread(self._analyse, batch, every, stop, partial_done))
+            if stop:
+                return
+
+    def _admit(self, frame: AudioFrame) -> None:
+        """Count a frame and note its track's speaker and liveness (on the event loop)."""
+        self._metrics.frames_in += 1
+        self._metrics.audio_seconds_in += frame.duration
+        # Tracks are created and named here, on the loop, so the worker thread never adds
+        # to what the decode side reads.
+        track = self._track(frame)
+        if frame.speaker:
+            track.speakers[frame.speaker] += 1
+        track.last_arrival = time.monotonic()
+        track.live = abs(time.time() - frame.end_time) < _LIVE_WITHIN_S
+
+    def _track(self, frame: AudioFrame) -> Track:
+        track = self.tracks.get(frame.track_id)
+        if track is None:
+            detector: VoiceDetector = (
+                self._vad_session.detector() if self._vad_session is not None else EnergyVad()
+            )
+            track = Track(
+                track_id=frame.track_id,
+                index=len(self.tracks),
+                detector=detector,
+                segmenter=UtteranceSegmenter(self._segmenter),
+                epoch0=frame.start_time,
+                expected_next=frame.start_time,
+            )
+            self.tracks[frame.track_id] = track
+        return track
+
+    def _analyse(
+        self,
+        frames: list[AudioFrame],
+        partial_every: int,
+        flush: bool,
+        partial_done: Callable[[str, int], int],
+    ) -> Batch:
+        """VAD + segmentation of a batch; runs in a worker thread, the only one touching them."""
+        events: list[tuple[str, SegmenterEvent, float]] = []
+        for frame in frames:
+            track = self.tracks[frame.track_id]
+            gap = frame.start_time - track.expected_next
+            if gap > _GAP_TOLERANCE_S:
+                fill = np.zeros(int(min(gap, _MAX_GAP_FILL_S) * SAMPLE_RATE), dtype=np.float32)
+                events += [(track.track_id, e, track.epoch0) for e in self._push(track, fill)]
+            if abs(gap) > _GAP_TOLERANCE_S:
+                # Re-anchor the sample → epoch mapping on this frame (after a gap, or after
+                # synthesised silence that real frames now overlap).
+                track.epoch0 = frame.start_time - track.segmenter.samples_pushed / SAMPLE_RATE
+            samples = frame.pcm.astype(np.float32) / 32768.0
+            events += [(track.track_id, e, track.epoch0) for e in self._push(track, samples)]
+            track.expected_next = frame.end_time
+        if flush:
+            for track in self.tracks.values():
+                events += [(track.track_id, e, track.epoch0) for e in track.segmenter.flush()]
+        partials: list[tuple[str, int, int, npt.NDArray[np.float32]]] = []
+        if partial_every > 0 and not flush:
+            for track in self.tracks.values():
+                if track.segmenter.pausing:
+                    continue  # speech may be ending: leave the decoder to the speculation
+                current = track.segmenter.current()
+                if current is None:
+                    continue
+                number, _, audio = current
+                if len(audio) - partial_done(track.track_id, number) >= partial_every:
+                    partials.append((track.track_id, number, len(audio), audio))
+        return Batch(events, partials, time.monotonic())
+
+    def _push(self, track: Track, samples: npt.NDArray[np.float32]) -> list[SegmenterEvent]:
+        probs = track.detector.process(samples)
+        return track.segmenter.push(samples, probs)
+
+    def _idle_frames(self) -> list[AudioFrame]:
+        """Silence for live tracks that went quiet mid-utterance (muted, left, stalled)."""
+        now = time.monotonic()
+        out = []
+        for track in self.tracks.values():
+            idle = now - track.last_arrival
+            if track.live and track.segmenter.speaking and idle > _IDLE_AFTER_S:
+                samples = int(min(idle, _MAX_GAP_FILL_S) * SAMPLE_RATE)
+                out.append(
+                    AudioFrame(track.track_id, track.expected_next, np.zeros(samples, np.int16))
+                )
+                track.last_arrival = now
+        return out

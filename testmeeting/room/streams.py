@@ -1,0 +1,255 @@
+"""The room's media: audio sources, the audio slots (remote tracks) pages hold, speech and
+microphone blocks out to the pages, and what browser participants send in.
+
+Audio slots: Google Meet gives every remote participant an audio track of their own, so each
+page prepares one slot per possible speaker — ``sim-<index>`` per scripted simulated
+participant, then the id of each participant who joined later (host API or browser). Binary
+page messages (:func:`speech_message`): ``speech`` carries a simulated participant's whole
+utterance, ``stream`` a 100 ms block of another browser participant's microphone.
+
+All PCM is 16 kHz mono int16 little-endian.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from testmeeting import media
+from testmeeting.errors import MediaNotFound, ParticipantNotFound
+from testmeeting.room.state import ParticipantState, RoomState
+from testmeeting.scenario import Scenario, Utterance
+
+MAX_FRAMES_KEPT = 60
+"""Camera/screen PNG frames kept per participant and kind (the newest win)."""
+
+FRAME_KINDS = ("camera", "screen")
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedUtterance:
+    """An utterance's audio, ready to send: 16 kHz mono int16 PCM."""
+
+    pcm: bytes
+    text: str | None
+    file: str | None
+
+    @property
+    def duration(self) -> float:
+        """Length in seconds."""
+        return len(self.pcm) / 2 / media.SAMPLE_RATE
+
+
+def prepare_utterance(utterance: Utterance, search: list[Path]) -> PreparedUtterance:
+    """Decode or synthesise one utterance (blocking; use ``asyncio.to_thread``).
+
+    Raises:
+        ScenarioError: The file is missing or undecodable, or synthesis fails.
+    """
+    if utterance.file is not None:
+        path = media.resolve_audio(utterance.file, search)
+        text = utterance.text or media.reference_text(path)
+        return PreparedUtterance(media.read_pcm(path), text, str(path))
+    assert utterance.text is not None  # noqa: S101 -- the Utterance validator guarantees it
+    return PreparedUtterance(media.synthesise(utterance.text), utterance.text, None)
+
+
+def prepare_audio(
+    scenario: Scenario, search: list[Path]
+) -> dict[tuple[int, int], PreparedUtterance]:
+    """Decode or synthesise every utterance of a scenario (blocking; use ``asyncio.to_thread``).
+
+    Args:
+        scenario: The scenario.
+        search: Folders relative audio paths are looked up in, in order.
+
+    Returns:
+        ``{(participant index, utterance index): PreparedUtterance}``.
+
+    Raises:
+        ScenarioError: A file is missing or undecodable, or synthesis fails.
+    """
+    return {
+        (p_index, u_index): prepare_utterance(utterance, search)
+        for p_index, sim in enumerate(scenario.participants)
+        for u_index, utterance in enumerate(sim.utterances)
+    }
+
+
+def speech_message(header: dict[str, Any], pcm: bytes) -> bytes:
+    """Binary page message: uint32 LE header length, JSON header, int16 PCM."""
+    encoded = json.dumps(header).encode()
+    return struct.pack("<I", len(encoded)) + encoded + pcm
+
+
+@dataclass(slots=True)
+class ReceivedMedia:
+    """What a browser participant sent: microphone PCM placed on its arrival clock, frames."""
+
+    audio_start: float | None = None
+    audio: bytearray = field(default_factory=bytearray)
+    frames: dict[str, list[tuple[float, bytes]]] = field(
+        default_factory=lambda: {kind: [] for kind in FRAME_KINDS}
+    )
+
+
+class RoomMedia:
+    """Audio slots, speech out and uploads in for one room; methods run on the event loop.
+
+    Args:
+        state: The room's participants and pages.
+        scripted_slots: Number of scripted simulated participants (slots ``sim-0`` …).
+        clock: UNIX epoch seconds.
+    """
+
+    def __init__(self, state: RoomState, scripted_slots: int, clock: Callable[[], float]) -> None:
+        self._state = state
+        self._clock = clock
+        self._scripted = [f"sim-{index}" for index in range(scripted_slots)]
+        # Slots beyond the script: host-API participants and admitted browser participants.
+        self._extra: list[str] = []
+        self._slot_of: dict[str, str] = {}  # participant id → scripted slot it speaks on
+        self._received: dict[str, ReceivedMedia] = {}
+
+    # ---- audio slots -----------------------------------------------------------------
+
+    def audio_slot_ids(self, for_participant: str | None = None) -> list[str]:
+        """Audio slots (remote tracks on Google Meet) a page should hold: scripted simulated
+        participants as ``sim-<index>`` in script order, then participants added later and
+        browser participants who entered the meeting, by participant id — except the page's
+        own participant."""
+        return self._scripted + [slot for slot in self._extra if slot != for_participant]
+
+    def bind_scripted(self, participant_id: str, index: int) -> None:
+        """A scripted simulated participant (script index ``index``) speaks on ``sim-<index>``."""
+        self._slot_of[participant_id] = f"sim-{index}"
+
+    async def add_slot(self, participant_id: str) -> None:
+        """Give a participant a slot of their own and tell every page (no-op if they have one).
+
+        Pages learn the new slot before anyone can hear the participant speak.
+        """
+        if participant_id in self._extra:
+            return
+        self._extra.append(participant_id)
+        for pid in self._state.page_ids():
+            slots = self.audio_slot_ids(pid)
+            await self._state.send(pid, {"type": "audio_slots", "audio_slots": slots})
+
+    # ---- out to the pages --------------------------------------------------------------
+
+    async def play(
+        self, participant_id: str, prepared: PreparedUtterance, slot: str | None = None
+    ) -> None:
+        """Send speech of a simulated participant to every page in the meeting now.
+
+        Args:
+            participant_id: The speaking (simulated) participant.
+            prepared: The audio and its reference text.
+            slot: Audio slot (remote track) it plays on; defaults to the participant's slot.
+
+        Raises:
+            ParticipantNotFound: No such participant.
+        """
+        participant = self._state.participant(participant_id)
+        if slot is None:
+            slot = self._slot_of.get(participant_id, participant_id)
+        start = self._clock()
+        self._state.record(
+            "speech",
+            participant,
+            end=start + prepared.duration,
+            text=prepared.text,
+            file=prepared.file,
+        )
+        header = {
+            "type": "speech",
+            "participant_id": participant.id,
+            "slot": slot,
+            "sample_rate": media.SAMPLE_RATE,
+        }
+        message = speech_message(header, prepared.pcm)
+        for _pid, link in self._state.meeting_pages():
+            await link.send_bytes(message)
+
+    async def relay_audio(self, participant_id: str, pcm: bytes) -> None:
+        """Send a browser participant's microphone block to every other page in the meeting,
+        as the platforms do; nothing is relayed from the lobby or with the microphone off."""
+        participant = self._state.participants[participant_id]
+        if participant.state is not ParticipantState.IN_MEETING or not participant.mic_on:
+            return
+        header = {
+            "type": "stream",
+            "participant_id": participant_id,
+            "slot": participant_id,
+            "sample_rate": media.SAMPLE_RATE,
+        }
+        message = speech_message(header, pcm[: len(pcm) - len(pcm) % 2])
+        for pid, link in self._state.meeting_pages():
+            if pid != participant_id:
+                await link.send_bytes(message)
+
+    # ---- in from the pages -------------------------------------------------------------
+
+    def receive_audio(self, participant_id: str, t: float, pcm: bytes) -> None:
+        """Store microphone PCM captured at epoch ``t``; gaps (muted mic) become silence."""
+        received = self._received_by(participant_id)
+        if received.audio_start is None:
+            received.audio_start = t
+        offset = round((t - received.audio_start) * media.SAMPLE_RATE) * 2
+        if offset > len(received.audio) + media.SAMPLE_RATE // 5:
+            # More than 100 ms behind the capture clock: the page sent nothing for a while.
+            received.audio.extend(bytes(offset - len(received.audio)))
+        received.audio.extend(pcm[: len(pcm) - len(pcm) % 2])
+
+    def receive_frame(self, participant_id: str, kind: str, t: float, png: bytes) -> None:
+        """Store a camera or screen frame (PNG) captured at epoch ``t``."""
+        frames = self._received_by(participant_id).frames[kind]
+        frames.append((t, png))
+        del frames[:-MAX_FRAMES_KEPT]
+
+    def received_audio(self, participant_id: str) -> tuple[float, bytes]:
+        """``(epoch of the first sample, 16 kHz mono int16 PCM)`` a browser participant sent.
+
+        Raises:
+            ParticipantNotFound: No such browser participant.
+            MediaNotFound: Nothing was received.
+        """
+        received = self._received_from(participant_id)
+        if received is None or received.audio_start is None:
+            raise MediaNotFound(f"no audio received from {participant_id}")
+        return received.audio_start, bytes(received.audio)
+
+    def received_frames(self, participant_id: str, kind: str) -> list[tuple[float, bytes]]:
+        """Camera or screen frames ``[(epoch, png), ...]`` (oldest first, at most 60).
+
+        Raises:
+            ParticipantNotFound: No such browser participant.
+            MediaNotFound: ``kind`` is not camera/screen.
+        """
+        if kind not in FRAME_KINDS:
+            raise MediaNotFound(f"unknown frame kind {kind!r}")
+        received = self._received_from(participant_id)
+        return list(received.frames[kind]) if received is not None else []
+
+    def _received_by(self, participant_id: str) -> ReceivedMedia:
+        """The store an upload of a (joined) browser participant goes into."""
+        received = self._received.get(participant_id)
+        if received is None:
+            received = self._received[participant_id] = ReceivedMedia()
+        return received
+
+    def _received_from(self, participant_id: str) -> ReceivedMedia | None:
+        """What a browser participant sent so far (``None``: nothing yet).
+
+        Raises:
+            ParticipantNotFound: No such browser participant.
+        """
+        participant = self._state.participants.get(participant_id)
+        if participant is None or participant.simulated:
+            raise ParticipantNotFound(f"no browser participant {participant_id}")
+        return self._received.get(participant_id)
