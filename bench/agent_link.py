@@ -53,9 +53,10 @@ from control_plane.auth.provisioning import (  # noqa: E402
     get_or_create_user,
     issue_key,
 )
+from control_plane.db.engine import DB  # noqa: E402
 from control_plane.db.migrate import upgrade  # noqa: E402
 from control_plane.db.models.bot import Meeting  # noqa: E402
-from control_plane.keys import DB, LAUNCH_HOOKS  # noqa: E402
+from control_plane.hooks import LAUNCH_HOOKS  # noqa: E402
 from control_plane.launchers.memory import MemoryLauncher  # noqa: E402
 from control_plane.settings import Settings  # noqa: E402
 

@@ -43,8 +43,8 @@ from control_plane.auth.provisioning import (
     get_or_create_user,
     issue_key,
 )
+from control_plane.db.engine import DB
 from control_plane.db.migrate import upgrade
-from control_plane.keys import DB
 from control_plane.launchers.local import LocalLauncher
 from control_plane.settings import Settings
 from testmeeting import TestMeetingServer, parse_scenario

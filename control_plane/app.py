@@ -14,46 +14,33 @@ from importlib import metadata
 
 from aiohttp import web
 
-from control_plane.action_prompts import action_prompts_ctx
+from control_plane.action_prompts import routes as action_prompts
+from control_plane.action_prompts.service import action_prompts_ctx
 from control_plane.agent_link import live
 from control_plane.agent_link.wiring import setup_agent_link
-from control_plane.api import (
-    action_prompts,
-    api_keys,
-    invitations,
-    meta,
-    webhooks,
-    workspaces,
-    zoom_connections,
-)
 from control_plane.api.http import MAX_BODY_BYTES
 from control_plane.api.middlewares import auth_middleware, error_middleware, observe_middleware
-from control_plane.api.routes import ApiRoutes, build_openapi, spec_index
+from control_plane.api.routes import OPENAPI, ROUTE_SPECS, ApiRoutes, build_openapi, spec_index
+from control_plane.api_keys import routes as api_keys
 from control_plane.auth.key_cache import KEY_CACHE, KeyCache
-from control_plane.auth.ratelimit import RateLimiter
+from control_plane.auth.ratelimit import RATE_LIMITER, RateLimiter
 from control_plane.bots import routes as bot_routes
 from control_plane.bots import schedule_routes
 from control_plane.bots.scheduler import scheduler_ctx
 from control_plane.bots.transcription import launch_hook as transcription_launch_hook
-from control_plane.db.engine import create_database
-from control_plane.keys import (
-    DB,
-    LAUNCH_HOOKS,
-    LAUNCHER,
-    METRICS,
-    OPENAPI,
-    PURGE_HOOKS,
-    RATE_LIMITER,
-    ROUTE_SPECS,
-    SETTINGS,
-    STATUS_HOOKS,
-)
+from control_plane.db.engine import DB, create_database
+from control_plane.hooks import LAUNCH_HOOKS, PURGE_HOOKS, STATUS_HOOKS
+from control_plane.invitations import routes as invitations
 from control_plane.launchers import create_launcher
-from control_plane.launchers.base import BotLauncher
+from control_plane.launchers.base import LAUNCHER, BotLauncher
 from control_plane.meetings import routes as meeting_routes
-from control_plane.metrics import Metrics
-from control_plane.settings import Settings
+from control_plane.meta import routes as meta
+from control_plane.metrics import METRICS, Metrics
+from control_plane.settings import SETTINGS, Settings
+from control_plane.webhooks import routes as webhooks
 from control_plane.webhooks.wiring import add_to_openapi, webhooks_ctx
+from control_plane.workspaces import routes as workspaces
+from control_plane.zoom import routes as zoom_connections
 from control_plane.zoom.wiring import zoom_ctx
 
 

@@ -1,4 +1,4 @@
-"""Extension points other parts plug into (registered on the app under ``control_plane.keys``).
+"""Extension points other parts plug into, and the application keys they are registered under.
 
 * :data:`StatusHook` — ``await hook(session, change)`` runs inside the transaction of every bot
   status change, after the meeting row and its audit row are written and before commit; raising
@@ -23,12 +23,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from aiohttp import web
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.contracts.bot_config import BotConfig
 from agent.contracts.link import Command
 from control_plane.db.models.bot import Meeting
-from control_plane.meetings.schemas import Recording, Screenshot
+from control_plane.records.schemas import Recording, Screenshot
 
 
 @dataclass(frozen=True)
@@ -76,3 +77,16 @@ class ZoomTokenSource(Protocol):
             control_plane.errors.ProviderError: Zoom refused or failed.
         """
         ...
+
+
+STATUS_HOOKS: web.AppKey[list[StatusHook]] = web.AppKey("status_hooks")
+"""In-transaction status hooks (the metrics counter, the webhook outbox)."""
+LAUNCH_HOOKS: web.AppKey[list[LaunchHook]] = web.AppKey("launch_hooks")
+ZOOM_TOKENS = web.AppKey("zoom_tokens", ZoomTokenSource)
+"""Usable Zoom connections and OBF minting (set by the Zoom integration)."""
+AGENT_COMMANDS: web.AppKey[AgentCommander] = web.AppKey("agent_commands")
+"""Sends a command to a connected agent; set by the agent link."""
+ARTIFACT_LISTER: web.AppKey[ArtifactLister] = web.AppKey("artifact_lister")
+"""Recordings and screenshots of a meeting with presigned URLs; set by the agent link."""
+PURGE_HOOKS: web.AppKey[list[PurgeHook]] = web.AppKey("purge_hooks")
+"""In-transaction purge of other parts' meeting data (chat, artifacts)."""

@@ -25,11 +25,14 @@ from sqlalchemy.exc import SQLAlchemyError
 from agent.contracts.link import Ack, UploadRequest, UploadSlot, parse_agent_frame
 from control_plane.agent_link.agent_tokens import agent_token_digest, bearer_token
 from control_plane.agent_link.frames import FrameStore, LinkIdentity
+from control_plane.agent_link.keys import AGENT_HUB, STORAGE
 from control_plane.api.http import path_uuid, read_body
+from control_plane.db.engine import DB
 from control_plane.db.models.agent_link import AgentLink
 from control_plane.db.models.bot import Meeting
 from control_plane.errors import AuthError, Forbidden, NotFound
-from control_plane.keys import AGENT_HUB, DB, SETTINGS, STATUS_HOOKS, STORAGE
+from control_plane.hooks import STATUS_HOOKS
+from control_plane.settings import SETTINGS
 from control_plane.storage.base import InvalidArtifactKey, artifact_key, bot_prefix
 from control_plane.storage.local import (
     LocalArtifactStorage,

@@ -23,29 +23,27 @@ from agent.contracts.link import Command
 from control_plane.agent_link import endpoint
 from control_plane.agent_link.agent_tokens import agent_token_digest, mint_agent_token
 from control_plane.agent_link.hub import AgentHub, AgentNotConnected
+from control_plane.agent_link.keys import AGENT_HUB, STORAGE, STREAM_SIGNER
 from control_plane.agent_link.meeting_parts import artifact_lister, purge_hook
 from control_plane.agent_link.metrics import LinkMetrics
 from control_plane.agent_link.reaper import Reaper, running
 from control_plane.agent_link.relay import CommandRelay, asyncpg_dsn
 from control_plane.agent_link.stream_tokens import StreamTokenSigner
-from control_plane.db.engine import Database
+from control_plane.db.engine import DB, Database
 from control_plane.db.models.agent_link import AgentLink
 from control_plane.db.models.bot import Meeting
-from control_plane.hooks import AgentCommander, LaunchHook
-from control_plane.keys import (
+from control_plane.hooks import (
     AGENT_COMMANDS,
-    AGENT_HUB,
     ARTIFACT_LISTER,
-    DB,
     LAUNCH_HOOKS,
-    LAUNCHER,
-    METRICS,
     PURGE_HOOKS,
-    SETTINGS,
     STATUS_HOOKS,
-    STORAGE,
-    STREAM_SIGNER,
+    AgentCommander,
+    LaunchHook,
 )
+from control_plane.launchers.base import LAUNCHER
+from control_plane.metrics import METRICS
+from control_plane.settings import SETTINGS
 from control_plane.storage.factory import build_storage
 
 

@@ -12,10 +12,11 @@ from agent.contracts.status import BotStatus
 from control_plane.api.http import read_json_object, validate
 from control_plane.api.idempotency import body_digest, claim, find_replay, idempotency_key
 from control_plane.auth.context import auth_of
+from control_plane.bots.scheduler import SCHEDULER
 from control_plane.bots.schemas import BotCreate, ScheduledBotCreate
 from control_plane.bots.service import create_meeting, require_zoom_token
+from control_plane.db.engine import DB
 from control_plane.db.models.bot import Meeting
-from control_plane.keys import DB, SCHEDULER
 
 
 async def create_response(

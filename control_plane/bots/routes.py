@@ -10,17 +10,12 @@ from control_plane.api.http import json_response, path_uuid, read_body, read_que
 from control_plane.api.routes import ApiRoutes
 from control_plane.auth.context import auth_of
 from control_plane.bots.creation import create_response
-from control_plane.bots.schemas import BotCreate, BotList, BotRecord, BotUpdate
-from control_plane.bots.service import (
-    find_bot,
-    recording_url_of,
-    stop_bot,
-    to_record,
-    update_bot,
-)
-from control_plane.keys import DB
-from control_plane.meetings.queries import list_meetings
-from control_plane.meetings.schemas import MeetingQuery
+from control_plane.bots.schemas import BotCreate, BotList, BotUpdate
+from control_plane.bots.service import find_bot, recording_url_of, stop_bot, update_bot
+from control_plane.db.engine import DB
+from control_plane.records.queries import list_meetings
+from control_plane.records.render import to_record
+from control_plane.records.schemas import BotRecord, MeetingQuery
 
 routes = ApiRoutes("bots")
 

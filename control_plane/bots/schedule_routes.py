@@ -12,15 +12,15 @@ from control_plane.api.routes import ApiRoutes
 from control_plane.auth.context import auth_of
 from control_plane.bots.creation import create_response
 from control_plane.bots.schemas import (
-    Message,
     ScheduledBot,
     ScheduledBotCreate,
     ScheduledBotList,
     ScheduledBotUpdate,
 )
 from control_plane.bots.service import cancel_scheduled, to_scheduled, update_scheduled
+from control_plane.db.engine import DB
 from control_plane.db.models.bot import Meeting
-from control_plane.keys import DB
+from control_plane.records.schemas import Message
 
 routes = ApiRoutes("scheduled bots")
 

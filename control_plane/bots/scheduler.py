@@ -37,22 +37,20 @@ from agent.contracts.bot_config import BotConfig, BotSettings, Platform
 from agent.contracts.status import BotStatus, StatusReason
 from control_plane.api.idempotency import purge_expired
 from control_plane.bots.status import change_status
-from control_plane.db.engine import Database
+from control_plane.db.engine import DB, Database
 from control_plane.db.models.bot import Meeting
 from control_plane.errors import DomainError
-from control_plane.hooks import LaunchHook, StatusHook, ZoomTokenSource
-from control_plane.keys import (
-    DB,
+from control_plane.hooks import (
     LAUNCH_HOOKS,
-    LAUNCHER,
-    METRICS,
-    SCHEDULER,
-    SETTINGS,
     STATUS_HOOKS,
     ZOOM_TOKENS,
+    LaunchHook,
+    StatusHook,
+    ZoomTokenSource,
 )
-from control_plane.launchers.base import BotLauncher, LaunchError, LaunchHandle
-from control_plane.metrics import Metrics
+from control_plane.launchers.base import LAUNCHER, BotLauncher, LaunchError, LaunchHandle
+from control_plane.metrics import METRICS, Metrics
+from control_plane.settings import SETTINGS
 
 log = logging.getLogger(__name__)
 
@@ -373,6 +371,9 @@ def scheduler_from_app(app: web.Application) -> Scheduler:
         interval=settings.scheduler_interval_seconds,
     )
 
+
+SCHEDULER: web.AppKey[Scheduler] = web.AppKey("scheduler")
+"""The application's scheduler (woken after a creation)."""
 
 STOP_GRACE_SECONDS = 30.0
 

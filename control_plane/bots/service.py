@@ -30,33 +30,26 @@ from agent.contracts.meeting_urls import (
     resolve_meeting,
 )
 from agent.contracts.status import FINAL_STATUSES, BotStatus, StatusReason
-from control_plane.action_prompts import version_of_workspace
+from control_plane.action_prompts.service import version_of_workspace
 from control_plane.auth.context import AuthContext
 from control_plane.bots.schemas import (
     BotCreate,
-    BotRecord,
     BotUpdate,
-    MeetingData,
     ScheduledBot,
     ScheduledBotCreate,
     ScheduledBotUpdate,
 )
 from control_plane.bots.status import change_status, lock_meeting, record_creation
 from control_plane.bots.transcription import check_transcription
+from control_plane.db.engine import DB
 from control_plane.db.models.bot import Meeting
 from control_plane.db.models.workspace import Workspace
 from control_plane.errors import Conflict, ErrorItem, NotFound, Validation
-from control_plane.keys import (
-    AGENT_COMMANDS,
-    ARTIFACT_LISTER,
-    DB,
-    LAUNCHER,
-    SETTINGS,
-    STATUS_HOOKS,
-    ZOOM_TOKENS,
-)
-from control_plane.launchers.base import LaunchHandle
-from control_plane.settings import Settings
+from control_plane.hooks import AGENT_COMMANDS, ARTIFACT_LISTER, STATUS_HOOKS, ZOOM_TOKENS
+from control_plane.launchers.base import LAUNCHER, LaunchHandle
+from control_plane.records.render import to_record
+from control_plane.records.schemas import BotRecord
+from control_plane.settings import SETTINGS, Settings
 
 log = logging.getLogger(__name__)
 
@@ -176,33 +169,6 @@ async def require_zoom_token(
         )
     return connection
 
-
-def to_record(
-    meeting: Meeting, *, at_creation: bool = False, recording_url: str | None = None
-) -> BotRecord:
-    """The bot record of a row (``data`` null in the creation response, per Part 1)."""
-    return BotRecord(
-        id=meeting.id,
-        bot_id=meeting.bot_id,
-        platform=Platform(meeting.platform),
-        native_meeting_id=meeting.native_meeting_id,
-        constructed_meeting_url=meeting.constructed_meeting_url,
-        status=BotStatus(meeting.status),
-        status_reason=meeting.status_reason,
-        bot_container_id=meeting.bot_container_id,
-        start_time=meeting.start_time,
-        end_time=meeting.end_time,
-        data=None
-        if at_creation
-        else MeetingData(name=meeting.name, participants=list(meeting.participants or [])),
-        recording_url=recording_url,
-        ws_url=None,
-        ws_token=None,
-        scheduled_at=meeting.scheduled_start_at,
-        settings=BotSettings.model_validate(meeting.settings),
-        created_at=meeting.created_at,
-        updated_at=meeting.updated_at,
-    )
 
 
 def to_scheduled(meeting: Meeting) -> ScheduledBot:

@@ -6,7 +6,7 @@ from enum import IntEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from control_plane.api.timestamps import UtcDateTime
+from control_plane.timestamps import UtcDateTime
 
 
 class AttemptStatus(IntEnum):

@@ -19,9 +19,10 @@ from typing import Any
 from aiohttp import web
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from control_plane.hooks import StatusChange
-from control_plane.keys import DB, METRICS, SETTINGS, STATUS_HOOKS
-from control_plane.settings import Settings
+from control_plane.db.engine import DB
+from control_plane.hooks import STATUS_HOOKS, StatusChange
+from control_plane.metrics import METRICS
+from control_plane.settings import SETTINGS, Settings
 from control_plane.webhooks.embedded import EmbeddedProvider
 from control_plane.webhooks.events import BotStatusChanged, EventType, openapi_webhooks
 from control_plane.webhooks.metrics import WebhookMetrics

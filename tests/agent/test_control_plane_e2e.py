@@ -33,10 +33,10 @@ from control_plane.auth.provisioning import (
     get_or_create_user,
     issue_key,
 )
+from control_plane.db.engine import DB
 from control_plane.db.migrate import upgrade
 from control_plane.db.models.agent_link import AgentFrameReceipt
 from control_plane.db.models.bot import BotStatusChange, Meeting
-from control_plane.keys import DB
 from control_plane.launchers.local import LocalLauncher
 from control_plane.settings import Settings
 from testmeeting import Room, TestMeetingServer, parse_scenario

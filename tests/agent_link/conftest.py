@@ -16,8 +16,9 @@ from sqlalchemy import update
 
 from agent.contracts.bot_config import BotConfig, BotSettings, Platform
 from agent.contracts.status import BotStatus
+from control_plane.db.engine import DB
 from control_plane.db.models.bot import Meeting
-from control_plane.keys import DB, LAUNCH_HOOKS
+from control_plane.hooks import LAUNCH_HOOKS
 from control_plane.launchers.memory import MemoryLauncher
 from control_plane.settings import Settings
 from tests.agent_link.peer import ScriptedAgent

@@ -37,10 +37,9 @@ from control_plane.auth.provisioning import (
     get_or_create_user,
     issue_key,
 )
-from control_plane.db.engine import Database
+from control_plane.db.engine import DB, Database
 from control_plane.db.migrate import upgrade
 from control_plane.db.models.workspace import User, Workspace
-from control_plane.keys import DB
 from control_plane.launchers.memory import MemoryLauncher
 from control_plane.settings import Settings
 

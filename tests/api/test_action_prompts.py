@@ -10,9 +10,10 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from agent.contracts.bot_config import BotConfig, BotSettings, Platform
-from control_plane.action_prompts import SYSTEM_PROMPT, launch_hook
+from control_plane.action_prompts.service import SYSTEM_PROMPT, launch_hook
+from control_plane.db.engine import DB
 from control_plane.db.models.bot import Meeting
-from control_plane.keys import DB, LAUNCH_HOOKS
+from control_plane.hooks import LAUNCH_HOOKS
 
 from .conftest import Caller, Tenants
 

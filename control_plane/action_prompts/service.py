@@ -18,13 +18,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.contracts.bot_config import ActionPrompt as ResolvedPrompt
 from agent.contracts.bot_config import BotConfig
-from control_plane.db.engine import Database
+from control_plane.db.engine import DB, Database
 from control_plane.db.models.action_prompt import ActionPrompt
 from control_plane.db.models.bot import Meeting
 from control_plane.db.models.workspace import Workspace
 from control_plane.errors import Conflict
-from control_plane.hooks import LaunchHook
-from control_plane.keys import DB, LAUNCH_HOOKS
+from control_plane.hooks import LAUNCH_HOOKS, LaunchHook
 
 SYSTEM_PROMPT = ResolvedPrompt(
     id="system",

@@ -17,20 +17,21 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, EmailStr, Field, RootModel
 from sqlalchemy import CursorResult, select, update
 
-from control_plane.api.api_keys import ApiKeyCreated, created_view
 from control_plane.api.http import json_response, path_uuid, read_body
 from control_plane.api.routes import ApiRoutes
-from control_plane.api.timestamps import UtcDateTime
-from control_plane.api.workspaces import Member
+from control_plane.api_keys.routes import ApiKeyCreated, created_view
 from control_plane.auth import api_keys
 from control_plane.auth.context import Role, auth_of
 from control_plane.auth.key_cache import KEY_CACHE
 from control_plane.auth.provisioning import get_or_create_user, issue_key
-from control_plane.auth.workspace_access import workspace_of_path
+from control_plane.db.engine import DB
 from control_plane.db.models.invitation import Invitation
 from control_plane.db.models.workspace import Membership, User
 from control_plane.errors import BadRequest, Conflict, NotFound
-from control_plane.keys import DB, SETTINGS
+from control_plane.settings import SETTINGS
+from control_plane.timestamps import UtcDateTime
+from control_plane.workspaces.access import workspace_of_path
+from control_plane.workspaces.routes import Member
 
 routes = ApiRoutes("invitations")
 
