@@ -3,8 +3,6 @@
 * :data:`StatusHook` — ``await hook(session, change)`` runs inside the transaction of every bot
   status change, after the meeting row and its audit row are written and before commit; raising
   rolls the change back. The webhook outbox emits ``bot.status_changed`` from one.
-* :data:`LaunchHook` — ``config = await hook(meeting, config)`` before a ``BotConfig`` goes to
-  the launcher (agent token, stream key, resolved action prompt).
 * :class:`ZoomTokenSource` — whether a usable stored Zoom connection exists for a launch, and
   minting an on-behalf-of token from it.
 * :data:`AgentCommander` — ``delivered = await send(bot_id, command)``; False when no agent of
@@ -26,7 +24,6 @@ from typing import Protocol
 from aiohttp import web
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from agent.contracts.bot_config import BotConfig
 from agent.contracts.link import Command
 from control_plane.db.models.bot import Meeting
 from control_plane.records.schemas import Recording, Screenshot
@@ -52,7 +49,6 @@ class StatusChange:
 
 
 StatusHook = Callable[[AsyncSession, StatusChange], Awaitable[None]]
-LaunchHook = Callable[[Meeting, BotConfig], Awaitable[BotConfig]]
 AgentCommander = Callable[[uuid.UUID, Command], Awaitable[bool]]
 ArtifactLister = Callable[
     [AsyncSession, Meeting], Awaitable[tuple[list[Recording], list[Screenshot]]]
@@ -81,7 +77,6 @@ class ZoomTokenSource(Protocol):
 
 STATUS_HOOKS: web.AppKey[list[StatusHook]] = web.AppKey("status_hooks")
 """In-transaction status hooks (the metrics counter, the webhook outbox)."""
-LAUNCH_HOOKS: web.AppKey[list[LaunchHook]] = web.AppKey("launch_hooks")
 ZOOM_TOKENS = web.AppKey("zoom_tokens", ZoomTokenSource)
 """Usable Zoom connections and OBF minting (set by the Zoom integration)."""
 AGENT_COMMANDS: web.AppKey[AgentCommander] = web.AppKey("agent_commands")

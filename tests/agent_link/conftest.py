@@ -16,9 +16,9 @@ from sqlalchemy import update
 
 from agent.contracts.bot_config import BotConfig, BotSettings, Platform
 from agent.contracts.status import BotStatus
+from control_plane.bots.config_builder import CONFIG_BUILDER
 from control_plane.db.engine import DB
 from control_plane.db.models.bot import Meeting
-from control_plane.hooks import LAUNCH_HOOKS
 from control_plane.launchers.memory import MemoryLauncher
 from control_plane.settings import Settings
 from tests.agent_link.peer import ScriptedAgent
@@ -103,16 +103,7 @@ def launch_bot(
                 name="Weekly sync",
             )
             session.add(meeting)
-        config = BotConfig(
-            bot_id=meeting.bot_id,
-            meeting_id=meeting.id,
-            platform=Platform.GOOGLE_MEET,
-            meeting_url=meeting.constructed_meeting_url,
-            native_meeting_id=meeting.native_meeting_id,
-            settings=bot_settings,
-        )
-        for hook in client.app[LAUNCH_HOOKS]:
-            config = await hook(meeting, config)
+        config = await client.app[CONFIG_BUILDER].build(meeting)
         handle = await launcher.launch(config)
         async with client.app[DB].sessions.begin() as session:
             await session.execute(
