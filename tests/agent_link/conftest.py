@@ -1,5 +1,5 @@
 """Fixtures of the agent-link tests: the real app (SQLite and PostgreSQL, from the API tests'
-fixtures) with short link timeouts, bots launched through the real launch hook, and a
+fixtures) with short link timeouts, bots launched through the real config builder, and a
 scripted agent peer that speaks the link protocol over a real WebSocket."""
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def settings(database_url: str, tmp_path: Path) -> Settings:  # noqa: F811 - nar
 
 @dataclass(frozen=True)
 class LaunchedBot:
-    """A bot row plus the ``BotConfig`` its launch hooks produced (agent token, stream key)."""
+    """A bot row plus the ``BotConfig`` the config builder produced (agent token, stream key)."""
 
     meeting_id: int
     bot_id: uuid.UUID
