@@ -2,7 +2,8 @@
 
 A :class:`BackgroundLoop` awaits ``step()`` again and again in one task it owns: after each
 step it waits ``interval`` seconds, or less when :meth:`~BackgroundLoop.wake` is called, or not
-at all when the step returned True ("more is due now"). A step that raises is logged and the
+at all when the step returned True ("more is due now"), or as long as a step that returned a
+number of seconds asked. A step that raises is logged and the
 loop goes on. Stopping sets an event and waits for the step in progress to finish — a step is
 never cancelled in the middle (a task cancelled inside a transaction can leave a SQLite
 connection holding the write lock until it is garbage-collected, and on any database it drops
@@ -27,7 +28,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 log = logging.getLogger(__name__)
 
 Step = Callable[[], Awaitable[object]]
-"""``await step()``; returning ``True`` asks for the next step at once (no pause)."""
+"""``await step()``; returning ``True`` asks for the next step at once (no pause), a float for a
+pause of that many seconds (0 = none), anything else for the loop's ``interval``."""
 
 DEFAULT_STOP_GRACE_S = 30.0
 
@@ -87,11 +89,10 @@ class BackgroundLoop:
                 raise
             except Exception:  # the loop must outlive one failed step (a database hiccup)
                 log.exception("background step failed", extra={"loop": self.name})
-                again = False
+                again = None
             if self._stopping.is_set():
                 break
-            if again is not True:
-                await self._pause(self.interval)
+            await self._pause(_pause_after(again, self.interval))
 
     def start(self) -> None:
         """Run the loop in a task owned by this object.
@@ -118,6 +119,11 @@ class BackgroundLoop:
         with contextlib.suppress(asyncio.CancelledError):
             await task
 
+    @property
+    def stopping(self) -> bool:
+        """Whether a stop was requested."""
+        return self._stopping.is_set()
+
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[BackgroundLoop]:
         """Start the loop for the body of the ``async with``, stop it on the way out."""
@@ -126,3 +132,11 @@ class BackgroundLoop:
             yield self
         finally:
             await self.stop()
+
+
+def _pause_after(outcome: object, interval: float) -> float:
+    if outcome is True:
+        return 0.0
+    if isinstance(outcome, float | int) and not isinstance(outcome, bool):
+        return max(0.0, float(outcome))
+    return interval

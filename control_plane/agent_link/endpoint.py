@@ -39,6 +39,7 @@ from control_plane.storage.local import (
     SignatureExpired,
     SignatureInvalid,
 )
+from control_plane.webhooks.wiring import OUTBOX
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +80,7 @@ async def agent_link(request: web.Request) -> web.StreamResponse:
     identity = await authenticate_agent(request, bot_id)
     app = request.app
     hub = app[AGENT_HUB]
-    store = FrameStore(app[DB], hub, identity, app[STATUS_HOOKS])
+    store = FrameStore(app[DB], hub, identity, app[STATUS_HOOKS], app[OUTBOX])
     ws = web.WebSocketResponse(max_msg_size=_MAX_FRAME_BYTES)
     await ws.prepare(request)
     await hub.attach(bot_id, ws)
