@@ -46,7 +46,6 @@ from agent.contracts.link import (  # noqa: E402 — after the path set-up above
 from agent.contracts.status import BotStatus  # noqa: E402
 from bench.stats import free_port, percentile  # noqa: E402 — after the path set-up above
 from control_plane.app import create_app  # noqa: E402
-from control_plane.auth.context import Role  # noqa: E402
 from control_plane.auth.provisioning import (  # noqa: E402
     add_member,
     create_workspace,
@@ -57,6 +56,7 @@ from control_plane.bots.config_builder import CONFIG_BUILDER  # noqa: E402
 from control_plane.db.engine import DB  # noqa: E402
 from control_plane.db.migrate import upgrade  # noqa: E402
 from control_plane.db.models.bot import Meeting  # noqa: E402
+from control_plane.enums import Role  # noqa: E402
 from control_plane.launchers.memory import MemoryLauncher  # noqa: E402
 from control_plane.settings import Settings  # noqa: E402
 

@@ -41,7 +41,6 @@ from control_plane.bots.transcription import transcription_step
 from control_plane.db.engine import DB, create_database
 from control_plane.hooks import (
     AGENT_COMMANDS,
-    ARTIFACT_LISTER,
     PURGE_HOOKS,
     STATUS_HOOKS,
     ZOOM_TOKENS,
@@ -50,6 +49,7 @@ from control_plane.invitations import routes as invitations
 from control_plane.launchers import create_launcher
 from control_plane.launchers.base import LAUNCHER, BotLauncher
 from control_plane.meetings import routes as meeting_routes
+from control_plane.meetings.artifacts import ARTIFACT_LISTER, first_recording_url
 from control_plane.meta import routes as meta
 from control_plane.metrics import METRICS, Metrics
 from control_plane.settings import SETTINGS, Settings
@@ -128,6 +128,7 @@ async def _bots_ctx(app: web.Application) -> AsyncIterator[None]:
     settings = app[SETTINGS]
     builder = bot_config_builder(app)
     status_hooks = app[STATUS_HOOKS]
+    lister = app.get(ARTIFACT_LISTER)
     app[CONFIG_BUILDER] = builder
     app[BOT_SERVICE] = BotService(
         database=app[DB],
@@ -136,7 +137,7 @@ async def _bots_ctx(app: web.Application) -> AsyncIterator[None]:
         status_hooks=status_hooks,
         zoom_tokens=app.get(ZOOM_TOKENS),
         agent_commands=app.get(AGENT_COMMANDS),
-        artifact_lister=app.get(ARTIFACT_LISTER),
+        recording_url=first_recording_url(lister) if lister is not None else None,
     )
     scheduler = Scheduler(
         database=app[DB],

@@ -7,8 +7,8 @@
   minting an on-behalf-of token from it.
 * :data:`AgentCommander` — ``delivered = await send(bot_id, command)``; False when no agent of
   that bot is connected.
-* :data:`ArtifactLister` — ``recordings, screenshots = await list(session, meeting)`` with
-  presigned URLs, for the full meeting record and the bot's ``recording_url`` (first recording).
+* :data:`RecordingUrl` — ``url = await first(session, meeting)``: the presigned URL of the
+  bot's main recording, or None (built from ``control_plane.meetings.artifacts.ArtifactLister``).
 * :data:`PurgeHook` — ``await purge(session, meeting)`` inside the purge transaction of
   ``DELETE /api/v1/meetings/{id}``: delete this part's rows (chat, artifacts) and stored files.
 """
@@ -26,7 +26,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.contracts.link import Command
 from control_plane.db.models.bot import Meeting
-from control_plane.records.schemas import Recording, Screenshot
 
 
 @dataclass(frozen=True)
@@ -50,9 +49,7 @@ class StatusChange:
 
 StatusHook = Callable[[AsyncSession, StatusChange], Awaitable[None]]
 AgentCommander = Callable[[uuid.UUID, Command], Awaitable[bool]]
-ArtifactLister = Callable[
-    [AsyncSession, Meeting], Awaitable[tuple[list[Recording], list[Screenshot]]]
-]
+RecordingUrl = Callable[[AsyncSession, Meeting], Awaitable[str | None]]
 PurgeHook = Callable[[AsyncSession, Meeting], Awaitable[None]]
 
 
@@ -81,7 +78,5 @@ ZOOM_TOKENS = web.AppKey("zoom_tokens", ZoomTokenSource)
 """Usable Zoom connections and OBF minting (set by the Zoom integration)."""
 AGENT_COMMANDS: web.AppKey[AgentCommander] = web.AppKey("agent_commands")
 """Sends a command to a connected agent; set by the agent link."""
-ARTIFACT_LISTER: web.AppKey[ArtifactLister] = web.AppKey("artifact_lister")
-"""Recordings and screenshots of a meeting with presigned URLs; set by the agent link."""
 PURGE_HOOKS: web.AppKey[list[PurgeHook]] = web.AppKey("purge_hooks")
 """In-transaction purge of other parts' meeting data (chat, artifacts)."""

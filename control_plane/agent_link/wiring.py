@@ -28,14 +28,9 @@ from control_plane.agent_link.stream_tokens import StreamTokenSigner
 from control_plane.db.engine import DB, Database
 from control_plane.db.models.agent_link import AgentLink
 from control_plane.db.models.bot import Meeting
-from control_plane.hooks import (
-    AGENT_COMMANDS,
-    ARTIFACT_LISTER,
-    PURGE_HOOKS,
-    STATUS_HOOKS,
-    AgentCommander,
-)
+from control_plane.hooks import AGENT_COMMANDS, PURGE_HOOKS, STATUS_HOOKS, AgentCommander
 from control_plane.launchers.base import LAUNCHER
+from control_plane.meetings.artifacts import ARTIFACT_LISTER
 from control_plane.metrics import METRICS
 from control_plane.settings import SETTINGS
 from control_plane.storage.factory import build_storage

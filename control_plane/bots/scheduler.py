@@ -34,7 +34,7 @@ from aiohttp import web
 from sqlalchemy import select, update
 
 from agent.contracts.bot_config import BotConfig
-from agent.contracts.status import BotStatus, StatusReason
+from agent.contracts.status import DUE_STATUSES, BotStatus, StatusReason
 from control_plane.api.idempotency import purge_expired
 from control_plane.background import BackgroundLoop
 from control_plane.bots.config_builder import BotConfigBuilder, log_launch_error
@@ -52,7 +52,7 @@ log = logging.getLogger(__name__)
 STOP_GRACE_SECONDS = 30.0
 """How long a stop waits for a pass in progress (a launcher hanging) before cancelling it."""
 
-_DUE_STATUSES = (BotStatus.SCHEDULED.value, BotStatus.REQUESTED.value)
+_DUE = tuple(status.value for status in DUE_STATUSES)
 _MAINTENANCE_EVERY_S = 60.0
 
 
@@ -141,7 +141,7 @@ class Scheduler:
                         await session.execute(
                             select(Meeting)
                             .where(
-                                Meeting.status.in_(_DUE_STATUSES),
+                                Meeting.status.in_(_DUE),
                                 Meeting.launch_claimed_at.is_(None),
                                 Meeting.launch_at <= now,
                             )
@@ -160,7 +160,7 @@ class Scheduler:
                 due = (
                     select(Meeting.id)
                     .where(
-                        Meeting.status.in_(_DUE_STATUSES),
+                        Meeting.status.in_(_DUE),
                         Meeting.launch_claimed_at.is_(None),
                         Meeting.launch_at <= now,
                     )

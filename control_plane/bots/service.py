@@ -30,7 +30,12 @@ from agent.contracts.meeting_urls import (
     MissingMeetingReference,
     resolve_meeting,
 )
-from agent.contracts.status import FINAL_STATUSES, BotStatus, StatusReason
+from agent.contracts.status import (
+    FINAL_STATUSES,
+    UPDATABLE_STATUSES,
+    BotStatus,
+    StatusReason,
+)
 from control_plane.action_prompts.service import version_of_workspace
 from control_plane.auth.context import AuthContext
 from control_plane.bots.schemas import (
@@ -46,7 +51,7 @@ from control_plane.db.engine import Database
 from control_plane.db.models.bot import Meeting
 from control_plane.db.models.workspace import Workspace
 from control_plane.errors import Conflict, ErrorItem, NotFound, Validation
-from control_plane.hooks import AgentCommander, ArtifactLister, StatusHook, ZoomTokenSource
+from control_plane.hooks import AgentCommander, RecordingUrl, StatusHook, ZoomTokenSource
 from control_plane.launchers.base import BotLauncher, LaunchHandle
 from control_plane.records.render import to_record
 from control_plane.records.schemas import BotRecord
@@ -54,10 +59,6 @@ from control_plane.settings import Settings
 
 log = logging.getLogger(__name__)
 
-UPDATABLE_STATUSES = frozenset({BotStatus.REQUESTED, BotStatus.SCHEDULED})
-STOPPABLE_STATUSES = frozenset(
-    {BotStatus.REQUESTED, BotStatus.JOINING, BotStatus.AWAITING_ADMISSION, BotStatus.ACTIVE}
-)
 
 # Launch options copied from a request into BotSettings when given.
 _SETTING_FIELDS = tuple(BotSettings.model_fields)
@@ -213,7 +214,8 @@ class BotService:
         status_hooks: In-transaction status hooks (the app's live list).
         zoom_tokens: The Zoom integration's token source, or None when it is absent.
         agent_commands: Sends a command to a bot's agent, or None without an agent link.
-        artifact_lister: Lists a meeting's recordings, or None without artifact storage.
+        recording_url: Finds the URL of a bot's main recording, or None without artifact
+            storage.
     """
 
     database: Database
@@ -222,7 +224,7 @@ class BotService:
     status_hooks: Sequence[StatusHook] = ()
     zoom_tokens: ZoomTokenSource | None = None
     agent_commands: AgentCommander | None = None
-    artifact_lister: ArtifactLister | None = None
+    recording_url: RecordingUrl | None = None
 
     async def require_zoom_token(
         self, auth: AuthContext, body: BotCreate | ScheduledBotCreate
@@ -335,15 +337,11 @@ class BotService:
         await record_creation(session, meeting, reason, hooks=hooks, at=now)
         return meeting
 
-    async def recording_url_of(
-        self, session: AsyncSession, meeting: Meeting
-    ) -> str | None:
+    async def recording_url_of(self, session: AsyncSession, meeting: Meeting) -> str | None:
         """Presigned URL of the bot's main (first) recording, when the artifact part is present."""
-        lister = self.artifact_lister
-        if lister is None:
+        if self.recording_url is None:
             return None
-        recordings, _ = await lister(session, meeting)
-        return recordings[0].url if recordings else None
+        return await self.recording_url(session, meeting)
 
     async def update_bot(
         self, auth: AuthContext, bot_id: uuid.UUID, update: BotUpdate

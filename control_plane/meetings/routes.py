@@ -19,7 +19,8 @@ from control_plane.db.engine import DB
 from control_plane.db.models.bot import Meeting
 from control_plane.db.models.segment import Segment
 from control_plane.errors import Conflict, NotFound
-from control_plane.hooks import ARTIFACT_LISTER, PURGE_HOOKS
+from control_plane.hooks import PURGE_HOOKS
+from control_plane.meetings.artifacts import ARTIFACT_LISTER
 from control_plane.meetings.schemas import (
     MeetingList,
     MeetingListItem,

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from agent.contracts.bot_config import Platform
 from agent.contracts.status import BotStatus
-from control_plane.records.schemas import BotRecord, MeetingData, Recording, Screenshot
+from control_plane.records.schemas import BotRecord, MeetingData
 from control_plane.timestamps import UtcDateTime
 
 
@@ -31,6 +31,28 @@ class MeetingList(BaseModel):
     meetings: list[MeetingListItem]
 
 
+
+
+class Recording(BaseModel):
+    """A recording of the meeting with a presigned URL (valid 1 hour)."""
+
+    id: str
+    format: str | None
+    content_type: str
+    duration_s: float | None
+    size_bytes: int
+    created_at: UtcDateTime
+    url: str
+    expires_at: UtcDateTime
+
+
+class Screenshot(BaseModel):
+    """A screenshot of the bot's view with a presigned URL (valid 1 hour)."""
+
+    id: str
+    captured_at: UtcDateTime | None
+    url: str
+    expires_at: UtcDateTime
 
 
 class TranscriptSummary(BaseModel):

@@ -2,8 +2,7 @@
 
 :class:`BotRecord` is the ``MeetingResponse`` of every bot route and the base of the full
 meeting record; :class:`MeetingQuery` is the list query of ``GET /api/v1/meetings`` and
-``GET /api/v1/bots``; :class:`Recording`/:class:`Screenshot` are what the artifact lister
-(``control_plane.hooks.ArtifactLister``) returns.
+``GET /api/v1/bots``.
 """
 
 from __future__ import annotations
@@ -74,25 +73,3 @@ class Message(BaseModel):
     """``{message}`` answers (cancel, purge)."""
 
     message: str
-
-
-class Recording(BaseModel):
-    """A recording of the meeting with a presigned URL (valid 1 hour)."""
-
-    id: str
-    format: str | None
-    content_type: str
-    duration_s: float | None
-    size_bytes: int
-    created_at: UtcDateTime
-    url: str
-    expires_at: UtcDateTime
-
-
-class Screenshot(BaseModel):
-    """A screenshot of the bot's view with a presigned URL (valid 1 hour)."""
-
-    id: str
-    captured_at: UtcDateTime | None
-    url: str
-    expires_at: UtcDateTime

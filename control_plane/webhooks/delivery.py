@@ -46,10 +46,10 @@ from control_plane.db.models.webhook import (
     WebhookEndpoint,
     WebhookMessage,
 )
+from control_plane.enums import AttemptStatus
 from control_plane.webhooks.ids import new_id
 from control_plane.webhooks.metrics import WebhookMetrics
 from control_plane.webhooks.outbox import pending_messages
-from control_plane.webhooks.schemas import AttemptStatus
 from control_plane.webhooks.signing import signed_headers
 from control_plane.webhooks.ssrf import TargetPolicy, TargetRefused, check_url, client_session
 

@@ -48,6 +48,7 @@ from svix.api import (
 from svix.exceptions import HttpError, HTTPValidationError
 
 from control_plane.background import BackgroundLoop
+from control_plane.enums import AttemptStatus
 from control_plane.errors import DomainError, ErrorItem, Validation
 from control_plane.webhooks.errors import (
     WebhookEndpointNotFound,
@@ -58,7 +59,6 @@ from control_plane.webhooks.events import CATALOGUE, openapi_webhooks
 from control_plane.webhooks.metrics import WebhookMetrics
 from control_plane.webhooks.outbox import claim_message, pending_messages
 from control_plane.webhooks.schemas import (
-    AttemptStatus,
     DeliveryAttempt,
     Endpoint,
     EndpointCreate,

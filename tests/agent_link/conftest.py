@@ -80,8 +80,8 @@ def launch_bot(
     owner: Caller,  # noqa: F811
     launcher: MemoryLauncher,  # noqa: F811
 ) -> LaunchBot:
-    """Store a bot for ``owner``, run the app's launch hooks and launch it as the scheduler
-    does (the memory launcher's handle becomes ``bot_container_id``)."""
+    """Store a bot for ``owner``, build its config with the app's builder and launch it as the
+    scheduler does (the memory launcher's handle becomes ``bot_container_id``)."""
 
     async def launch(
         status: BotStatus = BotStatus.REQUESTED,

@@ -27,9 +27,10 @@ from control_plane.app import create_app
 from control_plane.db.engine import DB
 from control_plane.db.models.agent_link import AgentLink, Artifact, ChatMessage
 from control_plane.db.models.bot import Meeting
-from control_plane.hooks import AGENT_COMMANDS, ARTIFACT_LISTER, STATUS_HOOKS
+from control_plane.hooks import AGENT_COMMANDS, STATUS_HOOKS
 from control_plane.launchers.base import LAUNCHER, LaunchHandle
 from control_plane.launchers.memory import MemoryLauncher
+from control_plane.meetings.artifacts import ARTIFACT_LISTER
 from control_plane.settings import Settings
 from control_plane.storage.base import artifact_key
 from tests.agent_link.conftest import Client, ConnectAgent, LaunchBot

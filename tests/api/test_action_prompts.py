@@ -1,5 +1,6 @@
 """Action prompts: versions per name, listing, and the bot's prompt resolution chain
-(bot's version → workspace default → system prompt), as the launch hook applies it."""
+(bot's version → workspace default → system prompt), as the config builder's ``action_prompt``
+step applies it."""
 
 from __future__ import annotations
 

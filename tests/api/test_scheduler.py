@@ -15,12 +15,12 @@ from sqlalchemy import func, insert, select
 
 from agent.contracts.status import BotStatus
 from control_plane.app import create_app
-from control_plane.auth.context import Role
 from control_plane.auth.provisioning import add_member, create_workspace, get_or_create_user
 from control_plane.bots.config_builder import BotConfigBuilder
 from control_plane.bots.scheduler import Scheduler
 from control_plane.db.engine import DB, Database, create_database
 from control_plane.db.models.bot import BotStatusChange, Meeting
+from control_plane.enums import Role
 from control_plane.launchers.memory import MemoryLauncher
 from control_plane.settings import Settings
 from tests.api.conftest import Caller

@@ -22,7 +22,6 @@ from standardwebhooks.webhooks import Webhook
 
 from agent.contracts.status import BotStatus
 from control_plane.app import create_app
-from control_plane.auth.context import Role
 from control_plane.bots import status as status_service
 from control_plane.bots.status import lock_meeting
 from control_plane.db.engine import DB, Database, create_database
@@ -33,6 +32,7 @@ from control_plane.db.models.webhook import (
     WebhookEndpoint,
     WebhookMessage,
 )
+from control_plane.enums import Role
 from control_plane.hooks import STATUS_HOOKS
 from control_plane.launchers.memory import MemoryLauncher
 from control_plane.settings import Settings
