@@ -26,6 +26,7 @@ import aiohttp
 from pydantic import ValidationError
 
 from agent.contracts.link import ArtifactKind, UploadRequest, UploadSlot
+from agent.contracts.wire import agent_uploads_path, bearer
 from agent.errors import CommandError
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -84,7 +85,7 @@ class ArtifactUploader:
         headers = dict(slot.headers)
         headers.setdefault("Content-Type", content_type)
         if slot.agent_auth and self._agent_token:
-            headers["Authorization"] = f"Bearer {self._agent_token}"
+            headers.update(bearer(self._agent_token))
         timeout = aiohttp.ClientTimeout(total=60)
         try:
             async with (
@@ -114,8 +115,8 @@ class ArtifactUploader:
             CommandError: ``upload_failed`` when the control plane refuses or is unreachable.
         """
         body = UploadRequest(kind=kind, name=name, content_type=content_type)
-        url = f"{control_plane_url.rstrip('/')}/internal/v1/agents/{bot_id}/uploads"
-        headers = {"Authorization": f"Bearer {self._agent_token or ''}"}
+        url = f"{control_plane_url.rstrip('/')}{agent_uploads_path(bot_id)}"
+        headers = bearer(self._agent_token or "")
         timeout = aiohttp.ClientTimeout(total=30)
         try:
             async with (
@@ -143,7 +144,7 @@ class ArtifactUploader:
         headers = dict(slot.headers)
         headers.setdefault("Content-Type", content_type)
         if slot.agent_auth and self._agent_token:
-            headers["Authorization"] = f"Bearer {self._agent_token}"
+            headers.update(bearer(self._agent_token))
         size = (await asyncio.to_thread(path.stat)).st_size
         headers["Content-Length"] = str(size)
         # Generous: a long meeting's recording over a slow uplink.

@@ -32,7 +32,7 @@ from aiohttp import web
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from agent.contracts.bot_config import BotConfig, BotSettings, Platform  # noqa: E402
+from agent.contracts.bot_config import BotSettings  # noqa: E402
 from agent.contracts.link import (  # noqa: E402 — after the path set-up above
     Ack,
     Command,
@@ -46,16 +46,17 @@ from agent.contracts.link import (  # noqa: E402 — after the path set-up above
 from agent.contracts.status import BotStatus  # noqa: E402
 from bench.stats import free_port, percentile  # noqa: E402 — after the path set-up above
 from control_plane.app import create_app  # noqa: E402
-from control_plane.auth.context import Role  # noqa: E402
 from control_plane.auth.provisioning import (  # noqa: E402
     add_member,
     create_workspace,
     get_or_create_user,
     issue_key,
 )
+from control_plane.bots.config_builder import CONFIG_BUILDER  # noqa: E402
+from control_plane.db.engine import DB  # noqa: E402
 from control_plane.db.migrate import upgrade  # noqa: E402
 from control_plane.db.models.bot import Meeting  # noqa: E402
-from control_plane.keys import DB, LAUNCH_HOOKS  # noqa: E402
+from control_plane.enums import Role  # noqa: E402
 from control_plane.launchers.memory import MemoryLauncher  # noqa: E402
 from control_plane.settings import Settings  # noqa: E402
 
@@ -110,15 +111,7 @@ async def _bots(app: web.Application, count: int) -> tuple[str, list[tuple[str, 
         session.add_all(meetings)
     bots = []
     for meeting in meetings:
-        config = BotConfig(
-            bot_id=meeting.bot_id,
-            meeting_id=meeting.id,
-            platform=Platform.GOOGLE_MEET,
-            meeting_url=meeting.constructed_meeting_url,
-            native_meeting_id=meeting.native_meeting_id,
-        )
-        for hook in app[LAUNCH_HOOKS]:
-            config = await hook(meeting, config)
+        config = await app[CONFIG_BUILDER].build(meeting)
         assert config.agent_token is not None
         bots.append((str(meeting.bot_id), config.agent_token))
     return issued.secret, bots

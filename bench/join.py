@@ -36,15 +36,15 @@ import psutil
 from aiohttp import web
 
 from control_plane.app import create_app
-from control_plane.auth.context import Role
 from control_plane.auth.provisioning import (
     add_member,
     create_workspace,
     get_or_create_user,
     issue_key,
 )
+from control_plane.db.engine import DB
 from control_plane.db.migrate import upgrade
-from control_plane.keys import DB
+from control_plane.enums import Role
 from control_plane.launchers.local import LocalLauncher
 from control_plane.settings import Settings
 from testmeeting import TestMeetingServer, parse_scenario

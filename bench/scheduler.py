@@ -30,12 +30,13 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
-from control_plane.auth.context import Role
 from control_plane.auth.provisioning import add_member, create_workspace, get_or_create_user
+from control_plane.bots.config_builder import BotConfigBuilder
 from control_plane.bots.scheduler import Scheduler
 from control_plane.db.engine import Database, create_database
 from control_plane.db.migrate import upgrade
 from control_plane.db.models.bot import Meeting
+from control_plane.enums import Role
 from control_plane.launchers.memory import MemoryLauncher
 
 
@@ -88,7 +89,7 @@ async def run(url: str, dialect: str, bots: int, loops: int, batch_size: int) ->
         Scheduler(
             database=db,
             launcher=launcher,
-            control_plane_url="http://bench",
+            config_builder=BotConfigBuilder(db, control_plane_url="http://bench"),
             interval=0.01,
             batch_size=batch_size,
         )

@@ -36,11 +36,10 @@ sys.path.insert(0, str(REPO))
 from bench.stats import percentile  # noqa: E402 — after the path set-up above
 from control_plane.app import create_app  # noqa: E402 — after the path set-up above
 from control_plane.auth.provisioning import create_workspace  # noqa: E402
-from control_plane.db.engine import create_database  # noqa: E402
+from control_plane.db.engine import DB, create_database  # noqa: E402
 from control_plane.db.migrate import upgrade  # noqa: E402
 from control_plane.db.models.bot import Meeting  # noqa: E402
-from control_plane.hooks import StatusChange  # noqa: E402
-from control_plane.keys import DB, STATUS_HOOKS  # noqa: E402
+from control_plane.hooks import STATUS_HOOKS, StatusChange  # noqa: E402
 from control_plane.launchers.memory import MemoryLauncher  # noqa: E402
 from control_plane.settings import Settings  # noqa: E402
 from control_plane.webhooks.events import EventType, TranscriptionReady  # noqa: E402

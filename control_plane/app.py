@@ -3,8 +3,9 @@
 ``create_app(settings)`` wires everything: the database and launcher (``cleanup_ctx``), the
 middlewares (observe → errors → auth), every resource's routes and the OpenAPI document
 generated from them. A resource module exposes ``routes: ApiRoutes`` and is listed once in
-:func:`resources`; background work (scheduler, deliveries) is a ``cleanup_ctx`` that owns its
-task and cancels and awaits it on shutdown.
+:func:`resources`; services get their dependencies in their constructors here; background work
+(scheduler, reaper, deliveries) is a ``cleanup_ctx`` that owns its loop and stops it gracefully
+(:mod:`control_plane.background`).
 """
 
 from __future__ import annotations
@@ -14,46 +15,49 @@ from importlib import metadata
 
 from aiohttp import web
 
-from control_plane.action_prompts import action_prompts_ctx
+from control_plane.action_prompts import routes as action_prompts
+from control_plane.action_prompts.service import prompt_step
 from control_plane.agent_link import live
+from control_plane.agent_link.config_step import agent_token_step
+from control_plane.agent_link.keys import STREAM_SIGNER
 from control_plane.agent_link.wiring import setup_agent_link
-from control_plane.api import (
-    action_prompts,
-    api_keys,
-    invitations,
-    meta,
-    webhooks,
-    workspaces,
-    zoom_connections,
-)
 from control_plane.api.http import MAX_BODY_BYTES
 from control_plane.api.middlewares import auth_middleware, error_middleware, observe_middleware
-from control_plane.api.routes import ApiRoutes, build_openapi, spec_index
+from control_plane.api.routes import OPENAPI, ROUTE_SPECS, ApiRoutes, build_openapi, spec_index
+from control_plane.api_keys import routes as api_keys
 from control_plane.auth.key_cache import KEY_CACHE, KeyCache
-from control_plane.auth.ratelimit import RateLimiter
+from control_plane.auth.ratelimit import RATE_LIMITER, RateLimiter
 from control_plane.bots import routes as bot_routes
 from control_plane.bots import schedule_routes
-from control_plane.bots.scheduler import scheduler_ctx
-from control_plane.bots.transcription import launch_hook as transcription_launch_hook
-from control_plane.db.engine import create_database
-from control_plane.keys import (
-    DB,
-    LAUNCH_HOOKS,
-    LAUNCHER,
-    METRICS,
-    OPENAPI,
-    PURGE_HOOKS,
-    RATE_LIMITER,
-    ROUTE_SPECS,
-    SETTINGS,
-    STATUS_HOOKS,
+from control_plane.bots.config_builder import (
+    CONFIG_BUILDER,
+    BotConfigBuilder,
+    NetworkStep,
+    TransactionStep,
 )
+from control_plane.bots.scheduler import SCHEDULER, Scheduler
+from control_plane.bots.service import BOT_SERVICE, BotService
+from control_plane.bots.transcription import transcription_step
+from control_plane.db.engine import DB, create_database
+from control_plane.hooks import (
+    AGENT_COMMANDS,
+    PURGE_HOOKS,
+    STATUS_HOOKS,
+    ZOOM_TOKENS,
+)
+from control_plane.invitations import routes as invitations
 from control_plane.launchers import create_launcher
-from control_plane.launchers.base import BotLauncher
+from control_plane.launchers.base import LAUNCHER, BotLauncher
 from control_plane.meetings import routes as meeting_routes
-from control_plane.metrics import Metrics
-from control_plane.settings import Settings
+from control_plane.meetings.artifacts import ARTIFACT_LISTER, first_recording_url
+from control_plane.meta import routes as meta
+from control_plane.metrics import METRICS, Metrics
+from control_plane.settings import SETTINGS, Settings
+from control_plane.webhooks import routes as webhooks
 from control_plane.webhooks.wiring import add_to_openapi, webhooks_ctx
+from control_plane.workspaces import routes as workspaces
+from control_plane.zoom import routes as zoom_connections
+from control_plane.zoom.config_step import zoom_token_step
 from control_plane.zoom.wiring import zoom_ctx
 
 
@@ -102,6 +106,52 @@ def _launcher_ctx(
     return ctx
 
 
+def bot_config_builder(app: web.Application) -> BotConfigBuilder:
+    """THE list of steps that build a launched bot's ``BotConfig``, in order (see
+    :mod:`control_plane.bots.config_builder`); needs the Zoom and agent-link contexts started."""
+    settings = app[SETTINGS]
+    return BotConfigBuilder(
+        database=app[DB],
+        control_plane_url=settings.effective_public_url,
+        network_steps=(NetworkStep("zoom_obf_token", zoom_token_step(app.get(ZOOM_TOKENS))),),
+        transaction_steps=(
+            TransactionStep("transcription_models", transcription_step(settings)),
+            TransactionStep("action_prompt", prompt_step),
+            TransactionStep("agent_token", agent_token_step(app[STREAM_SIGNER])),
+        ),
+    )
+
+
+async def _bots_ctx(app: web.Application) -> AsyncIterator[None]:
+    """The bot service, the config builder and the scheduler's owned loop (stopped after the
+    pass in progress, before the rest shuts down)."""
+    settings = app[SETTINGS]
+    builder = bot_config_builder(app)
+    status_hooks = app[STATUS_HOOKS]
+    lister = app.get(ARTIFACT_LISTER)
+    app[CONFIG_BUILDER] = builder
+    app[BOT_SERVICE] = BotService(
+        database=app[DB],
+        settings=settings,
+        launcher=app[LAUNCHER],
+        status_hooks=status_hooks,
+        zoom_tokens=app.get(ZOOM_TOKENS),
+        agent_commands=app.get(AGENT_COMMANDS),
+        recording_url=first_recording_url(lister) if lister is not None else None,
+    )
+    scheduler = Scheduler(
+        database=app[DB],
+        launcher=app[LAUNCHER],
+        config_builder=builder,
+        status_hooks=status_hooks,
+        metrics=app[METRICS],
+        interval=settings.scheduler_interval_seconds,
+    )
+    app[SCHEDULER] = scheduler
+    async with scheduler.loop.running():
+        yield
+
+
 def create_app(settings: Settings, *, launcher: BotLauncher | None = None) -> web.Application:
     """Build the control plane application.
 
@@ -126,7 +176,6 @@ def create_app(settings: Settings, *, launcher: BotLauncher | None = None) -> we
     app[KEY_CACHE] = KeyCache(ttl=settings.auth_cache_ttl_seconds)
     app[STATUS_HOOKS] = []
     app[STATUS_HOOKS].append(app[METRICS].count_status_change)
-    app[LAUNCH_HOOKS] = [transcription_launch_hook(settings)]
     app[PURGE_HOOKS] = []
     all_routes = resources()
     for res in all_routes:
@@ -137,9 +186,8 @@ def create_app(settings: Settings, *, launcher: BotLauncher | None = None) -> we
     app.cleanup_ctx.append(_database_ctx)
     app.cleanup_ctx.append(_launcher_ctx(launcher))
     app.cleanup_ctx.append(zoom_ctx)
-    app.cleanup_ctx.append(action_prompts_ctx)
     app.cleanup_ctx.append(webhooks_ctx)
     setup_agent_link(app)
     # Last to start, first to stop: no launch runs while the rest shuts down.
-    app.cleanup_ctx.append(scheduler_ctx)
+    app.cleanup_ctx.append(_bots_ctx)
     return app

@@ -1,16 +1,14 @@
-"""Extension points other parts plug into (registered on the app under ``control_plane.keys``).
+"""Extension points other parts plug into, and the application keys they are registered under.
 
 * :data:`StatusHook` — ``await hook(session, change)`` runs inside the transaction of every bot
   status change, after the meeting row and its audit row are written and before commit; raising
   rolls the change back. The webhook outbox emits ``bot.status_changed`` from one.
-* :data:`LaunchHook` — ``config = await hook(meeting, config)`` before a ``BotConfig`` goes to
-  the launcher (agent token, stream key, resolved action prompt).
 * :class:`ZoomTokenSource` — whether a usable stored Zoom connection exists for a launch, and
   minting an on-behalf-of token from it.
 * :data:`AgentCommander` — ``delivered = await send(bot_id, command)``; False when no agent of
   that bot is connected.
-* :data:`ArtifactLister` — ``recordings, screenshots = await list(session, meeting)`` with
-  presigned URLs, for the full meeting record and the bot's ``recording_url`` (first recording).
+* :data:`RecordingUrl` — ``url = await first(session, meeting)``: the presigned URL of the
+  bot's main recording, or None (built from ``control_plane.meetings.artifacts.ArtifactLister``).
 * :data:`PurgeHook` — ``await purge(session, meeting)`` inside the purge transaction of
   ``DELETE /api/v1/meetings/{id}``: delete this part's rows (chat, artifacts) and stored files.
 """
@@ -23,12 +21,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from aiohttp import web
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from agent.contracts.bot_config import BotConfig
 from agent.contracts.link import Command
 from control_plane.db.models.bot import Meeting
-from control_plane.meetings.schemas import Recording, Screenshot
 
 
 @dataclass(frozen=True)
@@ -51,11 +48,8 @@ class StatusChange:
 
 
 StatusHook = Callable[[AsyncSession, StatusChange], Awaitable[None]]
-LaunchHook = Callable[[Meeting, BotConfig], Awaitable[BotConfig]]
 AgentCommander = Callable[[uuid.UUID, Command], Awaitable[bool]]
-ArtifactLister = Callable[
-    [AsyncSession, Meeting], Awaitable[tuple[list[Recording], list[Screenshot]]]
-]
+RecordingUrl = Callable[[AsyncSession, Meeting], Awaitable[str | None]]
 PurgeHook = Callable[[AsyncSession, Meeting], Awaitable[None]]
 
 
@@ -76,3 +70,13 @@ class ZoomTokenSource(Protocol):
             control_plane.errors.ProviderError: Zoom refused or failed.
         """
         ...
+
+
+STATUS_HOOKS: web.AppKey[list[StatusHook]] = web.AppKey("status_hooks")
+"""In-transaction status hooks (the metrics counter, the webhook outbox)."""
+ZOOM_TOKENS = web.AppKey("zoom_tokens", ZoomTokenSource)
+"""Usable Zoom connections and OBF minting (set by the Zoom integration)."""
+AGENT_COMMANDS: web.AppKey[AgentCommander] = web.AppKey("agent_commands")
+"""Sends a command to a connected agent; set by the agent link."""
+PURGE_HOOKS: web.AppKey[list[PurgeHook]] = web.AppKey("purge_hooks")
+"""In-transaction purge of other parts' meeting data (chat, artifacts)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -55,3 +56,7 @@ class Metrics:
         """A status hook (``control_plane.hooks.StatusHook``) counting changes by new status."""
         del session  # counting needs no database
         self.status_changes.labels(change.status).inc()
+
+
+METRICS = web.AppKey("metrics", Metrics)
+"""The application's metrics."""

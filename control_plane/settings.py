@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
+from aiohttp import web
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
@@ -115,3 +116,7 @@ class Settings(BaseSettings):
     def effective_public_url(self) -> str:
         """The base URL agents and clients use to reach this control plane."""
         return self.public_url.rstrip("/") or f"http://{self.host}:{self.port}"
+
+
+SETTINGS = web.AppKey("settings", Settings)
+"""The process's settings on the application."""

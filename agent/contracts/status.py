@@ -54,6 +54,21 @@ LIVE_STATUSES: frozenset[BotStatus] = frozenset(
     }
 )
 
+# Statuses in which a bot has not launched yet: PATCH may change its options, the scheduler
+# launches it once its launch_at is due.
+UPDATABLE_STATUSES: frozenset[BotStatus] = frozenset({BotStatus.REQUESTED, BotStatus.SCHEDULED})
+DUE_STATUSES: frozenset[BotStatus] = UPDATABLE_STATUSES
+
+# Statuses in which the agent has (or is about to have) a stream to subscribe to.
+STREAMING_STATUSES: frozenset[BotStatus] = frozenset(
+    {BotStatus.REQUESTED, BotStatus.JOINING, BotStatus.AWAITING_ADMISSION, BotStatus.ACTIVE}
+)
+
+# Statuses in which the bot never started joining (no chat to read yet).
+NOT_JOINED_STATUSES: frozenset[BotStatus] = frozenset(
+    {BotStatus.SCHEDULED, BotStatus.REQUESTED, BotStatus.CANCELLED}
+)
+
 
 def can_transition(current: BotStatus, target: BotStatus) -> bool:
     """Return whether ``current → target`` is a legal move of DESIGN.md §3."""

@@ -29,6 +29,7 @@ from agent.contracts.link import (
     Register,
     parse_control_plane_frame,
 )
+from agent.contracts.wire import agent_link_path, bearer
 from agent.link.outbox import Outbox
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ def agent_link_url(control_plane_url: str, bot_id: str) -> str:
         base = "wss://" + base.removeprefix("https://")
     elif base.startswith("http://"):
         base = "ws://" + base.removeprefix("http://")
-    return f"{base}/internal/v1/agents/{bot_id}"
+    return f"{base}{agent_link_path(bot_id)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +125,7 @@ class LinkClient:
 
     async def _run(self) -> None:
         delay = self._timing.reconnect_min
-        headers = {"Authorization": f"Bearer {self._token}"}
+        headers = bearer(self._token)
         async with aiohttp.ClientSession() as session:
             while True:
                 try:

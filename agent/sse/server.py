@@ -16,12 +16,18 @@ import jwt
 from aiohttp import web
 from aiohttp_sse import sse_response
 
+from agent.contracts.wire import (
+    AUTHORIZATION_HEADER,
+    BEARER_SCHEME,
+    STREAM_ALGORITHM,
+    STREAM_AUDIENCE,
+    STREAM_PATH,
+    STREAM_REQUIRED_CLAIMS,
+)
 from agent.sse.log import EventLog
 
 log = logging.getLogger(__name__)
 
-STREAM_AUDIENCE = "bot-stream"
-STREAM_PATH = "/stream"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,18 +60,19 @@ def verify_stream_token(auth: StreamAuth, header: str | None) -> None:
         web.HTTPUnauthorized: No bearer token, a bad signature, wrong audience, expired, or a
             ``sub`` naming another bot. Also when the agent has no public key configured.
     """
-    if not header or not header.startswith("Bearer "):
+    prefix = f"{BEARER_SCHEME} "
+    if not header or not header.startswith(prefix):
         raise _unauthorized("bearer token required")
     if not auth.public_key_pem:
         raise _unauthorized("this agent has no stream key")
-    token = header.removeprefix("Bearer ").strip()
+    token = header.removeprefix(prefix).strip()
     try:
         claims = jwt.decode(
             token,
             auth.public_key_pem,
-            algorithms=["EdDSA"],
+            algorithms=[STREAM_ALGORITHM],
             audience=STREAM_AUDIENCE,
-            options={"require": ["exp", "sub", "aud"]},
+            options={"require": list(STREAM_REQUIRED_CLAIMS)},
         )
     except jwt.ExpiredSignatureError as exc:
         raise _unauthorized("token expired") from exc
@@ -78,7 +85,7 @@ def verify_stream_token(auth: StreamAuth, header: str | None) -> None:
 @routes.get(STREAM_PATH)
 async def stream(request: web.Request) -> web.StreamResponse:
     """Stream the bot's events (see the module docstring)."""
-    verify_stream_token(request.app[AUTH_KEY], request.headers.get("Authorization"))
+    verify_stream_token(request.app[AUTH_KEY], request.headers.get(AUTHORIZATION_HEADER))
     last_id_header = request.headers.get("Last-Event-ID", "").strip()
     after = int(last_id_header) if last_id_header.isdigit() else 0
     events = request.app[EVENT_LOG_KEY]

@@ -28,13 +28,3 @@ def agent_token_matches(token: str, digest: str | None) -> bool:
     if digest is None:
         return False
     return hmac.compare_digest(agent_token_digest(token), digest)
-
-
-def bearer_token(authorization: str | None) -> str | None:
-    """Return the token of an ``Authorization: Bearer <token>`` header value, if any."""
-    if not authorization:
-        return None
-    scheme, _, token = authorization.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        return None
-    return token.strip()

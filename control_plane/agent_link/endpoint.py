@@ -23,19 +23,30 @@ from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 
 from agent.contracts.link import Ack, UploadRequest, UploadSlot, parse_agent_frame
-from control_plane.agent_link.agent_tokens import agent_token_digest, bearer_token
+from agent.contracts.wire import (
+    AGENT_LINK_PATH,
+    AGENT_UPLOADS_PATH,
+    ARTIFACT_UPLOAD_PREFIX,
+    AUTHORIZATION_HEADER,
+    bearer_token,
+)
+from control_plane.agent_link.agent_tokens import agent_token_digest
 from control_plane.agent_link.frames import FrameStore, LinkIdentity
+from control_plane.agent_link.keys import AGENT_HUB, STORAGE
 from control_plane.api.http import path_uuid, read_body
+from control_plane.db.engine import DB
 from control_plane.db.models.agent_link import AgentLink
 from control_plane.db.models.bot import Meeting
 from control_plane.errors import AuthError, Forbidden, NotFound
-from control_plane.keys import AGENT_HUB, DB, SETTINGS, STATUS_HOOKS, STORAGE
+from control_plane.hooks import STATUS_HOOKS
+from control_plane.settings import SETTINGS
 from control_plane.storage.base import InvalidArtifactKey, artifact_key, bot_prefix
 from control_plane.storage.local import (
     LocalArtifactStorage,
     SignatureExpired,
     SignatureInvalid,
 )
+from control_plane.webhooks.wiring import OUTBOX
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +63,7 @@ async def authenticate_agent(request: web.Request, bot_id: uuid.UUID | None) -> 
     Raises:
         AuthError: 401 ``invalid_agent_token``.
     """
-    token = bearer_token(request.headers.get("Authorization"))
+    token = bearer_token(request.headers.get(AUTHORIZATION_HEADER))
     if token is None:
         raise AuthError("send the agent token as a Bearer token", code="invalid_agent_token")
     async with request.app[DB].sessions() as session:
@@ -69,14 +80,14 @@ async def authenticate_agent(request: web.Request, bot_id: uuid.UUID | None) -> 
     return LinkIdentity(meeting_id=row[0], bot_id=row[1], workspace_id=row[2])
 
 
-@routes.get("/internal/v1/agents/{bot_id}")
+@routes.get(AGENT_LINK_PATH)
 async def agent_link(request: web.Request) -> web.StreamResponse:
     """The agent link WebSocket of one bot."""
     bot_id = path_uuid(request, "bot_id", code="bot_not_found")
     identity = await authenticate_agent(request, bot_id)
     app = request.app
     hub = app[AGENT_HUB]
-    store = FrameStore(app[DB], hub, identity, app[STATUS_HOOKS])
+    store = FrameStore(app[DB], hub, identity, app[STATUS_HOOKS], app[OUTBOX])
     ws = web.WebSocketResponse(max_msg_size=_MAX_FRAME_BYTES)
     await ws.prepare(request)
     await hub.attach(bot_id, ws)
@@ -109,7 +120,7 @@ async def agent_link(request: web.Request) -> web.StreamResponse:
     return ws
 
 
-@routes.post("/internal/v1/agents/{bot_id}/uploads")
+@routes.post(AGENT_UPLOADS_PATH)
 async def upload_slot(request: web.Request) -> web.Response:
     """Where the agent uploads one artifact (an ``UploadSlot``)."""
     bot_id = path_uuid(request, "bot_id", code="bot_not_found")
@@ -145,7 +156,7 @@ def _verify(storage: LocalArtifactStorage, request: web.Request, method: str, ke
         raise Forbidden("this URL's signature is not valid", code="invalid_signature") from exc
 
 
-@routes.put("/internal/v1/artifacts/{key:.+}")
+@routes.put(ARTIFACT_UPLOAD_PREFIX + "{key:.+}")
 async def upload_artifact(request: web.Request) -> web.Response:
     """Local storage's upload path (signed URL + the agent token of the key's bot)."""
     storage = _local_storage(request)

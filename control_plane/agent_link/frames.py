@@ -52,7 +52,7 @@ from control_plane.db.models.segment import Segment
 from control_plane.hooks import StatusHook
 from control_plane.storage.base import bot_prefix
 from control_plane.webhooks import events
-from control_plane.webhooks.outbox import emit
+from control_plane.webhooks.outbox import Outbox
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +87,7 @@ class FrameStore:
         hub: Where command results and registrations are announced.
         identity: The bot the link belongs to.
         status_hooks: The app's status hooks (webhook ``bot.status_changed`` and others).
+        outbox: Where the agent's events become webhook events (wakes the webhook worker).
     """
 
     def __init__(
@@ -95,7 +96,9 @@ class FrameStore:
         hub: AgentHub,
         identity: LinkIdentity,
         status_hooks: list[StatusHook],
+        outbox: Outbox,
     ) -> None:
+        self._outbox = outbox
         self._db = db
         self._hub = hub
         self._identity = identity
@@ -229,7 +232,7 @@ class FrameStore:
         meeting.participants = list(frame.participants)
         common = {"bot_id": str(meeting.bot_id), "meeting_id": meeting.id}
         for name in frame.joined:
-            await emit(
+            await self._outbox.emit(
                 session,
                 meeting.workspace_id,
                 events.EventType.PARTICIPANT_JOINED,
@@ -239,7 +242,7 @@ class FrameStore:
                 at=frame.ts,
             )
         for name in frame.left:
-            await emit(
+            await self._outbox.emit(
                 session,
                 meeting.workspace_id,
                 events.EventType.PARTICIPANT_LEFT,
@@ -270,7 +273,7 @@ class FrameStore:
 
     async def _transcription_ready(self, session: AsyncSession, frame: TranscriptionReady) -> None:
         bot = self._identity
-        await emit(
+        await self._outbox.emit(
             session,
             bot.workspace_id,
             events.EventType.TRANSCRIPTION_READY,
@@ -305,7 +308,7 @@ class FrameStore:
             captured_at=frame.captured_at,
         )
         if row is not None and frame.kind is ArtifactKind.RECORDING:
-            await emit(
+            await self._outbox.emit(
                 session,
                 bot.workspace_id,
                 events.EventType.RECORDING_READY,
@@ -340,7 +343,7 @@ class FrameStore:
 
     async def _action(self, session: AsyncSession, frame: ActionEvent) -> None:
         bot = self._identity
-        await emit(
+        await self._outbox.emit(
             session,
             bot.workspace_id,
             events.EventType.ACTION_DETECTED,

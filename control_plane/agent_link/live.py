@@ -26,10 +26,11 @@ from agent.contracts.status import BotStatus
 from control_plane.agent_link.artifacts import record_artifact
 from control_plane.agent_link.errors import AgentCommandFailed, AgentTimeout, AgentUnavailable
 from control_plane.agent_link.hub import AgentNotConnected, CommandTimedOut
+from control_plane.agent_link.keys import AGENT_HUB, STORAGE, STREAM_SIGNER
 from control_plane.api.http import json_response, path_uuid, read_body
 from control_plane.api.routes import ApiRoutes
-from control_plane.api.timestamps import UtcDateTime
 from control_plane.auth.context import auth_of
+from control_plane.db.engine import DB
 from control_plane.db.models.agent_link import AgentLink, ChatMessage
 from control_plane.db.models.bot import Meeting
 from control_plane.errors import (
@@ -38,8 +39,9 @@ from control_plane.errors import (
     NotFound,
     NotImplementedOperation,
 )
-from control_plane.keys import AGENT_HUB, DB, SETTINGS, STORAGE, STREAM_SIGNER
+from control_plane.settings import SETTINGS
 from control_plane.storage.base import artifact_key
+from control_plane.timestamps import UtcDateTime
 
 routes = ApiRoutes("live")
 

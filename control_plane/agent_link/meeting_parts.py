@@ -13,7 +13,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from control_plane.db.models.agent_link import Artifact, ChatMessage
 from control_plane.db.models.bot import Meeting
-from control_plane.hooks import ArtifactLister, PurgeHook
+from control_plane.hooks import PurgeHook
+from control_plane.meetings.artifacts import ArtifactLister
 from control_plane.meetings.schemas import Recording, Screenshot
 from control_plane.storage.base import ArtifactStorage, bot_prefix
 

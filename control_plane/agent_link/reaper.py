@@ -21,11 +21,8 @@ is terminated, once per process.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import uuid
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -39,6 +36,7 @@ from agent.contracts.status import (
     can_transition,
 )
 from control_plane.agent_link.hub import AgentHub
+from control_plane.background import BackgroundLoop
 from control_plane.bots.status import change_status, lock_meeting
 from control_plane.db.engine import Database
 from control_plane.db.models.agent_link import AgentLink
@@ -94,6 +92,11 @@ class Reaper:
         self._watching_since = datetime.now(UTC)
         # Finished bots already checked by this process (meeting id → end time).
         self._checked: dict[int, datetime] = {}
+        self.loop = BackgroundLoop(
+            "agent-reaper", self.sweep, interval=self.interval, start_delay=self.interval
+        )
+        """The owned loop sweeping every :attr:`interval` (a stop lets the sweep in progress
+        finish its writes; see :mod:`control_plane.background`)."""
 
     @property
     def interval(self) -> float:
@@ -197,25 +200,3 @@ class Reaper:
                 )
         await self._hub.disconnect(bot_id)
 
-    async def run(self) -> None:
-        """Sweep forever (until cancelled); a failed sweep is logged and retried."""
-        while True:
-            await asyncio.sleep(self.interval)
-            try:
-                await self.sweep()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                logger.exception("reaper sweep failed")
-
-
-@contextlib.asynccontextmanager
-async def running(reaper: Reaper) -> AsyncIterator[None]:
-    """Run ``reaper`` in a task owned by the context; cancelled and awaited on exit."""
-    task = asyncio.create_task(reaper.run(), name="agent-reaper")
-    try:
-        yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task

@@ -18,8 +18,8 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-STREAM_AUDIENCE = "bot-stream"
-STREAM_ALGORITHM = "EdDSA"
+from agent.contracts.wire import STREAM_ALGORITHM, STREAM_AUDIENCE, STREAM_REQUIRED_CLAIMS
+
 _KEY_FILE = "stream_ed25519.pem"
 
 
@@ -102,6 +102,6 @@ def verify_stream_token(token: str, public_key_pem: str, bot_id: UUID) -> dict[s
         algorithms=[STREAM_ALGORITHM],
         audience=STREAM_AUDIENCE,
         subject=str(bot_id),
-        options={"require": ["sub", "aud", "exp"]},
+        options={"require": list(STREAM_REQUIRED_CLAIMS)},
     )
     return claims

@@ -2,9 +2,8 @@
 
 ``create_app`` calls :func:`setup_agent_link` once, after the database and launcher contexts
 are appended. Its cleanup context builds the hub, the artifact storage and the stream-token
-signer (key files are created off the event loop), registers the launch hook (agent token and
-stream key into every ``BotConfig``), the agent commander, the artifact lister and purge hook
-of the meeting record, and owns the reaper task.
+signer (key files are created off the event loop), publishes the agent commander, the artifact
+lister and purge hook of the meeting record, and owns the reaper's background loop.
 """
 
 from __future__ import annotations
@@ -15,74 +14,26 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
 from aiohttp import web
-from sqlalchemy import delete, select
-from sqlalchemy.orm import object_session
+from sqlalchemy import select
 
-from agent.contracts.bot_config import BotConfig
 from agent.contracts.link import Command
 from control_plane.agent_link import endpoint
-from control_plane.agent_link.agent_tokens import agent_token_digest, mint_agent_token
 from control_plane.agent_link.hub import AgentHub, AgentNotConnected
+from control_plane.agent_link.keys import AGENT_HUB, STORAGE, STREAM_SIGNER
 from control_plane.agent_link.meeting_parts import artifact_lister, purge_hook
 from control_plane.agent_link.metrics import LinkMetrics
-from control_plane.agent_link.reaper import Reaper, running
+from control_plane.agent_link.reaper import Reaper
 from control_plane.agent_link.relay import CommandRelay, asyncpg_dsn
 from control_plane.agent_link.stream_tokens import StreamTokenSigner
-from control_plane.db.engine import Database
+from control_plane.db.engine import DB, Database
 from control_plane.db.models.agent_link import AgentLink
 from control_plane.db.models.bot import Meeting
-from control_plane.hooks import AgentCommander, LaunchHook
-from control_plane.keys import (
-    AGENT_COMMANDS,
-    AGENT_HUB,
-    ARTIFACT_LISTER,
-    DB,
-    LAUNCH_HOOKS,
-    LAUNCHER,
-    METRICS,
-    PURGE_HOOKS,
-    SETTINGS,
-    STATUS_HOOKS,
-    STORAGE,
-    STREAM_SIGNER,
-)
+from control_plane.hooks import AGENT_COMMANDS, PURGE_HOOKS, STATUS_HOOKS, AgentCommander
+from control_plane.launchers.base import LAUNCHER
+from control_plane.meetings.artifacts import ARTIFACT_LISTER
+from control_plane.metrics import METRICS
+from control_plane.settings import SETTINGS
 from control_plane.storage.factory import build_storage
-
-
-def launch_hook(db: Database, signer: StreamTokenSigner, public_url: str) -> LaunchHook:
-    """The hook that gives each launched bot a fresh agent token and the stream public key.
-
-    The token's digest is stored in the meeting's own session when the meeting row is still
-    attached to one (the caller's launch transaction commits it; a second launch of one meeting
-    in one transaction is not supported), else in a transaction of its own, where a relaunch
-    replaces the previous token.
-    """
-
-    async def hook(meeting: Meeting, config: BotConfig) -> BotConfig:
-        token = mint_agent_token()
-        link = AgentLink(
-            meeting_id=meeting.id,
-            token_digest=agent_token_digest(token),
-            launched_at=datetime.now(UTC),
-        )
-        session = object_session(meeting)
-        if session is not None:
-            # No I/O here: the row is flushed by the caller's commit (SQLite would deadlock on a
-            # second transaction while the caller's holds the write lock).
-            session.add(link)
-        else:
-            async with db.sessions.begin() as own:
-                await own.execute(delete(AgentLink).where(AgentLink.meeting_id == meeting.id))
-                own.add(link)
-        return config.model_copy(
-            update={
-                "agent_token": token,
-                "stream_public_key": signer.public_key_pem,
-                "control_plane_url": config.control_plane_url or public_url,
-            }
-        )
-
-    return hook
 
 
 def agent_commander(hub: AgentHub) -> AgentCommander:
@@ -124,7 +75,6 @@ async def agent_link_ctx(app: web.Application) -> AsyncIterator[None]:
     app[STORAGE] = storage
     signer = await asyncio.to_thread(StreamTokenSigner.load_or_create, settings.data_dir)
     app[STREAM_SIGNER] = signer
-    app[LAUNCH_HOOKS].append(launch_hook(app[DB], signer, settings.effective_public_url))
     app[AGENT_COMMANDS] = agent_commander(hub)
     app[ARTIFACT_LISTER] = artifact_lister(storage, settings.presigned_url_ttl_seconds)
     app[PURGE_HOOKS].append(purge_hook(storage))
@@ -144,7 +94,7 @@ async def agent_link_ctx(app: web.Application) -> AsyncIterator[None]:
         hub.relay = relay
         hub.heard_lately = heard_lately(app[DB], settings.heartbeat_timeout_seconds)
     try:
-        async with running(reaper):
+        async with reaper.loop.running():
             yield
     finally:
         await hub.aclose()

@@ -21,11 +21,14 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 from sqlalchemy import and_, select, update
 
-from control_plane.api.routes import RouteSpec
+from control_plane.api.routes import ROUTE_SPECS, RouteSpec
 from control_plane.auth import api_keys
-from control_plane.auth.context import AUTH, AuthContext, Permission, Role
+from control_plane.auth.context import AUTH, AuthContext
 from control_plane.auth.key_cache import KEY_CACHE, CachedKey
+from control_plane.auth.ratelimit import RATE_LIMITER
+from control_plane.db.engine import DB
 from control_plane.db.models.workspace import ApiKey, Membership
+from control_plane.enums import Permission, Role
 from control_plane.errors import (
     ApiKeyExpired,
     AuthError,
@@ -37,7 +40,8 @@ from control_plane.errors import (
     RateLimited,
     ReadOnlyKey,
 )
-from control_plane.keys import DB, METRICS, RATE_LIMITER, ROUTE_SPECS, SETTINGS
+from control_plane.metrics import METRICS
+from control_plane.settings import SETTINGS
 
 log = logging.getLogger(__name__)
 

@@ -280,3 +280,9 @@ def build_openapi(resources: Iterable[ApiRoutes], *, title: str, version: str) -
             "securitySchemes": {"ApiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}},
         },
     }
+
+
+ROUTE_SPECS: web.AppKey[dict[tuple[str, str], RouteSpec]] = web.AppKey("route_specs")
+"""Every route's spec by ``(method, path template)`` (read by the middlewares)."""
+OPENAPI: web.AppKey[dict[str, Any]] = web.AppKey("openapi")
+"""The generated OpenAPI 3.1 document."""

@@ -4,25 +4,11 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from enum import StrEnum
 
 from aiohttp import web
 
+from control_plane.enums import Permission, Role
 from control_plane.errors import KeyNotBound
-
-
-class Permission(StrEnum):
-    """What a key may do: ``read`` keys may only GET (and subscribe)."""
-
-    EDIT = "edit"
-    READ = "read"
-
-
-class Role(StrEnum):
-    """A user's role in a workspace."""
-
-    OWNER = "owner"
-    MEMBER = "member"
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from control_plane.auth import api_keys
-from control_plane.auth.context import Permission, Role
 from control_plane.db.models.workspace import ApiKey, Membership, User, Workspace
+from control_plane.enums import Permission, Role
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from aiohttp import web
+
 
 @dataclass
 class _Bucket:
@@ -46,3 +48,7 @@ class RateLimiter:
             bucket.tokens -= 1.0
             return 0.0
         return float(max(1, math.ceil((1.0 - bucket.tokens) / self.rate)))
+
+
+RATE_LIMITER = web.AppKey("rate_limiter", RateLimiter)
+"""The per-key request rate limiter of the application."""

@@ -12,10 +12,11 @@ from agent.contracts.status import BotStatus
 from control_plane.api.http import read_json_object, validate
 from control_plane.api.idempotency import body_digest, claim, find_replay, idempotency_key
 from control_plane.auth.context import auth_of
+from control_plane.bots.scheduler import SCHEDULER
 from control_plane.bots.schemas import BotCreate, ScheduledBotCreate
-from control_plane.bots.service import create_meeting, require_zoom_token
+from control_plane.bots.service import BOT_SERVICE
+from control_plane.db.engine import DB
 from control_plane.db.models.bot import Meeting
-from control_plane.keys import DB, SCHEDULER
 
 
 async def create_response(
@@ -35,7 +36,8 @@ async def create_response(
     body = validate(model, raw, "body")
     key = idempotency_key(request)
     digest = body_digest(raw)
-    zoom_connection_id = await require_zoom_token(request.app, auth, body)
+    service = request.app[BOT_SERVICE]
+    zoom_connection_id = await service.require_zoom_token(auth, body)
     database = request.app[DB]
     try:
         async with database.sessions.begin() as session:
@@ -45,7 +47,7 @@ async def create_response(
                 if replay is not None:
                     return replay
                 record = await claim(session, auth.key_id, route, key, digest)
-            meeting = await create_meeting(request.app, session, auth, body, zoom_connection_id)
+            meeting = await service.create_meeting(session, auth, body, zoom_connection_id)
             text = render(meeting).model_dump_json()
             if record is not None:
                 record.response_status, record.response_body = 201, text

@@ -10,17 +10,12 @@ from control_plane.api.http import json_response, path_uuid, read_body, read_que
 from control_plane.api.routes import ApiRoutes
 from control_plane.auth.context import auth_of
 from control_plane.bots.creation import create_response
-from control_plane.bots.schemas import BotCreate, BotList, BotRecord, BotUpdate
-from control_plane.bots.service import (
-    find_bot,
-    recording_url_of,
-    stop_bot,
-    to_record,
-    update_bot,
-)
-from control_plane.keys import DB
-from control_plane.meetings.queries import list_meetings
-from control_plane.meetings.schemas import MeetingQuery
+from control_plane.bots.schemas import BotCreate, BotList, BotUpdate
+from control_plane.bots.service import BOT_SERVICE, find_bot
+from control_plane.db.engine import DB
+from control_plane.records.queries import list_meetings
+from control_plane.records.render import to_record
+from control_plane.records.schemas import BotRecord, MeetingQuery
 
 routes = ApiRoutes("bots")
 
@@ -65,7 +60,7 @@ async def get_bot(request: web.Request) -> web.Response:
     bot_id = path_uuid(request, "bot_id", code="bot_not_found")
     async with request.app[DB].reads() as session:
         meeting = await find_bot(session, auth_of(request).workspace_id, bot_id)
-        recording_url = await recording_url_of(request.app, session, meeting)
+        recording_url = await request.app[BOT_SERVICE].recording_url_of(session, meeting)
         record = to_record(meeting, recording_url=recording_url)
     return json_response(record)
 
@@ -76,7 +71,8 @@ async def patch_bot(request: web.Request) -> web.Response:
     otherwise."""
     bot_id = path_uuid(request, "bot_id", code="bot_not_found")
     update = await read_body(request, BotUpdate)
-    return json_response(await update_bot(request.app, auth_of(request), bot_id, update))
+    record = await request.app[BOT_SERVICE].update_bot(auth_of(request), bot_id, update)
+    return json_response(record)
 
 
 @routes.route(
@@ -92,5 +88,5 @@ async def delete_bot(request: web.Request) -> web.Response:
     """Stop the bot: 202 ``stopping`` (``cancelled`` when it was scheduled); 200 unchanged when
     it is already stopping; 409 ``bot_finished`` when final."""
     bot_id = path_uuid(request, "bot_id", code="bot_not_found")
-    status, record = await stop_bot(request.app, auth_of(request), bot_id)
+    status, record = await request.app[BOT_SERVICE].stop_bot(auth_of(request), bot_id)
     return json_response(record, status=status)

@@ -12,15 +12,15 @@ from control_plane.api.routes import ApiRoutes
 from control_plane.auth.context import auth_of
 from control_plane.bots.creation import create_response
 from control_plane.bots.schemas import (
-    Message,
     ScheduledBot,
     ScheduledBotCreate,
     ScheduledBotList,
     ScheduledBotUpdate,
 )
-from control_plane.bots.service import cancel_scheduled, to_scheduled, update_scheduled
+from control_plane.bots.service import BOT_SERVICE, to_scheduled
+from control_plane.db.engine import DB
 from control_plane.db.models.bot import Meeting
-from control_plane.keys import DB
+from control_plane.records.schemas import Message
 
 routes = ApiRoutes("scheduled bots")
 
@@ -78,7 +78,7 @@ async def update_scheduled_bot(request: web.Request) -> web.Response:
     """Change a ``scheduled`` entry; 404 once it launched or was cancelled."""
     meeting_id = path_int(request, "bot_id", code="scheduled_bot_not_found")
     update = await read_body(request, ScheduledBotUpdate)
-    entry = await update_scheduled(request.app, auth_of(request), meeting_id, update)
+    entry = await request.app[BOT_SERVICE].update_scheduled(auth_of(request), meeting_id, update)
     return json_response(entry)
 
 
@@ -92,5 +92,5 @@ async def update_scheduled_bot(request: web.Request) -> web.Response:
 async def cancel_scheduled_bot(request: web.Request) -> web.Response:
     """``scheduled → cancelled``; 404 once it launched or was cancelled."""
     meeting_id = path_int(request, "bot_id", code="scheduled_bot_not_found")
-    await cancel_scheduled(request.app, auth_of(request), meeting_id)
+    await request.app[BOT_SERVICE].cancel_scheduled(auth_of(request), meeting_id)
     return json_response(Message(message=f"scheduled bot {meeting_id} cancelled"))

@@ -8,55 +8,51 @@ exclusive) — and moves ``scheduled → requested`` (``scheduled_launch``) in t
 Only the claiming loop launches a row, so each due bot is launched once, across replicas and
 restarts (the claim is in the database, not in memory).
 
-After the claim commits, the batch's ``BotConfig``s are built (Zoom OBF tokens minted from
-stored connections when needed, concurrently; then every launch hook, for the whole batch in one
-transaction so what the hooks store commits once), each is handed to the launcher, and the
+After the claim commits, the batch's ``BotConfig``s are built by the
+:class:`~control_plane.bots.config_builder.BotConfigBuilder` (network steps concurrently, then
+the rest for the whole batch in one transaction), each is handed to the launcher, and the
 returned handles are stored as ``bot_container_id`` in one transaction. A launch that fails
 marks the bot ``failed``/``launch_failed``; a bot stopped while it was being launched is
 terminated right away. A claim older than
 ``stale_claim`` without a handle (the process died mid-launch) is failed by the reaper.
 
-:class:`Scheduler` is owned by the app (:func:`scheduler_ctx`): one task, cancelled and awaited
-at shutdown. ``wake()`` makes it look now (after ``POST /api/v1/bots``).
+:class:`Scheduler` runs in an owned :class:`~control_plane.background.BackgroundLoop` that the app
+starts and stops (after the pass in progress). ``wake()`` makes it look now (after
+``POST /api/v1/bots``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from aiohttp import web
 from sqlalchemy import select, update
 
-from agent.contracts.bot_config import BotConfig, BotSettings, Platform
-from agent.contracts.status import BotStatus, StatusReason
+from agent.contracts.bot_config import BotConfig
+from agent.contracts.status import DUE_STATUSES, BotStatus, StatusReason
 from control_plane.api.idempotency import purge_expired
+from control_plane.background import BackgroundLoop
+from control_plane.bots.config_builder import BotConfigBuilder, log_launch_error
 from control_plane.bots.status import change_status
 from control_plane.db.engine import Database
 from control_plane.db.models.bot import Meeting
-from control_plane.errors import DomainError
-from control_plane.hooks import LaunchHook, StatusHook, ZoomTokenSource
-from control_plane.keys import (
-    DB,
-    LAUNCH_HOOKS,
-    LAUNCHER,
-    METRICS,
-    SCHEDULER,
-    SETTINGS,
-    STATUS_HOOKS,
-    ZOOM_TOKENS,
+from control_plane.hooks import (
+    StatusHook,
 )
-from control_plane.launchers.base import BotLauncher, LaunchError, LaunchHandle
+from control_plane.launchers.base import BotLauncher, LaunchHandle
 from control_plane.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
-_DUE_STATUSES = (BotStatus.SCHEDULED.value, BotStatus.REQUESTED.value)
+STOP_GRACE_SECONDS = 30.0
+"""How long a stop waits for a pass in progress (a launcher hanging) before cancelling it."""
+
+_DUE = tuple(status.value for status in DUE_STATUSES)
 _MAINTENANCE_EVERY_S = 60.0
 
 
@@ -67,10 +63,8 @@ class Scheduler:
     Args:
         database: Where the bots live.
         launcher: Starts bots.
-        control_plane_url: Put into every ``BotConfig``.
+        config_builder: Builds each claimed bot's ``BotConfig`` (one transaction per batch).
         status_hooks: In-transaction status hooks (the app's live list).
-        launch_hooks: ``BotConfig`` hooks (the app's live list).
-        zoom_tokens: Returns the Zoom token source, or None when the integration is absent.
         metrics: Counters to bump.
         interval: Seconds between looks when nothing wakes it.
         batch_size: Rows claimed per transaction.
@@ -79,51 +73,46 @@ class Scheduler:
 
     database: Database
     launcher: BotLauncher
-    control_plane_url: str
+    config_builder: BotConfigBuilder
     status_hooks: Sequence[StatusHook] = ()
-    launch_hooks: Sequence[LaunchHook] = ()
-    zoom_tokens: Callable[[], ZoomTokenSource | None] = lambda: None
     metrics: Metrics | None = None
     interval: float = 1.0
     batch_size: int = 50
     stale_claim: timedelta = timedelta(minutes=10)
-    _wake: asyncio.Event = field(default_factory=asyncio.Event)
-    _stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    _loop: BackgroundLoop = field(init=False)
+    _last_maintenance: float = field(default=0.0, init=False)
+
+    def __post_init__(self) -> None:
+        self._loop = BackgroundLoop(
+            "scheduler", self.step, interval=self.interval, stop_grace=STOP_GRACE_SECONDS
+        )
+
+    @property
+    def loop(self) -> BackgroundLoop:
+        """The owned loop that runs :meth:`step` (started and stopped by the app)."""
+        return self._loop
 
     def wake(self) -> None:
         """Look for due bots now instead of at the next interval."""
-        self._wake.set()
+        self._loop.wake()
 
     def stop(self) -> None:
-        """Ask :meth:`run` to return after the current pass.
-
-        Stopping between passes, not by cancellation, matters on SQLite: a task cancelled
-        inside a transaction can leave its connection holding the write lock until it is
-        garbage-collected, and every other writer then waits out ``busy_timeout``.
-        """
-        self._stopping.set()
-        self._wake.set()
+        """Ask :meth:`run` to return after the current pass (never cancelled mid-pass; see
+        :mod:`control_plane.background`)."""
+        self._loop.request_stop()
 
     async def run(self) -> None:
-        """Loop until :meth:`stop` (or cancellation): claim and launch due bots, reap stale
-        claims, tidy up."""
-        last_maintenance = 0.0
-        while not self._stopping.is_set():
-            self._wake.clear()
-            try:
-                launched = await self.run_once()
-                if time.monotonic() - last_maintenance >= _MAINTENANCE_EVERY_S:
-                    await self.maintain()
-                    last_maintenance = time.monotonic()
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # the loop must outlive a database hiccup
-                log.exception("scheduler pass failed")
-                launched = 0
-            if launched >= self.batch_size or self._stopping.is_set():
-                continue  # more may be due (no pause), or the loop is to end
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=self.interval)
+        """Loop until :meth:`stop`: claim and launch due bots, reap stale claims, tidy up."""
+        await self._loop.run()
+
+    async def step(self) -> bool:
+        """One pass: launch one batch (and, once a minute, :meth:`maintain`); True when the
+        batch was full, so more may be due at once."""
+        launched = await self.run_once()
+        if time.monotonic() - self._last_maintenance >= _MAINTENANCE_EVERY_S:
+            await self.maintain()
+            self._last_maintenance = time.monotonic()
+        return launched >= self.batch_size
 
     async def run_once(self, now: datetime | None = None) -> int:
         """Claim one batch of due bots and launch them; returns how many were claimed.
@@ -133,7 +122,7 @@ class Scheduler:
         claimed = await self.claim(now or datetime.now(UTC))
         if not claimed:
             return 0
-        configs = await self._configs(claimed)
+        configs = await self.config_builder.build_batch(claimed)
         async with asyncio.TaskGroup() as group:
             tasks = [
                 group.create_task(self._launch(meeting, configs[meeting.id]))
@@ -152,7 +141,7 @@ class Scheduler:
                         await session.execute(
                             select(Meeting)
                             .where(
-                                Meeting.status.in_(_DUE_STATUSES),
+                                Meeting.status.in_(_DUE),
                                 Meeting.launch_claimed_at.is_(None),
                                 Meeting.launch_at <= now,
                             )
@@ -171,7 +160,7 @@ class Scheduler:
                 due = (
                     select(Meeting.id)
                     .where(
-                        Meeting.status.in_(_DUE_STATUSES),
+                        Meeting.status.in_(_DUE),
                         Meeting.launch_claimed_at.is_(None),
                         Meeting.launch_at <= now,
                     )
@@ -209,61 +198,6 @@ class Scheduler:
             self.metrics.scheduler_claimed.inc(len(meetings))
         return meetings
 
-    async def _zoom_token(self, meeting: Meeting) -> str | None:
-        """The meeting's Zoom OBF token, minted from its stored connection when it has none."""
-        token = meeting.zoom_obf_token
-        if meeting.platform == Platform.ZOOM.value and not token:
-            source = self.zoom_tokens()
-            if source is None or meeting.zoom_connection_id is None:
-                raise LaunchError("no Zoom token and no Zoom connection to mint one")
-            token = await source.mint(meeting.zoom_connection_id, meeting.native_meeting_id)
-        return token
-
-    async def _configs(self, meetings: Sequence[Meeting]) -> dict[int, BotConfig | None]:
-        """Build the batch's ``BotConfig``s; None for a bot that cannot be launched.
-
-        Zoom tokens are minted first, concurrently and outside any transaction (network).
-        The launch hooks then run for the whole batch in ONE transaction that the meetings are
-        attached to, so what they store (the agent token's digest) is written in one commit
-        before any launch, instead of one transaction per bot (bench/api.py: the per-bot
-        transactions were a fifth of a creation's database round trips).
-        """
-        async with asyncio.TaskGroup() as group:
-            minting = [
-                group.create_task(_outcome(self._zoom_token(meeting))) for meeting in meetings
-            ]
-        configs: dict[int, BotConfig | None] = {}
-        async with self.database.sessions.begin() as session:
-            for meeting, task in zip(meetings, minting, strict=True):
-                token = task.result()
-                if isinstance(token, BaseException):
-                    _log_launch_error(meeting, token)
-                    configs[meeting.id] = None
-                    continue
-                session.add(meeting)
-                try:
-                    configs[meeting.id] = await self._config(meeting, token)
-                except Exception as exc:  # one broken config must not stop the batch
-                    _log_launch_error(meeting, exc)
-                    configs[meeting.id] = None
-        return configs
-
-    async def _config(self, meeting: Meeting, token: str | None) -> BotConfig:
-        config = BotConfig(
-            bot_id=meeting.bot_id,
-            meeting_id=meeting.id,
-            platform=Platform(meeting.platform),
-            meeting_url=meeting.constructed_meeting_url,
-            native_meeting_id=meeting.native_meeting_id,
-            passcode=meeting.passcode,
-            zoom_obf_token=token,
-            settings=BotSettings.model_validate(meeting.settings),
-            control_plane_url=self.control_plane_url,
-        )
-        for hook in self.launch_hooks:
-            config = await hook(meeting, config)
-        return config
-
     async def _launch(self, meeting: Meeting, config: BotConfig | None) -> LaunchHandle | None:
         """Launch one claimed bot; None when it could not be launched."""
         if config is None:
@@ -271,7 +205,7 @@ class Scheduler:
         try:
             handle = await self.launcher.launch(config)
         except Exception as exc:  # one broken launch must not stop the batch
-            _log_launch_error(meeting, exc)
+            log_launch_error(meeting, exc)
             return None
         log.info(
             "bot launched",
@@ -338,59 +272,5 @@ class Scheduler:
             await self._record(dict.fromkeys(stale))
 
 
-async def _outcome(work: Awaitable[str | None]) -> str | BaseException | None:
-    """``await work``, with an exception returned instead of raised (one bot's failure must
-    not cancel its batch's TaskGroup)."""
-    try:
-        return await work
-    except asyncio.CancelledError:
-        raise
-    except Exception as exc:
-        return exc
-
-
-def _log_launch_error(meeting: Meeting, exc: BaseException) -> None:
-    fields = {"bot_id": str(meeting.bot_id), "meeting_id": meeting.id}
-    if isinstance(exc, LaunchError | DomainError):
-        log.warning("bot launch failed", extra={**fields, "error": type(exc).__name__})
-    else:
-        log.error("bot launch crashed", extra=fields, exc_info=exc)
-
-
-def scheduler_from_app(app: web.Application) -> Scheduler:
-    """A scheduler wired to the app's database, launcher, hooks and settings."""
-    settings = app[SETTINGS]
-    status_hooks = app[STATUS_HOOKS]
-    launch_hooks = app[LAUNCH_HOOKS]
-    return Scheduler(
-        database=app[DB],
-        launcher=app[LAUNCHER],
-        control_plane_url=settings.effective_public_url,
-        status_hooks=status_hooks,
-        launch_hooks=launch_hooks,
-        zoom_tokens=lambda: app.get(ZOOM_TOKENS),
-        metrics=app[METRICS],
-        interval=settings.scheduler_interval_seconds,
-    )
-
-
-STOP_GRACE_SECONDS = 30.0
-
-
-async def scheduler_ctx(app: web.Application) -> AsyncIterator[None]:
-    """``cleanup_ctx``: run the scheduler for the app's lifetime.
-
-    At shutdown it is asked to stop after its current pass and awaited; only if that takes
-    longer than :data:`STOP_GRACE_SECONDS` (a launcher hanging) is it cancelled.
-    """
-    scheduler = scheduler_from_app(app)
-    app[SCHEDULER] = scheduler
-    task = asyncio.create_task(scheduler.run(), name="scheduler")
-    yield
-    scheduler.stop()
-    done, _ = await asyncio.wait({task}, timeout=STOP_GRACE_SECONDS)
-    if not done:
-        log.warning("scheduler did not stop in time; cancelling it")
-        task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
+SCHEDULER: web.AppKey[Scheduler] = web.AppKey("scheduler")
+"""The application's scheduler (woken after a creation)."""

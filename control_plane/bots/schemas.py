@@ -18,7 +18,8 @@ from agent.contracts.bot_config import (
     TranscriptionTier,
 )
 from agent.contracts.status import BotStatus
-from control_plane.api.timestamps import UtcDateTime
+from control_plane.records.schemas import BotRecord
+from control_plane.timestamps import UtcDateTime
 
 JOIN_OFFSET_S = (-3600, 3600)
 
@@ -94,38 +95,6 @@ class ScheduledBotUpdate(_EditableOptions):
     join_offset_seconds: int | None = Field(default=None, ge=JOIN_OFFSET_S[0], le=JOIN_OFFSET_S[1])
 
 
-class MeetingData(BaseModel):
-    """``data`` of a bot/meeting: its name and the current participant names."""
-
-    name: str | None
-    participants: list[str]
-
-
-class BotRecord(BaseModel):
-    """The bot record (``MeetingResponse``, API.md Part 1 + 2.3).
-
-    ``data`` is null in the creation response and an object everywhere else; ``ws_url`` and
-    ``ws_token`` stay null (the stream is reached through ``subscribe``).
-    """
-
-    id: int
-    bot_id: uuid.UUID
-    platform: Platform
-    native_meeting_id: str
-    constructed_meeting_url: str
-    status: BotStatus
-    status_reason: str | None
-    bot_container_id: str | None
-    start_time: UtcDateTime | None
-    end_time: UtcDateTime | None
-    data: MeetingData | None
-    recording_url: str | None
-    ws_url: str | None
-    ws_token: str | None
-    scheduled_at: UtcDateTime | None
-    settings: BotSettings
-    created_at: UtcDateTime
-    updated_at: UtcDateTime
 
 
 class BotList(BaseModel):
@@ -155,9 +124,3 @@ class ScheduledBotList(BaseModel):
     """``GET /api/v1/bots/schedule``: entries with status ``scheduled``, newest first."""
 
     scheduled_bots: list[ScheduledBot]
-
-
-class Message(BaseModel):
-    """``{message}`` answers (cancel, purge)."""
-
-    message: str

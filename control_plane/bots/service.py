@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -29,41 +30,35 @@ from agent.contracts.meeting_urls import (
     MissingMeetingReference,
     resolve_meeting,
 )
-from agent.contracts.status import FINAL_STATUSES, BotStatus, StatusReason
-from control_plane.action_prompts import version_of_workspace
+from agent.contracts.status import (
+    FINAL_STATUSES,
+    UPDATABLE_STATUSES,
+    BotStatus,
+    StatusReason,
+)
+from control_plane.action_prompts.service import version_of_workspace
 from control_plane.auth.context import AuthContext
 from control_plane.bots.schemas import (
     BotCreate,
-    BotRecord,
     BotUpdate,
-    MeetingData,
     ScheduledBot,
     ScheduledBotCreate,
     ScheduledBotUpdate,
 )
 from control_plane.bots.status import change_status, lock_meeting, record_creation
 from control_plane.bots.transcription import check_transcription
+from control_plane.db.engine import Database
 from control_plane.db.models.bot import Meeting
 from control_plane.db.models.workspace import Workspace
 from control_plane.errors import Conflict, ErrorItem, NotFound, Validation
-from control_plane.keys import (
-    AGENT_COMMANDS,
-    ARTIFACT_LISTER,
-    DB,
-    LAUNCHER,
-    SETTINGS,
-    STATUS_HOOKS,
-    ZOOM_TOKENS,
-)
-from control_plane.launchers.base import LaunchHandle
+from control_plane.hooks import AgentCommander, RecordingUrl, StatusHook, ZoomTokenSource
+from control_plane.launchers.base import BotLauncher, LaunchHandle
+from control_plane.records.render import to_record
+from control_plane.records.schemas import BotRecord
 from control_plane.settings import Settings
 
 log = logging.getLogger(__name__)
 
-UPDATABLE_STATUSES = frozenset({BotStatus.REQUESTED, BotStatus.SCHEDULED})
-STOPPABLE_STATUSES = frozenset(
-    {BotStatus.REQUESTED, BotStatus.JOINING, BotStatus.AWAITING_ADMISSION, BotStatus.ACTIVE}
-)
 
 # Launch options copied from a request into BotSettings when given.
 _SETTING_FIELDS = tuple(BotSettings.model_fields)
@@ -149,62 +144,6 @@ def _merged_settings(
     return bot_settings.model_dump(mode="json")
 
 
-async def require_zoom_token(
-    app: web.Application, auth: AuthContext, body: BotCreate | ScheduledBotCreate
-) -> int | None:
-    """The stored Zoom connection a zoom bot will use, or None when it brings its own token.
-
-    Call it before opening the creation transaction: the Zoom part reads its own tables.
-
-    Raises:
-        Validation: 400 ``zoom_token_required`` when there is neither.
-    """
-    if body.platform is not Platform.ZOOM or body.zoom_obf_token:
-        return None
-    source = app.get(ZOOM_TOKENS)
-    workspace_id = auth.require_workspace()
-    connection = (
-        await source.usable_connection(workspace_id, auth.user_id, body.zoom_connection_id)
-        if source is not None
-        else None
-    )
-    if connection is None:
-        raise Validation(
-            "a zoom bot needs zoom_obf_token or a usable stored Zoom connection",
-            status=400,
-            code="zoom_token_required",
-        )
-    return connection
-
-
-def to_record(
-    meeting: Meeting, *, at_creation: bool = False, recording_url: str | None = None
-) -> BotRecord:
-    """The bot record of a row (``data`` null in the creation response, per Part 1)."""
-    return BotRecord(
-        id=meeting.id,
-        bot_id=meeting.bot_id,
-        platform=Platform(meeting.platform),
-        native_meeting_id=meeting.native_meeting_id,
-        constructed_meeting_url=meeting.constructed_meeting_url,
-        status=BotStatus(meeting.status),
-        status_reason=meeting.status_reason,
-        bot_container_id=meeting.bot_container_id,
-        start_time=meeting.start_time,
-        end_time=meeting.end_time,
-        data=None
-        if at_creation
-        else MeetingData(name=meeting.name, participants=list(meeting.participants or [])),
-        recording_url=recording_url,
-        ws_url=None,
-        ws_token=None,
-        scheduled_at=meeting.scheduled_start_at,
-        settings=BotSettings.model_validate(meeting.settings),
-        created_at=meeting.created_at,
-        updated_at=meeting.updated_at,
-    )
-
-
 def to_scheduled(meeting: Meeting) -> ScheduledBot:
     """The scheduled entry of a row that has a schedule."""
     if meeting.scheduled_start_at is None or meeting.launch_at is None:
@@ -223,90 +162,6 @@ def to_scheduled(meeting: Meeting) -> ScheduledBot:
         created_at=meeting.created_at,
         updated_at=meeting.updated_at,
     )
-
-
-async def create_meeting(
-    app: web.Application,
-    session: AsyncSession,
-    auth: AuthContext,
-    body: BotCreate | ScheduledBotCreate,
-    zoom_connection_id: int | None,
-) -> Meeting:
-    """Validate and store a new bot in ``session``'s transaction (the caller commits).
-
-    ``zoom_connection_id`` comes from :func:`require_zoom_token`, called before the transaction.
-
-    A :class:`ScheduledBotCreate`, or a :class:`BotCreate` whose ``scheduled_at`` is in the
-    future, becomes ``scheduled``; anything else ``requested`` with ``launch_at`` = now.
-
-    Raises:
-        KeyNotBound: 403, the key has no workspace.
-        Validation: 400 missing/invalid meeting id, ``scheduled_start_in_past``; 422 malformed
-            meeting URL.
-    """
-    workspace_id = auth.require_workspace()
-    workspace = await session.get(Workspace, workspace_id)
-    if workspace is None:
-        raise bot_not_found()
-    settings = app[SETTINGS]
-    ref = meeting_reference(
-        body.platform,
-        meeting_url=body.meeting_url,
-        native_meeting_id=body.native_meeting_id,
-        passcode=body.passcode,
-        extra_hosts=settings.extra_meeting_hosts,
-    )
-    bot_settings = _settings_from(body, workspace)
-    check_transcription(settings, bot_settings)
-    if body.prompt_version_id is not None and (
-        await version_of_workspace(session, workspace_id, body.prompt_version_id) is None
-    ):
-        raise Validation(
-            "prompt_version_id names no action prompt version of this workspace",
-            status=422,
-            code="prompt_version_not_found",
-            errors=[
-                ErrorItem(
-                    loc=["body", "prompt_version_id"],
-                    msg="unknown prompt version",
-                    type="prompt_version_not_found",
-                )
-            ],
-        )
-    now = datetime.now(UTC)
-    if isinstance(body, ScheduledBotCreate):
-        if body.scheduled_start_at <= now:
-            raise _start_in_past()
-        start: datetime | None = body.scheduled_start_at
-        offset = body.join_offset_seconds
-    else:
-        start = body.scheduled_at if body.scheduled_at and body.scheduled_at > now else None
-        offset = 0
-    scheduled = start is not None
-    meeting = Meeting(
-        bot_id=uuid.uuid4(),
-        workspace_id=workspace_id,
-        user_id=auth.user_id,
-        platform=body.platform.value,
-        native_meeting_id=ref.native_meeting_id,
-        constructed_meeting_url=ref.constructed_meeting_url,
-        passcode=ref.passcode,
-        zoom_obf_token=body.zoom_obf_token,
-        zoom_connection_id=zoom_connection_id,
-        status=(BotStatus.SCHEDULED if scheduled else BotStatus.REQUESTED).value,
-        settings=bot_settings.model_dump(mode="json"),
-        scheduled_start_at=start,
-        join_offset_seconds=offset,
-        launch_at=(start + timedelta(seconds=offset)) if start is not None else now,
-        participants=[],
-        redacted=False,
-        created_at=now,
-        updated_at=now,
-    )
-    reason = None if scheduled else StatusReason.LAUNCHED.value
-    hooks = app[STATUS_HOOKS]
-    await record_creation(session, meeting, reason, hooks=hooks, at=now)
-    return meeting
 
 
 def _start_in_past() -> Validation:
@@ -336,119 +191,6 @@ async def find_bot(
     return meeting
 
 
-async def recording_url_of(
-    app: web.Application, session: AsyncSession, meeting: Meeting
-) -> str | None:
-    """Presigned URL of the bot's main (first) recording, when the artifact part is present."""
-    lister = app.get(ARTIFACT_LISTER)
-    if lister is None:
-        return None
-    recordings, _ = await lister(session, meeting)
-    return recordings[0].url if recordings else None
-
-
-async def update_bot(
-    app: web.Application, auth: AuthContext, bot_id: uuid.UUID, update: BotUpdate
-) -> BotRecord:
-    """Apply a PATCH to a ``requested`` or ``scheduled`` bot.
-
-    Raises:
-        NotFound: 404 ``bot_not_found``.
-        Conflict: 409 ``bot_not_updatable`` in any other status.
-    """
-    async with app[DB].sessions.begin() as session:
-        meeting = await lock_meeting(session, bot_id=bot_id)
-        if meeting is None or meeting.workspace_id != auth.workspace_id:
-            raise bot_not_found()
-        if BotStatus(meeting.status) not in UPDATABLE_STATUSES:
-            raise Conflict(
-                f"a bot can be updated only while requested or scheduled, not {meeting.status}",
-                code="bot_not_updatable",
-            )
-        meeting.settings = _merged_settings(app[SETTINGS], meeting, update)
-        meeting.updated_at = datetime.now(UTC)
-        launched = meeting.bot_container_id is not None
-        record = to_record(meeting)
-    if launched:
-        await _send(
-            app,
-            bot_id,
-            Command(
-                command=CommandName.UPDATE_SETTINGS,
-                args={"settings": record.settings.model_dump(mode="json")},
-            ),
-        )
-    return record
-
-
-async def _send(app: web.Application, bot_id: uuid.UUID, command: Command) -> bool:
-    sender = app.get(AGENT_COMMANDS)
-    if sender is None:
-        return False
-    try:
-        return await sender(bot_id, command)
-    except Exception:  # a broken link must not fail the API call that caused the command
-        log.exception(
-            "agent command failed", extra={"bot_id": str(bot_id), "command": command.command.value}
-        )
-        return False
-
-
-async def stop_bot(
-    app: web.Application, auth: AuthContext, bot_id: uuid.UUID
-) -> tuple[int, BotRecord]:
-    """``DELETE /api/v1/bots/{bot_id}``: stop a bot.
-
-    Returns:
-        ``(202, record)`` with status ``stopping`` (``cancelled`` for a scheduled bot), or
-        ``(200, record)`` unchanged when it is already stopping.
-
-    Raises:
-        NotFound: 404 ``bot_not_found``.
-        Conflict: 409 ``bot_finished`` when the bot is in a final status.
-    """
-    hooks = app[STATUS_HOOKS]
-    async with app[DB].sessions.begin() as session:
-        meeting = await lock_meeting(session, bot_id=bot_id)
-        if meeting is None or meeting.workspace_id != auth.workspace_id:
-            raise bot_not_found()
-        status = BotStatus(meeting.status)
-        if status in FINAL_STATUSES:
-            raise Conflict(f"the bot has already {status.value}", code="bot_finished")
-        if status is BotStatus.STOPPING:
-            return 200, to_record(meeting)
-        if status is BotStatus.SCHEDULED:
-            await change_status(
-                session,
-                meeting,
-                BotStatus.CANCELLED,
-                StatusReason.CANCELLED_BY_API.value,
-                hooks=hooks,
-            )
-            return 202, to_record(meeting)
-        await change_status(
-            session, meeting, BotStatus.STOPPING, StatusReason.STOPPED_BY_API.value, hooks=hooks
-        )
-        record = to_record(meeting)
-        container = meeting.bot_container_id
-    if await _send(app, bot_id, Command(command=CommandName.STOP)):
-        return 202, record
-    # No agent to stop gracefully: tear its VM down (if it got one) and finish the bot here.
-    if container is not None:
-        await app[LAUNCHER].terminate(LaunchHandle(id=container))
-    async with app[DB].sessions.begin() as session:
-        meeting = await lock_meeting(session, bot_id=bot_id)
-        if meeting is not None and meeting.status == BotStatus.STOPPING.value:
-            await change_status(
-                session,
-                meeting,
-                BotStatus.COMPLETED,
-                StatusReason.STOPPED_BY_API.value,
-                hooks=hooks,
-            )
-    return 202, record
-
-
 async def _find_scheduled(session: AsyncSession, auth: AuthContext, meeting_id: int) -> Meeting:
     meeting = await lock_meeting(session, meeting_id=meeting_id)
     if (
@@ -461,54 +203,297 @@ async def _find_scheduled(session: AsyncSession, auth: AuthContext, meeting_id: 
     return meeting
 
 
-async def update_scheduled(
-    app: web.Application, auth: AuthContext, meeting_id: int, update: ScheduledBotUpdate
-) -> ScheduledBot:
-    """``PATCH /api/v1/bots/schedule/{id}``: only given fields change; ``launch_at`` follows.
+@dataclass
+class BotService:
+    """What the bot and scheduled-bot routes do; built once per app with its dependencies.
 
-    Raises:
-        NotFound: 404 when absent, another workspace's, launched or cancelled.
-        Validation: 400 ``scheduled_start_in_past``; 400/422 for a bad ``meeting_url``.
+    Args:
+        database: Where the bots live.
+        settings: The process's settings (meeting hosts, transcription models).
+        launcher: Terminates the VM of a bot stopped with no agent to stop it.
+        status_hooks: In-transaction status hooks (the app's live list).
+        zoom_tokens: The Zoom integration's token source, or None when it is absent.
+        agent_commands: Sends a command to a bot's agent, or None without an agent link.
+        recording_url: Finds the URL of a bot's main recording, or None without artifact
+            storage.
     """
-    now = datetime.now(UTC)
-    async with app[DB].sessions.begin() as session:
-        meeting = await _find_scheduled(session, auth, meeting_id)
-        given = update.model_fields_set
-        if "scheduled_start_at" in given and update.scheduled_start_at is not None:
-            if update.scheduled_start_at <= now:
-                raise _start_in_past()
-            meeting.scheduled_start_at = update.scheduled_start_at
-        if "join_offset_seconds" in given and update.join_offset_seconds is not None:
-            meeting.join_offset_seconds = update.join_offset_seconds
-        if "meeting_url" in given and update.meeting_url is not None:
-            ref = meeting_reference(
-                Platform(meeting.platform),
-                meeting_url=update.meeting_url,
-                native_meeting_id=None,
-                passcode=None,
-                extra_hosts=app[SETTINGS].extra_meeting_hosts,
-            )
-            meeting.native_meeting_id = ref.native_meeting_id
-            meeting.constructed_meeting_url = ref.constructed_meeting_url
-            meeting.passcode = ref.passcode or meeting.passcode
-        if meeting.scheduled_start_at is not None:
-            meeting.launch_at = meeting.scheduled_start_at + timedelta(
-                seconds=meeting.join_offset_seconds
-            )
-        meeting.settings = _merged_settings(app[SETTINGS], meeting, update)
-        meeting.updated_at = now
-        return to_scheduled(meeting)
 
+    database: Database
+    settings: Settings
+    launcher: BotLauncher
+    status_hooks: Sequence[StatusHook] = ()
+    zoom_tokens: ZoomTokenSource | None = None
+    agent_commands: AgentCommander | None = None
+    recording_url: RecordingUrl | None = None
 
-async def cancel_scheduled(app: web.Application, auth: AuthContext, meeting_id: int) -> None:
-    """``DELETE /api/v1/bots/schedule/{id}``: ``scheduled → cancelled``; the bot never launches.
+    async def require_zoom_token(
+        self, auth: AuthContext, body: BotCreate | ScheduledBotCreate
+    ) -> int | None:
+        """The stored Zoom connection a zoom bot will use, or None when it brings its own token.
 
-    Raises:
-        NotFound: 404 when absent, another workspace's, launched or cancelled.
-    """
-    hooks = app[STATUS_HOOKS]
-    async with app[DB].sessions.begin() as session:
-        meeting = await _find_scheduled(session, auth, meeting_id)
-        await change_status(
-            session, meeting, BotStatus.CANCELLED, StatusReason.CANCELLED_BY_API, hooks=hooks
+        Call it before opening the creation transaction: the Zoom part reads its own tables.
+
+        Raises:
+            Validation: 400 ``zoom_token_required`` when there is neither.
+        """
+        if body.platform is not Platform.ZOOM or body.zoom_obf_token:
+            return None
+        source = self.zoom_tokens
+        workspace_id = auth.require_workspace()
+        connection = (
+            await source.usable_connection(workspace_id, auth.user_id, body.zoom_connection_id)
+            if source is not None
+            else None
         )
+        if connection is None:
+            raise Validation(
+                "a zoom bot needs zoom_obf_token or a usable stored Zoom connection",
+                status=400,
+                code="zoom_token_required",
+            )
+        return connection
+
+    async def create_meeting(
+        self,
+        session: AsyncSession,
+        auth: AuthContext,
+        body: BotCreate | ScheduledBotCreate,
+        zoom_connection_id: int | None,
+    ) -> Meeting:
+        """Validate and store a new bot in ``session``'s transaction (the caller commits).
+
+        ``zoom_connection_id`` comes from :meth:`require_zoom_token`, called before the
+        transaction.
+
+        A :class:`ScheduledBotCreate`, or a :class:`BotCreate` whose ``scheduled_at`` is in the
+        future, becomes ``scheduled``; anything else ``requested`` with ``launch_at`` = now.
+
+        Raises:
+            KeyNotBound: 403, the key has no workspace.
+            Validation: 400 missing/invalid meeting id, ``scheduled_start_in_past``; 422 malformed
+                meeting URL.
+        """
+        workspace_id = auth.require_workspace()
+        workspace = await session.get(Workspace, workspace_id)
+        if workspace is None:
+            raise bot_not_found()
+        settings = self.settings
+        ref = meeting_reference(
+            body.platform,
+            meeting_url=body.meeting_url,
+            native_meeting_id=body.native_meeting_id,
+            passcode=body.passcode,
+            extra_hosts=settings.extra_meeting_hosts,
+        )
+        bot_settings = _settings_from(body, workspace)
+        check_transcription(settings, bot_settings)
+        if body.prompt_version_id is not None and (
+            await version_of_workspace(session, workspace_id, body.prompt_version_id) is None
+        ):
+            raise Validation(
+                "prompt_version_id names no action prompt version of this workspace",
+                status=422,
+                code="prompt_version_not_found",
+                errors=[
+                    ErrorItem(
+                        loc=["body", "prompt_version_id"],
+                        msg="unknown prompt version",
+                        type="prompt_version_not_found",
+                    )
+                ],
+            )
+        now = datetime.now(UTC)
+        if isinstance(body, ScheduledBotCreate):
+            if body.scheduled_start_at <= now:
+                raise _start_in_past()
+            start: datetime | None = body.scheduled_start_at
+            offset = body.join_offset_seconds
+        else:
+            start = body.scheduled_at if body.scheduled_at and body.scheduled_at > now else None
+            offset = 0
+        scheduled = start is not None
+        meeting = Meeting(
+            bot_id=uuid.uuid4(),
+            workspace_id=workspace_id,
+            user_id=auth.user_id,
+            platform=body.platform.value,
+            native_meeting_id=ref.native_meeting_id,
+            constructed_meeting_url=ref.constructed_meeting_url,
+            passcode=ref.passcode,
+            zoom_obf_token=body.zoom_obf_token,
+            zoom_connection_id=zoom_connection_id,
+            status=(BotStatus.SCHEDULED if scheduled else BotStatus.REQUESTED).value,
+            settings=bot_settings.model_dump(mode="json"),
+            scheduled_start_at=start,
+            join_offset_seconds=offset,
+            launch_at=(start + timedelta(seconds=offset)) if start is not None else now,
+            participants=[],
+            redacted=False,
+            created_at=now,
+            updated_at=now,
+        )
+        reason = None if scheduled else StatusReason.LAUNCHED.value
+        hooks = self.status_hooks
+        await record_creation(session, meeting, reason, hooks=hooks, at=now)
+        return meeting
+
+    async def recording_url_of(self, session: AsyncSession, meeting: Meeting) -> str | None:
+        """Presigned URL of the bot's main (first) recording, when the artifact part is present."""
+        if self.recording_url is None:
+            return None
+        return await self.recording_url(session, meeting)
+
+    async def update_bot(
+        self, auth: AuthContext, bot_id: uuid.UUID, update: BotUpdate
+    ) -> BotRecord:
+        """Apply a PATCH to a ``requested`` or ``scheduled`` bot.
+
+        Raises:
+            NotFound: 404 ``bot_not_found``.
+            Conflict: 409 ``bot_not_updatable`` in any other status.
+        """
+        async with self.database.sessions.begin() as session:
+            meeting = await lock_meeting(session, bot_id=bot_id)
+            if meeting is None or meeting.workspace_id != auth.workspace_id:
+                raise bot_not_found()
+            if BotStatus(meeting.status) not in UPDATABLE_STATUSES:
+                raise Conflict(
+                    f"a bot can be updated only while requested or scheduled, not {meeting.status}",
+                    code="bot_not_updatable",
+                )
+            meeting.settings = _merged_settings(self.settings, meeting, update)
+            meeting.updated_at = datetime.now(UTC)
+            launched = meeting.bot_container_id is not None
+            record = to_record(meeting)
+        if launched:
+            await self._send(
+                bot_id,
+                Command(
+                    command=CommandName.UPDATE_SETTINGS,
+                    args={"settings": record.settings.model_dump(mode="json")},
+                ),
+            )
+        return record
+
+    async def _send(self, bot_id: uuid.UUID, command: Command) -> bool:
+        sender = self.agent_commands
+        if sender is None:
+            return False
+        try:
+            return await sender(bot_id, command)
+        except Exception:  # a broken link must not fail the API call that caused the command
+            log.exception(
+                "agent command failed",
+                extra={"bot_id": str(bot_id), "command": command.command.value},
+            )
+            return False
+
+    async def stop_bot(
+        self, auth: AuthContext, bot_id: uuid.UUID
+    ) -> tuple[int, BotRecord]:
+        """``DELETE /api/v1/bots/{bot_id}``: stop a bot.
+
+        Returns:
+            ``(202, record)`` with status ``stopping`` (``cancelled`` for a scheduled bot), or
+            ``(200, record)`` unchanged when it is already stopping.
+
+        Raises:
+            NotFound: 404 ``bot_not_found``.
+            Conflict: 409 ``bot_finished`` when the bot is in a final status.
+        """
+        hooks = self.status_hooks
+        async with self.database.sessions.begin() as session:
+            meeting = await lock_meeting(session, bot_id=bot_id)
+            if meeting is None or meeting.workspace_id != auth.workspace_id:
+                raise bot_not_found()
+            status = BotStatus(meeting.status)
+            if status in FINAL_STATUSES:
+                raise Conflict(f"the bot has already {status.value}", code="bot_finished")
+            if status is BotStatus.STOPPING:
+                return 200, to_record(meeting)
+            if status is BotStatus.SCHEDULED:
+                await change_status(
+                    session,
+                    meeting,
+                    BotStatus.CANCELLED,
+                    StatusReason.CANCELLED_BY_API.value,
+                    hooks=hooks,
+                )
+                return 202, to_record(meeting)
+            await change_status(
+                session, meeting, BotStatus.STOPPING, StatusReason.STOPPED_BY_API.value, hooks=hooks
+            )
+            record = to_record(meeting)
+            container = meeting.bot_container_id
+        if await self._send(
+                bot_id, Command(command=CommandName.STOP)):
+            return 202, record
+        # No agent to stop gracefully: tear its VM down (if it got one) and finish the bot here.
+        if container is not None:
+            await self.launcher.terminate(LaunchHandle(id=container))
+        async with self.database.sessions.begin() as session:
+            meeting = await lock_meeting(session, bot_id=bot_id)
+            if meeting is not None and meeting.status == BotStatus.STOPPING.value:
+                await change_status(
+                    session,
+                    meeting,
+                    BotStatus.COMPLETED,
+                    StatusReason.STOPPED_BY_API.value,
+                    hooks=hooks,
+                )
+        return 202, record
+
+    async def update_scheduled(
+        self, auth: AuthContext, meeting_id: int, update: ScheduledBotUpdate
+    ) -> ScheduledBot:
+        """``PATCH /api/v1/bots/schedule/{id}``: only given fields change; ``launch_at`` follows.
+
+        Raises:
+            NotFound: 404 when absent, another workspace's, launched or cancelled.
+            Validation: 400 ``scheduled_start_in_past``; 400/422 for a bad ``meeting_url``.
+        """
+        now = datetime.now(UTC)
+        async with self.database.sessions.begin() as session:
+            meeting = await _find_scheduled(session, auth, meeting_id)
+            given = update.model_fields_set
+            if "scheduled_start_at" in given and update.scheduled_start_at is not None:
+                if update.scheduled_start_at <= now:
+                    raise _start_in_past()
+                meeting.scheduled_start_at = update.scheduled_start_at
+            if "join_offset_seconds" in given and update.join_offset_seconds is not None:
+                meeting.join_offset_seconds = update.join_offset_seconds
+            if "meeting_url" in given and update.meeting_url is not None:
+                ref = meeting_reference(
+                    Platform(meeting.platform),
+                    meeting_url=update.meeting_url,
+                    native_meeting_id=None,
+                    passcode=None,
+                    extra_hosts=self.settings.extra_meeting_hosts,
+                )
+                meeting.native_meeting_id = ref.native_meeting_id
+                meeting.constructed_meeting_url = ref.constructed_meeting_url
+                meeting.passcode = ref.passcode or meeting.passcode
+            if meeting.scheduled_start_at is not None:
+                meeting.launch_at = meeting.scheduled_start_at + timedelta(
+                    seconds=meeting.join_offset_seconds
+                )
+            meeting.settings = _merged_settings(self.settings, meeting, update)
+            meeting.updated_at = now
+            return to_scheduled(meeting)
+
+    async def cancel_scheduled(self, auth: AuthContext, meeting_id: int) -> None:
+        """``DELETE /api/v1/bots/schedule/{id}``: ``scheduled → cancelled``; the bot never launches.
+
+        Raises:
+            NotFound: 404 when absent, another workspace's, launched or cancelled.
+        """
+        hooks = self.status_hooks
+        async with self.database.sessions.begin() as session:
+            meeting = await _find_scheduled(session, auth, meeting_id)
+            await change_status(
+                session, meeting, BotStatus.CANCELLED, StatusReason.CANCELLED_BY_API, hooks=hooks
+            )
+
+
+BOT_SERVICE = web.AppKey("bot_service", BotService)
+"""The application's :class:`BotService` (route handlers call it)."""

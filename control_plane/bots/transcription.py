@@ -7,14 +7,16 @@ launched bot is told which models to use, so the agent and the check agree.
 
 from __future__ import annotations
 
+from sqlalchemy.ext.asyncio import AsyncSession
+
 from agent.contracts.bot_config import BotConfig, BotSettings
 from agent.contracts.whisper_models import (
     UnsupportedTranscriptionOptions,
     check_bot_transcription,
 )
+from control_plane.bots.config_builder import TransactionRun
 from control_plane.db.models.bot import Meeting
 from control_plane.errors import ErrorItem, Validation
-from control_plane.hooks import LaunchHook
 from control_plane.settings import Settings
 
 
@@ -47,10 +49,11 @@ def check_transcription(settings: Settings, bot: BotSettings) -> None:
         ) from exc
 
 
-def launch_hook(settings: Settings) -> LaunchHook:
-    """A launch hook putting the configured models and the refine flag into each BotConfig."""
+def transcription_step(settings: Settings) -> TransactionRun:
+    """The ``transcription_models`` config step: the configured models and the refine flag."""
 
-    async def hook(meeting: Meeting, config: BotConfig) -> BotConfig:
+    async def step(session: AsyncSession, meeting: Meeting, config: BotConfig) -> BotConfig:
+        del session, meeting  # the settings alone decide
         return config.model_copy(
             update={
                 "transcription_model": settings.transcription_model,
@@ -59,4 +62,4 @@ def launch_hook(settings: Settings) -> LaunchHook:
             }
         )
 
-    return hook
+    return step

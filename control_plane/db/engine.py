@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from aiohttp import web
 from sqlalchemy import event, text
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import (
@@ -178,3 +179,7 @@ def create_database(
         read_engine=read_engine,
         read_sessions=async_sessionmaker(read_engine, expire_on_commit=False),
     )
+
+
+DB = web.AppKey("db", Database)
+"""The application's database (set by its database cleanup context)."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from aiohttp import web
+
 from agent.contracts.bot_config import BotConfig
 
 
@@ -46,3 +48,7 @@ class BotLauncher(Protocol):
     async def aclose(self) -> None:
         """Release the launcher's resources at application shutdown."""
         ...
+
+
+LAUNCHER = web.AppKey("launcher", BotLauncher)
+"""The application's bot launcher."""

@@ -14,18 +14,16 @@ from agent.contracts.status import FINAL_STATUSES, BotStatus
 from control_plane.api.http import json_response, path_int, read_query
 from control_plane.api.routes import ApiRoutes
 from control_plane.auth.context import auth_of
-from control_plane.bots.schemas import MeetingData, Message
-from control_plane.bots.service import to_record
 from control_plane.bots.status import lock_meeting
+from control_plane.db.engine import DB
 from control_plane.db.models.bot import Meeting
 from control_plane.db.models.segment import Segment
 from control_plane.errors import Conflict, NotFound
-from control_plane.keys import ARTIFACT_LISTER, DB, PURGE_HOOKS
-from control_plane.meetings.queries import list_meeting_rows
+from control_plane.hooks import PURGE_HOOKS
+from control_plane.meetings.artifacts import ARTIFACT_LISTER
 from control_plane.meetings.schemas import (
     MeetingList,
     MeetingListItem,
-    MeetingQuery,
     MeetingRecord,
     SegmentOut,
     Transcript,
@@ -33,6 +31,9 @@ from control_plane.meetings.schemas import (
     TranscriptSummary,
 )
 from control_plane.meetings.transcripts import to_srt, to_txt, to_vtt
+from control_plane.records.queries import list_meeting_rows
+from control_plane.records.render import to_record
+from control_plane.records.schemas import MeetingData, MeetingQuery, Message
 
 routes = ApiRoutes("meetings")
 

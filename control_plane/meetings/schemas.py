@@ -5,31 +5,12 @@ from __future__ import annotations
 import uuid
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from agent.contracts.bot_config import Platform
 from agent.contracts.status import BotStatus
-from control_plane.api.timestamps import UtcDateTime
-from control_plane.bots.schemas import BotRecord, MeetingData
-
-
-class MeetingQuery(BaseModel):
-    """Query of ``GET /api/v1/meetings`` and ``GET /api/v1/bots``.
-
-    ``date_from``/``date_to`` are ISO 8601 bounds on ``created_at`` (inclusive; naive = UTC);
-    a malformed one answers 400 ``invalid_date``.
-    """
-
-    model_config = ConfigDict(extra="ignore")
-
-    meeting_id: int | None = Field(default=None, ge=1, le=2**31 - 1)  # INTEGER column
-    bot_id: uuid.UUID | None = None
-    name: str | None = Field(default=None, max_length=300)
-    status: BotStatus | None = None
-    date_from: str | None = Field(default=None, max_length=64)
-    date_to: str | None = Field(default=None, max_length=64)
-    limit: int = Field(default=50, ge=1, le=200)
-    offset: int = Field(default=0, ge=0, le=2**31 - 1)
+from control_plane.records.schemas import BotRecord, MeetingData
+from control_plane.timestamps import UtcDateTime
 
 
 class MeetingListItem(BaseModel):
@@ -48,6 +29,8 @@ class MeetingList(BaseModel):
     """``GET /api/v1/meetings``: newest first."""
 
     meetings: list[MeetingListItem]
+
+
 
 
 class Recording(BaseModel):

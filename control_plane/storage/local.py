@@ -25,11 +25,12 @@ from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import quote, urlencode
 
+from agent.contracts.wire import ARTIFACT_UPLOAD_PREFIX
 from control_plane.storage.base import PresignedUrl, UploadTarget, check_key
 
 _SECRET_FILE = "artifact_urls.key"  # noqa: S105 - a file name, not a secret
 DOWNLOAD_PATH = "/artifacts/"
-UPLOAD_PATH = "/internal/v1/artifacts/"
+UPLOAD_PATH = ARTIFACT_UPLOAD_PREFIX
 
 
 class SignatureInvalid(Exception):

@@ -39,16 +39,17 @@ import aiohttp
 from sqlalchemy import and_, delete, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from control_plane.background import BackgroundLoop
 from control_plane.db.models.webhook import (
     WebhookAttempt,
     WebhookDelivery,
     WebhookEndpoint,
     WebhookMessage,
 )
+from control_plane.enums import AttemptStatus
 from control_plane.webhooks.ids import new_id
 from control_plane.webhooks.metrics import WebhookMetrics
 from control_plane.webhooks.outbox import pending_messages
-from control_plane.webhooks.schemas import AttemptStatus
 from control_plane.webhooks.signing import signed_headers
 from control_plane.webhooks.ssrf import TargetPolicy, TargetRefused, check_url, client_session
 
@@ -118,18 +119,22 @@ class DeliveryWorker:
         self._policy = policy
         self._poll_interval = poll_interval
         self._concurrency = concurrency
-        self._wake = asyncio.Event()
         self._inflight: set[asyncio.Task[None]] = set()
         # Outcomes waiting to be stored; the loop writes them in one transaction per pass, so
         # attempts in flight never compete with each other for the database.
         self._results: list[_Result] = []
-        self._stopping = False
         self._relay_now = True
+        self._next_relay = 0.0
+        self._next_sweep = 0.0
+        # Set while run() runs: the attempts' HTTP session and the group owning their tasks.
+        self._http: aiohttp.ClientSession | None = None
+        self._group: asyncio.TaskGroup | None = None
+        self._loop = BackgroundLoop("webhook-delivery", self.step, interval=poll_interval)
 
     def wake(self) -> None:
         """Look at the outbox and the due deliveries now instead of at the next poll."""
         self._relay_now = True
-        self._wake.set()
+        self._loop.wake()
 
     async def run(self) -> None:
         """Work until :meth:`stop` (or cancellation).
@@ -141,62 +146,68 @@ class DeliveryWorker:
         """
         async with client_session(self._policy) as http:
             async with asyncio.TaskGroup() as group:
-                await self._loop(http, group)
+                self._http, self._group = http, group
+                try:
+                    await self._loop.run()
+                finally:
+                    self._http = self._group = None
             if self._results:
                 await self._store(self._take_results())
 
     def stop(self) -> None:
-        """Ask :meth:`run` to finish its attempts in flight, store them and return."""
-        self._stopping = True
-        self._wake.set()
+        """Ask :meth:`run` to finish its attempts in flight, store them and return (the pass
+        in progress is never cancelled; see :mod:`control_plane.background`)."""
+        self._loop.request_stop()
 
-    async def _loop(self, http: aiohttp.ClientSession, group: asyncio.TaskGroup) -> None:
-        loop = asyncio.get_running_loop()
-        next_relay = 0.0
-        next_sweep = 0.0
+    async def step(self) -> float:
+        """One pass: store outcomes, sweep (every 10 min), relay the outbox, start due attempts.
+
+        Returns:
+            Seconds to wait before the next pass (0: more is due now).
+
+        Raises:
+            RuntimeError: Called outside :meth:`run`.
+        """
+        if self._http is None or self._group is None:
+            raise RuntimeError("DeliveryWorker.step runs inside run()")
+        clock = asyncio.get_running_loop()
         # Claim in batches: topping up one slot at a time would cost a transaction per attempt.
         batch = max(1, self._concurrency // 4)
-        while not self._stopping:
-            self._wake.clear()
-            try:
-                if self._results:
-                    await self._store(self._take_results())
-                if loop.time() >= next_sweep:
-                    # Scheduled first: a failing sweep must not come back on every pass.
-                    next_sweep = loop.time() + _SWEEP_INTERVAL_SECONDS
-                    await self.sweep()
-                relayed = 0
-                if self._relay_now or loop.time() >= next_relay - _TIMER_SLACK:
-                    self._relay_now = False
-                    relayed = await self._relay()
-                    next_relay = loop.time() + (0 if relayed else self._poll_interval)
-                free = self._concurrency - len(self._inflight)
-                due_check = free >= batch or not self._inflight
-                jobs = await self._claim(free) if free > 0 and due_check else []
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                # A database hiccup must not end delivery; the next pass retries.
-                logger.exception("webhook worker pass failed")
-                await asyncio.sleep(self._poll_interval)
-                continue
-            for job in jobs:
-                task = group.create_task(self._attempt(http, job))
-                self._inflight.add(task)
-                task.add_done_callback(self._finished)
-            if relayed or (jobs and len(jobs) == free):
-                continue
-            remaining = next_relay - loop.time()
-            if remaining <= _TIMER_SLACK:
-                continue
-            try:
-                await asyncio.wait_for(self._wake.wait(), min(self._poll_interval, remaining))
-            except TimeoutError:
-                pass
+        try:
+            if self._results:
+                await self._store(self._take_results())
+            if clock.time() >= self._next_sweep:
+                # Scheduled first: a failing sweep must not come back on every pass.
+                self._next_sweep = clock.time() + _SWEEP_INTERVAL_SECONDS
+                await self.sweep()
+            relayed = 0
+            if self._relay_now or clock.time() >= self._next_relay - _TIMER_SLACK:
+                self._relay_now = False
+                relayed = await self._relay()
+                self._next_relay = clock.time() + (0 if relayed else self._poll_interval)
+            free = self._concurrency - len(self._inflight)
+            due_check = free >= batch or not self._inflight
+            jobs = await self._claim(free) if free > 0 and due_check else []
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            # A database hiccup must not end delivery; the next pass retries.
+            logger.exception("webhook worker pass failed")
+            return self._poll_interval
+        for job in jobs:
+            task = self._group.create_task(self._attempt(self._http, job))
+            self._inflight.add(task)
+            task.add_done_callback(self._finished)
+        if relayed or (jobs and len(jobs) == free):
+            return 0.0
+        remaining = self._next_relay - clock.time()
+        if remaining <= _TIMER_SLACK:
+            return 0.0
+        return min(self._poll_interval, remaining)
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._inflight.discard(task)
-        self._wake.set()
+        self._loop.wake()
 
     async def sweep(self, now: datetime | None = None) -> int:
         """Delete messages older than :data:`RETENTION` with their deliveries and attempts.

@@ -17,7 +17,7 @@ and delivery can neither lose nor invent an event.
 Who emits what:
 
 * ``bot.status_changed`` — the status-change service, through the in-transaction hook that
-  :func:`control_plane.webhooks.hooks.status_change_hook` provides.
+  :func:`control_plane.webhooks.wiring.status_changed_hook` provides.
 * ``transcription.ready``, ``recording.ready``, ``action.detected``, ``participant.joined`` and
   ``participant.left`` — the agent link, when it stores the corresponding agent event (once per
   event id: it stores idempotently and emits only for a newly stored event).
@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -40,10 +41,11 @@ from control_plane.db.models.webhook import WebhookMessage
 from control_plane.webhooks.events import EventType, build_payload
 from control_plane.webhooks.ids import new_id
 
-WAKE_INFO_KEY = "meetbot.webhooks.wake"
-"""``Session.info`` key of a no-argument callable that wakes the webhook worker (set by the
-app's webhook context on its sessionmaker); :func:`emit` calls it after the commit."""
+# Per-transaction bookkeeping: a wake-up is already armed for this session's commit.
 _WAKE_ARMED = "meetbot.webhooks.wake_armed"
+
+Wake = Callable[[], None]
+"""Wakes this process's webhook worker (``WebhookProvider.wake``)."""
 
 
 async def emit(
@@ -53,6 +55,7 @@ async def emit(
     data: BaseModel | dict[str, Any],
     *,
     at: datetime | None = None,
+    wake: Wake | None = None,
 ) -> str:
     """Add one webhook event to the outbox within the caller's transaction.
 
@@ -62,6 +65,8 @@ async def emit(
         event_type: One of :class:`~control_plane.webhooks.events.EventType`.
         data: The event's ``data`` (its catalogue model, or a dict of the same shape).
         at: When the event happened (the payload's ``timestamp``); now when omitted.
+        wake: Called once after the transaction commits (this process's worker then relays
+            at once instead of at its next poll); other replicas find the event by polling.
 
     Returns:
         The message id (``msg_…``), which is also the ``webhook-id`` of every attempt.
@@ -80,10 +85,7 @@ async def emit(
         created_at=created,
     )
     session.add(message)
-    wake = session.info.get(WAKE_INFO_KEY)
-    if callable(wake) and not session.info.get(_WAKE_ARMED):
-        # Tell this process's worker as soon as the event is committed, instead of letting it
-        # wait for its next poll; other replicas still find it by polling.
+    if wake is not None and not session.info.get(_WAKE_ARMED):
         session.info[_WAKE_ARMED] = True
 
         def _after_commit(sync_session: Session) -> None:
@@ -97,6 +99,29 @@ async def emit(
         event.listen(session.sync_session, "after_commit", _after_commit, once=True)
         event.listen(session.sync_session, "after_soft_rollback", _after_rollback, once=True)
     return message.id
+
+
+@dataclass(frozen=True)
+class Outbox:
+    """:func:`emit` bound to this process's webhook worker, which it wakes after each commit.
+
+    Args:
+        wake: The worker's wake-up; None emits without waking (the worker polls).
+    """
+
+    wake: Wake | None = None
+
+    async def emit(
+        self,
+        session: AsyncSession,
+        workspace_id: uuid.UUID,
+        event_type: EventType | str,
+        data: BaseModel | dict[str, Any],
+        *,
+        at: datetime | None = None,
+    ) -> str:
+        """:func:`emit` with this outbox's wake-up (same arguments, result and errors)."""
+        return await emit(session, workspace_id, event_type, data, at=at, wake=self.wake)
 
 
 async def pending_messages(session: AsyncSession, limit: int) -> Sequence[WebhookMessage]:

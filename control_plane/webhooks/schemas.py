@@ -2,20 +2,9 @@
 
 from __future__ import annotations
 
-from enum import IntEnum
-
 from pydantic import BaseModel, ConfigDict, Field
 
-from control_plane.api.timestamps import UtcDateTime
-
-
-class AttemptStatus(IntEnum):
-    """``status`` of a delivery attempt: Svix's MessageStatus integers (API.md 2.8)."""
-
-    SUCCESS = 0
-    PENDING = 1
-    FAILED = 2
-    SENDING = 3
+from control_plane.timestamps import UtcDateTime
 
 
 class EndpointCreate(BaseModel):

@@ -21,7 +21,6 @@ event types); any other Svix answer or a transport failure → 502 ``webhook_pro
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import uuid
@@ -48,6 +47,8 @@ from svix.api import (
 )
 from svix.exceptions import HttpError, HTTPValidationError
 
+from control_plane.background import BackgroundLoop
+from control_plane.enums import AttemptStatus
 from control_plane.errors import DomainError, ErrorItem, Validation
 from control_plane.webhooks.errors import (
     WebhookEndpointNotFound,
@@ -58,7 +59,6 @@ from control_plane.webhooks.events import CATALOGUE, openapi_webhooks
 from control_plane.webhooks.metrics import WebhookMetrics
 from control_plane.webhooks.outbox import claim_message, pending_messages
 from control_plane.webhooks.schemas import (
-    AttemptStatus,
     DeliveryAttempt,
     Endpoint,
     EndpointCreate,
@@ -160,8 +160,9 @@ class SvixProvider:
         self._metrics = metrics
         self._poll_interval = poll_interval
         self._client: SvixAsync | None = None
-        self._stopping = asyncio.Event()
-        self._wake = asyncio.Event()
+        self._backoff = poll_interval
+        self._registered = False
+        self._loop = BackgroundLoop("svix-relay", self.step, interval=poll_interval)
         if api_key:
             options = SvixOptions(
                 server_url=server_url or None, retry_schedule=list(request_retries), timeout=15.0
@@ -342,40 +343,44 @@ class SvixProvider:
         if self._client is None:
             logger.warning("svix webhook provider has no API key; events stay in the outbox")
             return
-        backoff = self._poll_interval
-        registered = False
         try:
-            while not self._stopping.is_set():
-                self._wake.clear()
-                try:
-                    if not registered:
-                        await self.register_event_types()
-                        registered = True
-                    sent = await self.relay_once()
-                    backoff = self._poll_interval
-                    if sent:
-                        continue
-                except (WebhookProviderError, Validation):
-                    logger.warning("svix relay pass failed", extra={"retry_in_s": backoff})
-                    backoff = min(backoff * 2, _MAX_BACKOFF_SECONDS)
-                except Exception:
-                    # The database may be briefly away; relaying resumes when it is back.
-                    logger.exception("svix relay pass failed", extra={"retry_in_s": backoff})
-                    backoff = min(backoff * 2, _MAX_BACKOFF_SECONDS)
-                # Sleep, but wake at once for new events or when asked to stop.
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), backoff)
+            await self._loop.run()
         finally:
             await self.close()
 
+    async def step(self) -> float:
+        """One pass: register the event types (once), relay the outbox.
+
+        Returns:
+            Seconds to wait before the next pass: 0 after relaying something, the poll
+            interval when idle, a doubling backoff (at most 30 s) after a failure.
+        """
+        backoff = self._backoff
+        try:
+            if not self._registered:
+                await self.register_event_types()
+                self._registered = True
+            sent = await self.relay_once()
+        except (WebhookProviderError, Validation):
+            logger.warning("svix relay pass failed", extra={"retry_in_s": backoff})
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            # The database may be briefly away; relaying resumes when it is back.
+            logger.exception("svix relay pass failed", extra={"retry_in_s": backoff})
+        else:
+            self._backoff = self._poll_interval
+            return 0.0 if sent else self._poll_interval
+        self._backoff = min(backoff * 2, _MAX_BACKOFF_SECONDS)
+        return self._backoff
+
     def wake(self) -> None:
         """Relay now (called after an event is committed in this process)."""
-        self._wake.set()
+        self._loop.wake()
 
     def stop(self) -> None:
         """End :meth:`run` after the message it is relaying (the rest stays in the outbox)."""
-        self._stopping.set()
-        self._wake.set()
+        self._loop.request_stop()
 
     async def close(self) -> None:
         """Close the SDK's HTTP connections."""

@@ -2,11 +2,12 @@
 
 ``create_app`` appends :func:`webhooks_ctx` after the database context and merges
 :func:`~control_plane.webhooks.events.openapi_webhooks` into the OpenAPI document. The context
-builds the provider that ``webhook_provider`` names, lets every session of the app wake it
-after committing an event (``Session.info``, see :func:`~control_plane.webhooks.outbox.emit`),
-registers :func:`status_changed_hook` with
-the status-change service (``STATUS_HOOKS``), and owns the provider's background task: started
-after the database is up, stopped (or at worst cancelled) and awaited at shutdown.
+builds the provider that ``webhook_provider`` names and the
+:class:`~control_plane.webhooks.outbox.Outbox` that wakes it after an event commits
+(:data:`OUTBOX`, given to whoever emits events), registers
+the outbox's ``bot.status_changed`` hook with the status-change service (``STATUS_HOOKS``), and
+owns the provider's background task: started after the database is up, stopped (or at worst
+cancelled) and awaited at shutdown.
 """
 
 from __future__ import annotations
@@ -19,18 +20,22 @@ from typing import Any
 from aiohttp import web
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from control_plane.hooks import StatusChange
-from control_plane.keys import DB, METRICS, SETTINGS, STATUS_HOOKS
-from control_plane.settings import Settings
+from control_plane.db.engine import DB
+from control_plane.hooks import STATUS_HOOKS, StatusChange, StatusHook
+from control_plane.metrics import METRICS
+from control_plane.settings import SETTINGS, Settings
 from control_plane.webhooks.embedded import EmbeddedProvider
 from control_plane.webhooks.events import BotStatusChanged, EventType, openapi_webhooks
 from control_plane.webhooks.metrics import WebhookMetrics
-from control_plane.webhooks.outbox import WAKE_INFO_KEY, emit
+from control_plane.webhooks.outbox import Outbox
 from control_plane.webhooks.provider import WebhookProvider
 from control_plane.webhooks.ssrf import TargetPolicy
 from control_plane.webhooks.svix_provider import SvixProvider
 
 WEBHOOK_PROVIDER = web.AppKey("webhook_provider", WebhookProvider)
+OUTBOX = web.AppKey("webhook_outbox", Outbox)
+"""The outbox bound to this process's worker (emit events through it to have them relayed at
+once)."""
 # The 15 s request timeout plus time to store the outcomes.
 STOP_TIMEOUT_SECONDS = 20.0
 
@@ -65,10 +70,24 @@ def create_provider(
     )
 
 
+def status_hook(outbox: Outbox) -> StatusHook:
+    """A status hook writing ``bot.status_changed`` through ``outbox``, inside the status
+    change's transaction."""
+
+    async def hook(session: AsyncSession, change: StatusChange) -> None:
+        await _status_changed(outbox, session, change)
+
+    return hook
+
+
 async def status_changed_hook(session: AsyncSession, change: StatusChange) -> None:
-    """Write ``bot.status_changed`` into the outbox, inside the status change's transaction."""
+    """Write ``bot.status_changed`` into the outbox without waking a worker (it polls)."""
+    await _status_changed(Outbox(), session, change)
+
+
+async def _status_changed(outbox: Outbox, session: AsyncSession, change: StatusChange) -> None:
     meeting = change.meeting
-    await emit(
+    await outbox.emit(
         session,
         meeting.workspace_id,
         EventType.BOT_STATUS_CHANGED,
@@ -96,10 +115,9 @@ async def webhooks_ctx(app: web.Application) -> AsyncIterator[None]:
     metrics = WebhookMetrics(app[METRICS].registry)
     provider = create_provider(app[SETTINGS], sessions, metrics)
     app[WEBHOOK_PROVIDER] = provider
-    info = dict(sessions.kw.get("info") or {})
-    info[WAKE_INFO_KEY] = provider.wake
-    sessions.configure(info=info)
-    app[STATUS_HOOKS].append(status_changed_hook)
+    outbox = Outbox(wake=provider.wake)
+    app[OUTBOX] = outbox
+    app[STATUS_HOOKS].append(status_hook(outbox))
     task = asyncio.create_task(provider.run(), name="webhooks")
     yield
     provider.stop()

@@ -4,7 +4,7 @@
 session to Zoom, builds the token cipher (which may create its key file, so off the event loop)
 and publishes :class:`~control_plane.zoom.service.ZoomConnections` both as
 :data:`ZOOM_CONNECTIONS` (the connection routes) and as the shared
-:data:`control_plane.keys.ZOOM_TOKENS` (bot launches).
+:data:`control_plane.hooks.ZOOM_TOKENS` (bot launches).
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ from collections.abc import AsyncIterator
 import aiohttp
 from aiohttp import web
 
-from control_plane.keys import DB, SETTINGS, ZOOM_TOKENS
+from control_plane.db.engine import DB
+from control_plane.hooks import ZOOM_TOKENS
+from control_plane.settings import SETTINGS
 from control_plane.token_cipher import TokenCipher
 from control_plane.zoom.client import ZoomClient
 from control_plane.zoom.service import ZoomConnections

@@ -26,17 +26,17 @@ from aiohttp import web
 from sqlalchemy import select
 
 from control_plane.app import create_app
-from control_plane.auth.context import Role
 from control_plane.auth.provisioning import (
     add_member,
     create_workspace,
     get_or_create_user,
     issue_key,
 )
+from control_plane.db.engine import DB
 from control_plane.db.migrate import upgrade
 from control_plane.db.models.agent_link import AgentFrameReceipt
 from control_plane.db.models.bot import BotStatusChange, Meeting
-from control_plane.keys import DB
+from control_plane.enums import Role
 from control_plane.launchers.local import LocalLauncher
 from control_plane.settings import Settings
 from testmeeting import Room, TestMeetingServer, parse_scenario

@@ -1,5 +1,5 @@
 """Fixtures of the agent-link tests: the real app (SQLite and PostgreSQL, from the API tests'
-fixtures) with short link timeouts, bots launched through the real launch hook, and a
+fixtures) with short link timeouts, bots launched through the real config builder, and a
 scripted agent peer that speaks the link protocol over a real WebSocket."""
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from sqlalchemy import update
 
 from agent.contracts.bot_config import BotConfig, BotSettings, Platform
 from agent.contracts.status import BotStatus
+from control_plane.bots.config_builder import CONFIG_BUILDER
+from control_plane.db.engine import DB
 from control_plane.db.models.bot import Meeting
-from control_plane.keys import DB, LAUNCH_HOOKS
 from control_plane.launchers.memory import MemoryLauncher
 from control_plane.settings import Settings
 from tests.agent_link.peer import ScriptedAgent
@@ -57,7 +58,7 @@ def settings(database_url: str, tmp_path: Path) -> Settings:  # noqa: F811 - nar
 
 @dataclass(frozen=True)
 class LaunchedBot:
-    """A bot row plus the ``BotConfig`` its launch hooks produced (agent token, stream key)."""
+    """A bot row plus the ``BotConfig`` the config builder produced (agent token, stream key)."""
 
     meeting_id: int
     bot_id: uuid.UUID
@@ -79,8 +80,8 @@ def launch_bot(
     owner: Caller,  # noqa: F811
     launcher: MemoryLauncher,  # noqa: F811
 ) -> LaunchBot:
-    """Store a bot for ``owner``, run the app's launch hooks and launch it as the scheduler
-    does (the memory launcher's handle becomes ``bot_container_id``)."""
+    """Store a bot for ``owner``, build its config with the app's builder and launch it as the
+    scheduler does (the memory launcher's handle becomes ``bot_container_id``)."""
 
     async def launch(
         status: BotStatus = BotStatus.REQUESTED,
@@ -102,16 +103,7 @@ def launch_bot(
                 name="Weekly sync",
             )
             session.add(meeting)
-        config = BotConfig(
-            bot_id=meeting.bot_id,
-            meeting_id=meeting.id,
-            platform=Platform.GOOGLE_MEET,
-            meeting_url=meeting.constructed_meeting_url,
-            native_meeting_id=meeting.native_meeting_id,
-            settings=bot_settings,
-        )
-        for hook in client.app[LAUNCH_HOOKS]:
-            config = await hook(meeting, config)
+        config = await client.app[CONFIG_BUILDER].build(meeting)
         handle = await launcher.launch(config)
         async with client.app[DB].sessions.begin() as session:
             await session.execute(

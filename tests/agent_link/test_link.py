@@ -25,11 +25,11 @@ from agent.contracts.link import (
     TranscriptSegmentEvent,
 )
 from agent.contracts.status import BotStatus
+from control_plane.db.engine import DB
 from control_plane.db.models.agent_link import AgentLink, Artifact, ChatMessage
 from control_plane.db.models.bot import BotStatusChange, Meeting
 from control_plane.db.models.segment import Segment as SegmentRow
 from control_plane.db.models.webhook import WebhookMessage
-from control_plane.keys import DB
 from tests.agent_link.conftest import Client, ConnectAgent, LaunchBot
 
 pytestmark = pytest.mark.api

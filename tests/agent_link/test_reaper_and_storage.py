@@ -21,21 +21,16 @@ from agent.contracts.link import (
     UploadSlot,
 )
 from agent.contracts.status import BotStatus
+from control_plane.agent_link.keys import AGENT_HUB, STORAGE
 from control_plane.agent_link.reaper import Reaper
 from control_plane.app import create_app
+from control_plane.db.engine import DB
 from control_plane.db.models.agent_link import AgentLink, Artifact, ChatMessage
 from control_plane.db.models.bot import Meeting
-from control_plane.keys import (
-    AGENT_COMMANDS,
-    AGENT_HUB,
-    ARTIFACT_LISTER,
-    DB,
-    LAUNCHER,
-    STATUS_HOOKS,
-    STORAGE,
-)
-from control_plane.launchers.base import LaunchHandle
+from control_plane.hooks import AGENT_COMMANDS, STATUS_HOOKS
+from control_plane.launchers.base import LAUNCHER, LaunchHandle
 from control_plane.launchers.memory import MemoryLauncher
+from control_plane.meetings.artifacts import ARTIFACT_LISTER
 from control_plane.settings import Settings
 from control_plane.storage.base import artifact_key
 from tests.agent_link.conftest import Client, ConnectAgent, LaunchBot

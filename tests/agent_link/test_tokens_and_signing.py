@@ -12,10 +12,10 @@ from urllib.parse import parse_qs, urlsplit
 import jwt
 import pytest
 
+from agent.contracts.wire import bearer_token
 from control_plane.agent_link.agent_tokens import (
     agent_token_digest,
     agent_token_matches,
-    bearer_token,
     mint_agent_token,
 )
 from control_plane.agent_link.stream_tokens import StreamTokenSigner, verify_stream_token

@@ -30,17 +30,16 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
 from control_plane.app import create_app
-from control_plane.auth.context import Permission, Role
 from control_plane.auth.provisioning import (
     add_member,
     create_workspace,
     get_or_create_user,
     issue_key,
 )
-from control_plane.db.engine import Database
+from control_plane.db.engine import DB, Database
 from control_plane.db.migrate import upgrade
 from control_plane.db.models.workspace import User, Workspace
-from control_plane.keys import DB
+from control_plane.enums import Permission, Role
 from control_plane.launchers.memory import MemoryLauncher
 from control_plane.settings import Settings
 

@@ -1,5 +1,6 @@
 """Action prompts: versions per name, listing, and the bot's prompt resolution chain
-(bot's version → workspace default → system prompt), as the launch hook applies it."""
+(bot's version → workspace default → system prompt), as the config builder's ``action_prompt``
+step applies it."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from agent.contracts.bot_config import BotConfig, BotSettings, Platform
-from control_plane.action_prompts import SYSTEM_PROMPT, launch_hook
+from control_plane.action_prompts.service import SYSTEM_PROMPT, prompt_step
+from control_plane.bots.config_builder import CONFIG_BUILDER
+from control_plane.db.engine import DB
 from control_plane.db.models.bot import Meeting
-from control_plane.keys import DB, LAUNCH_HOOKS
 
 from .conftest import Caller, Tenants
 
@@ -64,7 +66,7 @@ async def test_same_name_makes_next_version_and_list_is_per_workspace(
     assert typo.status == 422
 
 
-async def test_launch_hook_resolves_bot_then_workspace_then_system(
+async def test_prompt_step_resolves_bot_then_workspace_then_system(
     client: Client, owner: Caller, tenants: Tenants
 ) -> None:
     assert owner.workspace_id is not None
@@ -72,9 +74,9 @@ async def test_launch_hook_resolves_bot_then_workspace_then_system(
     default = await _create(client, owner, "default", "workspace instructions")
     other = await tenants.workspace("Other")
     foreign = await _create(client, other, "foreign", "not yours")
-    # The app registers the hook; other parts' hooks need a stored meeting, so call ours alone.
-    assert any("launch_hook" in hook.__qualname__ for hook in client.app[LAUNCH_HOOKS])
-    hook = launch_hook(client.app[DB])
+    # The app lists the step; the other steps need a stored meeting, so call ours alone.
+    steps = client.app[CONFIG_BUILDER].transaction_steps
+    assert [step.run for step in steps if step.name == "action_prompt"] == [prompt_step]
     meeting = Meeting(workspace_id=owner.workspace_id)
 
     async def resolved(prompt_version_id: object, *, enable_actions: bool = True) -> object:
@@ -89,7 +91,8 @@ async def test_launch_hook_resolves_bot_then_workspace_then_system(
                 prompt_version_id=None if prompt_version_id is None else str(prompt_version_id),
             ),
         )
-        return (await hook(meeting, config)).action_prompt
+        async with client.app[DB].sessions() as session:
+            return (await prompt_step(session, meeting, config)).action_prompt
 
     assert await resolved(None) == SYSTEM_PROMPT
     assert await resolved(foreign["id"]) == SYSTEM_PROMPT

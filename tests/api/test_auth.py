@@ -10,10 +10,10 @@ from aiohttp.test_utils import TestClient
 from pytest_aiohttp import AiohttpClient
 
 from control_plane.app import create_app
-from control_plane.auth.context import Permission
 from control_plane.auth.key_cache import KEY_CACHE
+from control_plane.db.engine import DB
 from control_plane.db.models.workspace import ApiKey
-from control_plane.keys import DB
+from control_plane.enums import Permission
 from control_plane.launchers.memory import MemoryLauncher
 from control_plane.settings import Settings
 from tests.api.conftest import Caller, Tenants

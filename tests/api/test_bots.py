@@ -13,10 +13,10 @@ from aiohttp.test_utils import TestClient
 from sqlalchemy import select
 
 from agent.contracts.status import BotStatus
-from control_plane.auth.context import Permission
 from control_plane.bots.status import change_status, lock_meeting
+from control_plane.db.engine import DB
 from control_plane.db.models.bot import BotStatusChange, Meeting
-from control_plane.keys import DB
+from control_plane.enums import Permission
 from control_plane.launchers.memory import MemoryLauncher
 from tests.api.conftest import Caller, Tenants
 

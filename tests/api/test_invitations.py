@@ -10,8 +10,8 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 from sqlalchemy import update
 
+from control_plane.db.engine import DB
 from control_plane.db.models.invitation import Invitation
-from control_plane.keys import DB
 
 from .conftest import Caller, Tenants
 

@@ -12,9 +12,9 @@ from aiohttp.test_utils import TestClient
 from sqlalchemy import func, select, update
 
 from agent.contracts.status import BotStatus
+from control_plane.db.engine import DB
 from control_plane.db.models.bot import Meeting
 from control_plane.db.models.segment import Segment
-from control_plane.keys import DB
 from tests.api.conftest import Caller, Tenants
 from tests.api.test_bots import MEET, force_status, launch
 

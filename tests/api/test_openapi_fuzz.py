@@ -30,7 +30,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from control_plane.app import create_app
-from control_plane.keys import DB
+from control_plane.db.engine import DB
 from control_plane.launchers.memory import MemoryLauncher
 from control_plane.settings import Settings
 

@@ -10,7 +10,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from agent.contracts.status import BotStatus
-from control_plane.auth.context import Permission
+from control_plane.enums import Permission
 from tests.api.conftest import Caller, Tenants
 from tests.api.test_bots import force_status
 

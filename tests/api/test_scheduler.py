@@ -15,12 +15,12 @@ from sqlalchemy import func, insert, select
 
 from agent.contracts.status import BotStatus
 from control_plane.app import create_app
-from control_plane.auth.context import Role
 from control_plane.auth.provisioning import add_member, create_workspace, get_or_create_user
+from control_plane.bots.config_builder import BotConfigBuilder
 from control_plane.bots.scheduler import Scheduler
-from control_plane.db.engine import Database, create_database
+from control_plane.db.engine import DB, Database, create_database
 from control_plane.db.models.bot import BotStatusChange, Meeting
-from control_plane.keys import DB
+from control_plane.enums import Role
 from control_plane.launchers.memory import MemoryLauncher
 from control_plane.settings import Settings
 from tests.api.conftest import Caller
@@ -78,7 +78,12 @@ async def test_concurrent_loops_launch_each_due_bot_exactly_once(database_url: s
     databases = [create_database(database_url, pool_size=3) for _ in range(LOOPS)]
     launchers = [MemoryLauncher() for _ in range(LOOPS)]
     loops = [
-        Scheduler(database=db, launcher=launcher, control_plane_url="http://cp", interval=0.05)
+        Scheduler(
+            database=db,
+            launcher=launcher,
+            config_builder=BotConfigBuilder(db, control_plane_url="http://cp"),
+            interval=0.05,
+        )
         for db, launcher in zip(databases, launchers, strict=True)
     ]
     tasks = [asyncio.create_task(loop.run()) for loop in loops]
@@ -190,7 +195,11 @@ async def test_failed_and_abandoned_launches_fail_the_bot(
         assert meeting is not None
         meeting.bot_container_id = None
         meeting.launch_claimed_at = datetime.now(UTC) - timedelta(hours=1)
-    reaper = Scheduler(database=database, launcher=launcher, control_plane_url="http://cp")
+    reaper = Scheduler(
+        database=database,
+        launcher=launcher,
+        config_builder=BotConfigBuilder(database, control_plane_url="http://cp"),
+    )
     await reaper.maintain()
     async with database.sessions() as session:
         meeting = await session.get(Meeting, first["id"])

@@ -7,7 +7,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 from sqlalchemy import inspect
 
-from control_plane.keys import DB
+from control_plane.db.engine import DB
 
 pytestmark = pytest.mark.api
 

@@ -26,11 +26,11 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from control_plane.api.routes import RouteSpec
+from control_plane.api.routes import ROUTE_SPECS, RouteSpec
 from control_plane.app import create_app
-from control_plane.auth.context import Permission
+from control_plane.db.engine import DB
 from control_plane.db.models.zoom_connection import ZoomConnection
-from control_plane.keys import DB, ROUTE_SPECS
+from control_plane.enums import Permission
 from control_plane.settings import Settings
 
 from .conftest import KEY_PREFIX, Caller, Tenants

@@ -8,7 +8,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from control_plane.auth.context import Permission
+from control_plane.enums import Permission
 
 from .conftest import Caller, Tenants
 

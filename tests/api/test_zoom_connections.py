@@ -15,9 +15,10 @@ from pytest_aiohttp import AiohttpClient
 from sqlalchemy import select, update
 
 from control_plane.app import create_app
+from control_plane.db.engine import DB
 from control_plane.db.models.zoom_connection import ZoomConnection
 from control_plane.errors import ProviderError
-from control_plane.keys import DB, ZOOM_TOKENS
+from control_plane.hooks import ZOOM_TOKENS
 from control_plane.launchers.memory import MemoryLauncher
 from control_plane.settings import Settings
 

@@ -19,8 +19,8 @@ import aiohttp
 import pytest
 from sqlalchemy import select
 
+from control_plane.db.engine import DB
 from control_plane.db.models.webhook import WebhookMessage
-from control_plane.keys import DB
 from tests.agent.test_control_plane_e2e import (
     BOT_NAME,
     IDS,

@@ -6,8 +6,9 @@ import uuid
 
 import pytest
 
-from control_plane.auth.context import AuthContext, Permission, Role
+from control_plane.auth.context import AuthContext
 from control_plane.auth.key_cache import CachedKey, KeyCache
+from control_plane.enums import Permission, Role
 
 pytestmark = pytest.mark.unit
 

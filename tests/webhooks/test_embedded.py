@@ -22,10 +22,9 @@ from standardwebhooks.webhooks import Webhook
 
 from agent.contracts.status import BotStatus
 from control_plane.app import create_app
-from control_plane.auth.context import Role
 from control_plane.bots import status as status_service
 from control_plane.bots.status import lock_meeting
-from control_plane.db.engine import Database, create_database
+from control_plane.db.engine import DB, Database, create_database
 from control_plane.db.models.bot import Meeting
 from control_plane.db.models.webhook import (
     WebhookAttempt,
@@ -33,7 +32,8 @@ from control_plane.db.models.webhook import (
     WebhookEndpoint,
     WebhookMessage,
 )
-from control_plane.keys import DB, STATUS_HOOKS
+from control_plane.enums import Role
+from control_plane.hooks import STATUS_HOOKS
 from control_plane.launchers.memory import MemoryLauncher
 from control_plane.settings import Settings
 from control_plane.webhooks.embedded import EmbeddedProvider

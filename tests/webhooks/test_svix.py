@@ -20,7 +20,8 @@ from pytest_aiohttp import AiohttpClient
 from standardwebhooks.webhooks import Webhook
 
 from control_plane.app import create_app
-from control_plane.keys import DB, STATUS_HOOKS
+from control_plane.db.engine import DB
+from control_plane.hooks import STATUS_HOOKS
 from control_plane.launchers.memory import MemoryLauncher
 from control_plane.settings import Settings
 from control_plane.webhooks.events import EVENT_TYPE_NAMES

@@ -13,6 +13,7 @@ from sqlalchemy import ForeignKey, Index, String, Uuid
 from sqlalchemy.orm import Mapped, mapped_column
 
 from control_plane.db.base import Base, UtcDateTime, utc_now
+from control_plane.enums import InvitationStatus
 
 
 class Invitation(Base):
@@ -33,8 +34,8 @@ class Invitation(Base):
         ForeignKey("workspaces.id", ondelete="CASCADE")
     )
     email: Mapped[str] = mapped_column(String(320))
-    role: Mapped[str] = mapped_column(String(16))
-    status: Mapped[str] = mapped_column(String(16), default="pending")
+    role: Mapped[str] = mapped_column(String(16))  # Role
+    status: Mapped[str] = mapped_column(String(16), default=InvitationStatus.PENDING.value)
     token_digest: Mapped[str] = mapped_column(String(64), unique=True)
     invited_by_user_id: Mapped[int | None] = mapped_column(
         ForeignKey("users.id", ondelete="SET NULL"), default=None

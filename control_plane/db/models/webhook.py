@@ -21,6 +21,7 @@ from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, Text, 
 from sqlalchemy.orm import Mapped, mapped_column
 
 from control_plane.db.base import Base, UtcDateTime, utc_now
+from control_plane.enums import AttemptStatus
 
 
 class WebhookEndpoint(Base):
@@ -74,7 +75,7 @@ class WebhookDelivery(Base):
     endpoint_id: Mapped[str] = mapped_column(
         ForeignKey("webhook_endpoints.id", ondelete="CASCADE"), index=True
     )
-    status: Mapped[int] = mapped_column(Integer, default=1)
+    status: Mapped[int] = mapped_column(Integer, default=AttemptStatus.PENDING.value)
     attempt_count: Mapped[int] = mapped_column(Integer, default=0)
     next_attempt_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
     lease_until: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)

@@ -9,6 +9,7 @@ from sqlalchemy import Boolean, ForeignKey, Index, Integer, String, UniqueConstr
 from sqlalchemy.orm import Mapped, mapped_column
 
 from control_plane.db.base import Base, UtcDateTime, utc_now
+from control_plane.enums import Permission
 
 
 class Workspace(Base):
@@ -46,7 +47,7 @@ class Membership(Base):
         ForeignKey("workspaces.id", ondelete="CASCADE"), index=True
     )
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
-    role: Mapped[str] = mapped_column(String(16))
+    role: Mapped[str] = mapped_column(String(16))  # Role
     joined_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utc_now)
 
 
@@ -68,7 +69,7 @@ class ApiKey(Base):
     name: Mapped[str] = mapped_column(String(200))
     prefix: Mapped[str] = mapped_column(String(16))
     digest: Mapped[str] = mapped_column(String(64), unique=True)
-    permission: Mapped[str] = mapped_column(String(8), default="edit")
+    permission: Mapped[str] = mapped_column(String(8), default=Permission.EDIT.value)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utc_now)
     last_used_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
     expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)

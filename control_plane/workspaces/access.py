@@ -16,10 +16,11 @@ from aiohttp import web
 from sqlalchemy import select
 
 from control_plane.api.http import path_uuid
-from control_plane.auth.context import AuthContext, Role, auth_of
+from control_plane.auth.context import AuthContext, auth_of
+from control_plane.db.engine import DB
 from control_plane.db.models.workspace import Workspace
+from control_plane.enums import Role
 from control_plane.errors import Forbidden, NotFound
-from control_plane.keys import DB
 
 
 async def workspace_of_path(request: web.Request, *, owner_only: bool = False) -> uuid.UUID:

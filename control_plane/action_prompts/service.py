@@ -2,16 +2,14 @@
 
 A bot's prompt is its ``prompt_version_id`` when that names a version of its workspace, else
 the workspace's ``default_prompt_version_id``, else :data:`SYSTEM_PROMPT`. The resolved prompt
-travels to the agent in ``BotConfig.action_prompt`` (filled by :func:`launch_hook`, only when
+travels to the agent in ``BotConfig.action_prompt`` (filled by :func:`prompt_step`, only when
 ``enable_actions`` is on — with it off no language-model call is made, so no prompt is sent).
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 
-from aiohttp import web
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -23,8 +21,6 @@ from control_plane.db.models.action_prompt import ActionPrompt
 from control_plane.db.models.bot import Meeting
 from control_plane.db.models.workspace import Workspace
 from control_plane.errors import Conflict
-from control_plane.hooks import LaunchHook
-from control_plane.keys import DB, LAUNCH_HOOKS
 
 SYSTEM_PROMPT = ResolvedPrompt(
     id="system",
@@ -118,20 +114,10 @@ async def resolve(
     return SYSTEM_PROMPT
 
 
-def launch_hook(database: Database) -> LaunchHook:
-    """A launch hook putting the resolved prompt into ``BotConfig.action_prompt``."""
-
-    async def hook(meeting: Meeting, config: BotConfig) -> BotConfig:
-        if not config.settings.enable_actions:
-            return config
-        async with database.reads() as session:
-            prompt = await resolve(session, meeting.workspace_id, config.settings.prompt_version_id)
-        return config.model_copy(update={"action_prompt": prompt})
-
-    return hook
-
-
-async def action_prompts_ctx(app: web.Application) -> AsyncIterator[None]:
-    """Register :func:`launch_hook` once the database exists (append after the DB context)."""
-    app[LAUNCH_HOOKS].append(launch_hook(app[DB]))
-    yield
+async def prompt_step(session: AsyncSession, meeting: Meeting, config: BotConfig) -> BotConfig:
+    """The ``action_prompt`` config step: the resolved prompt into ``BotConfig.action_prompt``
+    (only with ``enable_actions``), read in the launch batch's ``session``."""
+    if not config.settings.enable_actions:
+        return config
+    prompt = await resolve(session, meeting.workspace_id, config.settings.prompt_version_id)
+    return config.model_copy(update={"action_prompt": prompt})

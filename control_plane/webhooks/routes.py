@@ -1,7 +1,7 @@
 """Webhook endpoint routes (API.md Part 1 "Webhooks", 2.8); every one needs role ``owner``.
 
 Paths are under ``/api/v1/workspaces/{workspace_id}/webhooks``. Access follows the other
-workspace paths (:mod:`control_plane.auth.workspace_access`): unknown workspace 404, a
+workspace paths (:mod:`control_plane.workspaces.access`): unknown workspace 404, a
 workspace other than the key's 403 ``not_a_member``, role ``member`` 403 ``owner_required``;
 an endpoint id of another workspace answers 404 ``webhook_endpoint_not_found``. The handlers
 validate input (event types, URL policy) and call the configured
@@ -17,8 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from control_plane.api.http import json_response, read_body, read_query
 from control_plane.api.routes import ApiRoutes
-from control_plane.auth.workspace_access import workspace_of_path
-from control_plane.keys import SETTINGS
+from control_plane.settings import SETTINGS
 from control_plane.webhooks.schemas import (
     DeliveryAttempt,
     Endpoint,
@@ -28,6 +27,7 @@ from control_plane.webhooks.schemas import (
 )
 from control_plane.webhooks.validation import checked_filter_types, checked_url
 from control_plane.webhooks.wiring import WEBHOOK_PROVIDER, target_policy
+from control_plane.workspaces.access import workspace_of_path
 
 routes = ApiRoutes("webhooks")
 

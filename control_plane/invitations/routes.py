@@ -17,20 +17,22 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, EmailStr, Field, RootModel
 from sqlalchemy import CursorResult, select, update
 
-from control_plane.api.api_keys import ApiKeyCreated, created_view
 from control_plane.api.http import json_response, path_uuid, read_body
 from control_plane.api.routes import ApiRoutes
-from control_plane.api.timestamps import UtcDateTime
-from control_plane.api.workspaces import Member
+from control_plane.api_keys.routes import ApiKeyCreated, created_view
 from control_plane.auth import api_keys
-from control_plane.auth.context import Role, auth_of
+from control_plane.auth.context import auth_of
 from control_plane.auth.key_cache import KEY_CACHE
 from control_plane.auth.provisioning import get_or_create_user, issue_key
-from control_plane.auth.workspace_access import workspace_of_path
+from control_plane.db.engine import DB
 from control_plane.db.models.invitation import Invitation
 from control_plane.db.models.workspace import Membership, User
+from control_plane.enums import InvitationStatus, Role
 from control_plane.errors import BadRequest, Conflict, NotFound
-from control_plane.keys import DB, SETTINGS
+from control_plane.settings import SETTINGS
+from control_plane.timestamps import UtcDateTime
+from control_plane.workspaces.access import workspace_of_path
+from control_plane.workspaces.routes import Member
 
 routes = ApiRoutes("invitations")
 
@@ -46,7 +48,7 @@ class InvitationCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     email: EmailStr
-    role: Literal["member", "owner"] = "member"
+    role: Literal[Role.MEMBER, Role.OWNER] = Role.MEMBER
 
 
 class InvitationOut(BaseModel):
@@ -56,7 +58,9 @@ class InvitationOut(BaseModel):
     workspace_id: uuid.UUID
     email: str
     role: str
-    status: Literal["pending", "accepted", "revoked"]
+    status: Literal[
+        InvitationStatus.PENDING, InvitationStatus.ACCEPTED, InvitationStatus.REVOKED
+    ]
     created_at: UtcDateTime
     expires_at: UtcDateTime
 
@@ -128,8 +132,8 @@ async def create_invitation(request: web.Request) -> web.Response:
             id=uuid.uuid4(),
             workspace_id=workspace_id,
             email=email,
-            role=body.role,
-            status="pending",
+            role=body.role.value,
+            status=InvitationStatus.PENDING.value,
             token_digest=api_keys.digest_of(token),
             invited_by_user_id=auth_of(request).user_id,
             created_at=now,
@@ -157,7 +161,7 @@ async def list_invitations(request: web.Request) -> web.Response:
                 select(Invitation)
                 .where(
                     Invitation.workspace_id == workspace_id,
-                    Invitation.status == "pending",
+                    Invitation.status == InvitationStatus.PENDING,
                     Invitation.expires_at > datetime.now(UTC),
                 )
                 .order_by(Invitation.created_at.desc(), Invitation.id.desc())
@@ -182,12 +186,12 @@ async def revoke_invitation(request: web.Request) -> web.Response:
         invitation = await session.get(Invitation, invitation_id, with_for_update=True)
         if invitation is None or invitation.workspace_id != workspace_id:
             raise NotFound("no such invitation", code="invitation_not_found")
-        if invitation.status != "pending":
+        if invitation.status != InvitationStatus.PENDING:
             raise BadRequest(
                 f"the invitation is {invitation.status}, not pending",
                 code="invitation_not_pending",
             )
-        invitation.status = "revoked"
+        invitation.status = InvitationStatus.REVOKED.value
     return web.Response(status=204)
 
 
@@ -219,10 +223,10 @@ async def accept_invitation(request: web.Request) -> web.Response:
             update(Invitation)
             .where(
                 Invitation.id == invitation.id,
-                Invitation.status == "pending",
+                Invitation.status == InvitationStatus.PENDING,
                 Invitation.expires_at > now,
             )
-            .values(status="accepted", accepted_at=now)
+            .values(status=InvitationStatus.ACCEPTED.value, accepted_at=now)
             .execution_options(synchronize_session=False)
         )
         if not isinstance(claimed, CursorResult) or claimed.rowcount != 1:

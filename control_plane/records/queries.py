@@ -11,10 +11,10 @@ from sqlalchemy import Row, Select, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute
 
-from control_plane.api.timestamps import parse_utc
 from control_plane.db.models.bot import Meeting
 from control_plane.errors import ErrorItem, Validation
-from control_plane.meetings.schemas import MeetingQuery
+from control_plane.records.schemas import MeetingQuery
+from control_plane.timestamps import parse_utc
 
 
 def parse_bound(value: str | None, name: str) -> datetime | None:

@@ -1,6 +1,6 @@
 """Workspace details, settings and members (API.md Part 1 "Workspace", 2.2).
 
-Access rules are :mod:`control_plane.auth.workspace_access`'s: members read, owners change.
+Access rules are :mod:`control_plane.workspaces.access`'s: members read, owners change.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from control_plane.api.http import json_response, read_body
 from control_plane.api.routes import ApiRoutes
-from control_plane.api.timestamps import UtcDateTime
-from control_plane.auth.workspace_access import workspace_of_path
+from control_plane.db.engine import DB
 from control_plane.db.models.action_prompt import ActionPrompt
 from control_plane.db.models.workspace import Membership, User, Workspace
 from control_plane.errors import ErrorItem, NotFound, Validation
-from control_plane.keys import DB
+from control_plane.timestamps import UtcDateTime
+from control_plane.workspaces.access import workspace_of_path
 
 routes = ApiRoutes("workspaces")
 

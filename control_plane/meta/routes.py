@@ -7,9 +7,10 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel
 
 from control_plane.api.http import json_response
-from control_plane.api.routes import ApiRoutes
+from control_plane.api.routes import OPENAPI, ApiRoutes
+from control_plane.db.engine import DB
 from control_plane.errors import NotConfigured
-from control_plane.keys import DB, METRICS, OPENAPI
+from control_plane.metrics import METRICS
 
 routes = ApiRoutes("service")
 

@@ -11,10 +11,11 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from control_plane.api.http import json_response, path_int, read_body
 from control_plane.api.routes import ApiRoutes
-from control_plane.api.timestamps import UtcDateTime
-from control_plane.auth.context import Role, auth_of
+from control_plane.auth.context import auth_of
 from control_plane.db.models.zoom_connection import ZoomConnection
+from control_plane.enums import Role
 from control_plane.errors import NotFound
+from control_plane.timestamps import UtcDateTime
 from control_plane.zoom.wiring import ZOOM_CONNECTIONS
 
 routes = ApiRoutes("zoom")

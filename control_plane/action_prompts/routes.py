@@ -6,13 +6,13 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 from sqlalchemy import select
 
-from control_plane.action_prompts import create_version
+from control_plane.action_prompts.service import create_version
 from control_plane.api.http import json_response, read_body
 from control_plane.api.routes import ApiRoutes
-from control_plane.api.timestamps import UtcDateTime
 from control_plane.auth.context import auth_of
+from control_plane.db.engine import DB
 from control_plane.db.models.action_prompt import ActionPrompt
-from control_plane.keys import DB
+from control_plane.timestamps import UtcDateTime
 
 routes = ApiRoutes("action-prompts")
 

@@ -18,13 +18,15 @@ from sqlalchemy import ColumnElement, CursorResult, delete, select
 
 from control_plane.api.http import json_response, path_int, read_body
 from control_plane.api.routes import ApiRoutes
-from control_plane.api.timestamps import UtcDateTime
-from control_plane.auth.context import AuthContext, Permission, Role, auth_of
+from control_plane.auth.context import AuthContext, auth_of
 from control_plane.auth.key_cache import KEY_CACHE
 from control_plane.auth.provisioning import issue_key
+from control_plane.db.engine import DB
 from control_plane.db.models.workspace import ApiKey, User
+from control_plane.enums import Permission, Role
 from control_plane.errors import ErrorItem, NotFound, Validation
-from control_plane.keys import DB, SETTINGS
+from control_plane.settings import SETTINGS
+from control_plane.timestamps import UtcDateTime
 
 routes = ApiRoutes("api-keys")
 
@@ -40,7 +42,7 @@ class ApiKeyCreate(BaseModel):
 
     name: str = Field(min_length=1, max_length=200)
     expires_at: UtcDateTime | None = None
-    permission: Literal["edit", "read"] = "edit"
+    permission: Literal[Permission.EDIT, Permission.READ] = Permission.EDIT
 
 
 class ApiKeyInfo(BaseModel):

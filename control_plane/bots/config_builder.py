@@ -1,0 +1,168 @@
+"""Building the ``BotConfig`` a launched bot receives: one builder, named steps.
+
+A config starts from the meeting row (platform, URL, settings) and this control plane's
+``control_plane_url``; named steps then fill in what other parts own. The app lists the steps
+once (``control_plane.app.bot_config_steps``):
+
+* ``zoom_obf_token`` — a network step: mints a Zoom on-behalf-of token when the bot has none;
+* ``transcription_models`` — the Whisper models the bots run;
+* ``action_prompt`` — the resolved prompt version or the system prompt;
+* ``agent_token`` — a fresh agent token (its digest stored) and the stream public key.
+
+Network steps run first, concurrently per bot and outside any transaction. The transaction
+steps then run for a whole batch in ONE transaction that the meetings are attached to, so what
+they store (the agent token's digest) is written in one commit before any launch instead of one
+transaction per bot (bench/api.py: the per-bot transactions were a fifth of a creation's
+database round trips).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+from aiohttp import web
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from agent.contracts.bot_config import BotConfig, BotSettings, Platform
+from control_plane.db.engine import Database
+from control_plane.db.models.bot import Meeting
+from control_plane.errors import DomainError
+from control_plane.launchers.base import LaunchError
+
+log = logging.getLogger(__name__)
+
+NetworkRun = Callable[[Meeting, BotConfig], Awaitable[BotConfig]]
+TransactionRun = Callable[[AsyncSession, Meeting, BotConfig], Awaitable[BotConfig]]
+
+
+@dataclass(frozen=True)
+class NetworkStep:
+    """A step that may do network I/O: runs before the batch transaction, with no session.
+
+    Attributes:
+        name: What it fills in (for logs and for readers).
+        run: ``config = await run(meeting, config)``; raising fails this bot's launch alone.
+    """
+
+    name: str
+    run: NetworkRun
+
+
+@dataclass(frozen=True)
+class TransactionStep:
+    """A step that runs inside the batch transaction (no network I/O, no commit).
+
+    Attributes:
+        name: What it fills in.
+        run: ``config = await run(session, meeting, config)``; ``meeting`` is attached to
+            ``session``; what the step adds to the session commits with the batch. Raising
+            fails this bot's launch alone (rows it added before raising still commit).
+    """
+
+    name: str
+    run: TransactionRun
+
+
+@dataclass(frozen=True)
+class BotConfigBuilder:
+    """Builds ``BotConfig``s from meeting rows through the listed steps.
+
+    Args:
+        database: Where the batch transaction runs.
+        control_plane_url: The base URL the agent reaches this control plane at.
+        network_steps: Run first, in order, outside any transaction.
+        transaction_steps: Then, in order, inside the batch transaction.
+    """
+
+    database: Database
+    control_plane_url: str
+    network_steps: Sequence[NetworkStep] = field(default_factory=tuple)
+    transaction_steps: Sequence[TransactionStep] = field(default_factory=tuple)
+
+    def base(self, meeting: Meeting) -> BotConfig:
+        """The config of ``meeting`` before any step."""
+        return BotConfig(
+            bot_id=meeting.bot_id,
+            meeting_id=meeting.id,
+            platform=Platform(meeting.platform),
+            meeting_url=meeting.constructed_meeting_url,
+            native_meeting_id=meeting.native_meeting_id,
+            passcode=meeting.passcode,
+            zoom_obf_token=meeting.zoom_obf_token,
+            settings=BotSettings.model_validate(meeting.settings),
+            control_plane_url=self.control_plane_url,
+        )
+
+    async def _network(self, meeting: Meeting) -> BotConfig:
+        config = self.base(meeting)
+        for step in self.network_steps:
+            config = await step.run(meeting, config)
+        return config
+
+    async def _in_transaction(
+        self, session: AsyncSession, meeting: Meeting, config: BotConfig
+    ) -> BotConfig:
+        for step in self.transaction_steps:
+            config = await step.run(session, meeting, config)
+        return config
+
+    async def build(self, meeting: Meeting) -> BotConfig:
+        """The config of one meeting, in a transaction of its own.
+
+        Raises:
+            Exception: Whatever a step raised (``LaunchError``, ``DomainError``, …).
+        """
+        config = await self._network(meeting)
+        async with self.database.sessions.begin() as session:
+            session.add(meeting)
+            return await self._in_transaction(session, meeting, config)
+
+    async def build_batch(self, meetings: Sequence[Meeting]) -> dict[int, BotConfig | None]:
+        """The configs of a batch by meeting id; None for a bot whose config failed (logged).
+
+        One bot's failure never stops the batch.
+        """
+        async with asyncio.TaskGroup() as group:
+            prepared = [group.create_task(_outcome(self._network(m))) for m in meetings]
+        configs: dict[int, BotConfig | None] = {}
+        async with self.database.sessions.begin() as session:
+            for meeting, task in zip(meetings, prepared, strict=True):
+                config = task.result()
+                if isinstance(config, BaseException):
+                    log_launch_error(meeting, config)
+                    configs[meeting.id] = None
+                    continue
+                session.add(meeting)
+                try:
+                    configs[meeting.id] = await self._in_transaction(session, meeting, config)
+                except Exception as exc:  # one broken config must not stop the batch
+                    log_launch_error(meeting, exc)
+                    configs[meeting.id] = None
+        return configs
+
+
+CONFIG_BUILDER = web.AppKey("bot_config_builder", BotConfigBuilder)
+"""The application's config builder (the scheduler's; tests and benchmarks build with it too)."""
+
+
+async def _outcome(work: Awaitable[BotConfig]) -> BotConfig | BaseException:
+    """``await work``, with an exception returned instead of raised (one bot's failure must
+    not cancel its batch's TaskGroup)."""
+    try:
+        return await work
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        return exc
+
+
+def log_launch_error(meeting: Meeting, exc: BaseException) -> None:
+    """Log why a bot could not be launched: a warning for expected failures, else the trace."""
+    fields = {"bot_id": str(meeting.bot_id), "meeting_id": meeting.id}
+    if isinstance(exc, LaunchError | DomainError):
+        log.warning("bot launch failed", extra={**fields, "error": type(exc).__name__})
+    else:
+        log.error("bot launch crashed", extra=fields, exc_info=exc)

@@ -1,0 +1,1 @@
+"""Workspace invitations (API.md 2.1): the routes."""

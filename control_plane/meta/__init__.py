@@ -1,0 +1,1 @@
+"""Meta routes: health, readiness, metrics and the OpenAPI document."""
