@@ -71,6 +71,16 @@ class TranscriptionPipe:
         """Whether a transcriber is open."""
         return self._transcriber is not None
 
+    def use_settings(self, settings: BotSettings) -> None:
+        """Transcribe with ``settings`` (language, task, ``transcribe_enabled``).
+
+        Raises:
+            RuntimeError: The transcriber is already opening or open.
+        """
+        if self._opener is not None:
+            raise RuntimeError("transcription settings are fixed once it started")
+        self._settings = settings
+
     def start(self, join_time: float) -> None:
         """Open the transcriber in the background (loading a model takes seconds; the meeting
         must not wait for it) and start both pumps once it is open."""
