@@ -15,7 +15,6 @@ from importlib import metadata
 from aiohttp import web
 
 from control_plane.action_prompts import action_prompts_ctx
-from control_plane.agent_link import live
 from control_plane.agent_link.wiring import setup_agent_link
 from control_plane.api import (
     action_prompts,
@@ -31,8 +30,8 @@ from control_plane.api.middlewares import auth_middleware, error_middleware, obs
 from control_plane.api.routes import ApiRoutes, build_openapi, spec_index
 from control_plane.auth.key_cache import KEY_CACHE, KeyCache
 from control_plane.auth.ratelimit import RateLimiter
+from control_plane.bots import live_routes, schedule_routes
 from control_plane.bots import routes as bot_routes
-from control_plane.bots import schedule_routes
 from control_plane.bots.scheduler import scheduler_ctx
 from control_plane.bots.transcription import launch_hook as transcription_launch_hook
 from control_plane.db.engine import create_database
@@ -70,7 +69,7 @@ def resources() -> tuple[ApiRoutes, ...]:
         api_keys.routes,
         zoom_connections.routes,
         action_prompts.routes,
-        live.routes,
+        live_routes.routes,
     )
 
 

@@ -245,17 +245,13 @@ class SpeakCommand(_Cmd):
 
     name: Literal[CommandName.SPEAK] = CommandName.SPEAK
     text: str | None = Field(default=None, min_length=1, max_length=MAX_CHAT_CHARS)
-    voice: str | None = Field(default=None, min_length=1, max_length=100)
-    audio_url: str | None = Field(
-        default=None, min_length=1, max_length=MAX_URL_CHARS, pattern=r"^(https?://|data:audio/)"
-    )
+    voice: str | None = Field(default=None, max_length=100)
+    audio_url: str | None = Field(default=None, max_length=MAX_URL_CHARS)
 
     @model_validator(mode="after")
     def _one_source(self) -> SpeakCommand:
         if (self.text is None) == (self.audio_url is None):
             raise ValueError("give exactly one of text or audio_url")
-        if self.voice is not None and self.text is None:
-            raise ValueError("voice goes with text")
         return self
 
 
@@ -279,9 +275,9 @@ class ScreenShareCommand(_Cmd):
     """Share a page ``url``, an ``image_url`` or a ``video_url``: exactly one."""
 
     name: Literal[CommandName.SCREEN_SHARE] = CommandName.SCREEN_SHARE
-    url: str | None = Field(default=None, min_length=1, max_length=MAX_URL_CHARS)
-    image_url: str | None = Field(default=None, min_length=1, max_length=MAX_URL_CHARS)
-    video_url: str | None = Field(default=None, min_length=1, max_length=MAX_URL_CHARS)
+    url: str | None = Field(default=None, max_length=MAX_URL_CHARS)
+    image_url: str | None = Field(default=None, max_length=MAX_URL_CHARS)
+    video_url: str | None = Field(default=None, max_length=MAX_URL_CHARS)
 
     @model_validator(mode="after")
     def _one_source(self) -> ScreenShareCommand:

@@ -32,12 +32,12 @@ from agent.contracts.link import (
     ArtifactEvent,
     ArtifactKind,
     ChatMessageEvent,
-    CommandName,
     CommandResult,
     Heartbeat,
     ParticipantsEvent,
     Register,
     StatusEvent,
+    StopCommand,
     TranscriptionReady,
     TranscriptSegmentEvent,
 )
@@ -163,9 +163,7 @@ class FrameStore:
         if status == BotStatus.STOPPING:
             # A stop may have been requested while the agent was away: say it again (an agent
             # already leaving ignores it).
-            await self._hub.notify(
-                self._identity.bot_id, CommandName.STOP, {"reason": "stopped_by_api"}
-            )
+            await self._hub.notify(self._identity.bot_id, StopCommand())
 
     async def _store(self, frame: StoredFrame, now: datetime) -> bool:
         """Apply a frame with effects once; return False when its id was stored before."""

@@ -20,7 +20,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.contracts.bot_config import BotSettings, Platform
-from agent.contracts.link import Command, CommandName
+from agent.contracts.link import AgentCommand, Command, StopCommand
 from agent.contracts.meeting_urls import (
     InvalidMeetingId,
     MalformedMeetingUrl,
@@ -31,7 +31,15 @@ from agent.contracts.meeting_urls import (
 )
 from agent.contracts.status import FINAL_STATUSES, BotStatus, StatusReason
 from control_plane.action_prompts import version_of_workspace
+from control_plane.agent_link.errors import AgentUnavailable
 from control_plane.auth.context import AuthContext
+from control_plane.bots.live_commands import LiveCommands
+from control_plane.bots.live_settings import (
+    apply_live,
+    is_launched,
+    not_updatable,
+    settings_change,
+)
 from control_plane.bots.schemas import (
     BotCreate,
     BotRecord,
@@ -48,11 +56,13 @@ from control_plane.db.models.workspace import Workspace
 from control_plane.errors import Conflict, ErrorItem, NotFound, Validation
 from control_plane.keys import (
     AGENT_COMMANDS,
+    AGENT_HUB,
     ARTIFACT_LISTER,
     DB,
     LAUNCHER,
     SETTINGS,
     STATUS_HOOKS,
+    STORAGE,
     ZOOM_TOKENS,
 )
 from control_plane.launchers.base import LaunchHandle
@@ -352,44 +362,61 @@ async def update_bot(
 ) -> BotRecord:
     """Apply a PATCH to a ``requested`` or ``scheduled`` bot.
 
+    A bot not launched yet only has the change stored (used at launch). A launched one (the
+    scheduler claimed it) gets it live: the agent applies all of it or none, and the change is
+    stored only once the agent confirmed (:mod:`control_plane.bots.live_settings`).
+
     Raises:
         NotFound: 404 ``bot_not_found``.
-        Conflict: 409 ``bot_not_updatable`` in any other status.
+        Conflict: 409 ``bot_not_updatable`` in any other status (or the bot is leaving).
+        SettingNotLive: 409 ``setting_not_live``; ``errors[0].loc`` names the field.
+        Validation: 422 for options the transcription models cannot serve.
+        AgentUnavailable: 503. AgentTimeout: 504. AgentCommandFailed: 502.
     """
     async with app[DB].sessions.begin() as session:
         meeting = await lock_meeting(session, bot_id=bot_id)
         if meeting is None or meeting.workspace_id != auth.workspace_id:
             raise bot_not_found()
         if BotStatus(meeting.status) not in UPDATABLE_STATUSES:
-            raise Conflict(
-                f"a bot can be updated only while requested or scheduled, not {meeting.status}",
-                code="bot_not_updatable",
+            raise not_updatable(
+                f"a bot can be updated only while requested or scheduled, not {meeting.status}"
             )
-        meeting.settings = _merged_settings(app[SETTINGS], meeting, update)
-        meeting.updated_at = datetime.now(UTC)
-        launched = meeting.bot_container_id is not None
-        record = to_record(meeting)
-    if launched:
-        await _send(
-            app,
-            bot_id,
-            Command(
-                command=CommandName.UPDATE_SETTINGS,
-                args={"settings": record.settings.model_dump(mode="json")},
-            ),
+        merged = _merged_settings(app[SETTINGS], meeting, update)
+        if not is_launched(meeting):
+            meeting.settings = merged
+            meeting.updated_at = datetime.now(UTC)
+            return to_record(meeting)
+        change = settings_change(
+            BotSettings.model_validate(meeting.settings), BotSettings.model_validate(merged)
         )
-    return record
+        if change is None:
+            return to_record(meeting)
+    # Outside the transaction: the row is not held locked while the agent answers.
+    hub = app.get(AGENT_HUB)
+    if hub is None:
+        raise AgentUnavailable("this control plane has no agent link")
+    settings = app[SETTINGS]
+    live = LiveCommands(hub, app[STORAGE], app[DB], settings)
+    return await apply_live(
+        live,
+        app[DB],
+        bot_id,
+        change,
+        to_record,
+        wait_seconds=settings.agent_command_timeout_seconds,
+    )
 
 
-async def _send(app: web.Application, bot_id: uuid.UUID, command: Command) -> bool:
+async def _send(app: web.Application, bot_id: uuid.UUID, command: AgentCommand) -> bool:
+    """Deliver ``command`` without waiting for its result; whether it went out."""
     sender = app.get(AGENT_COMMANDS)
     if sender is None:
         return False
     try:
-        return await sender(bot_id, command)
+        return await sender(bot_id, Command(command=command))
     except Exception:  # a broken link must not fail the API call that caused the command
         log.exception(
-            "agent command failed", extra={"bot_id": str(bot_id), "command": command.command.value}
+            "agent command failed", extra={"bot_id": str(bot_id), "command": command.name.value}
         )
         return False
 
@@ -431,7 +458,7 @@ async def stop_bot(
         )
         record = to_record(meeting)
         container = meeting.bot_container_id
-    if await _send(app, bot_id, Command(command=CommandName.STOP)):
+    if await _send(app, bot_id, StopCommand()):
         return 202, record
     # No agent to stop gracefully: tear its VM down (if it got one) and finish the bot here.
     if container is not None:
