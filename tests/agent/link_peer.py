@@ -60,6 +60,11 @@ class LinkPeer:
             await self._runner.cleanup()
             self._runner = None
 
+    async def send_raw(self, text: str) -> None:
+        """Send a text frame as is (e.g. a command the agent must reject)."""
+        assert self._ws is not None
+        await self._ws.send_str(text)
+
     async def send_command(self, command: Command) -> None:
         assert self._ws is not None, "agent not connected"
         await self._ws.send_str(command.model_dump_json())
