@@ -112,7 +112,13 @@ class TranscriptionPipe:
         self._early_activity.clear()
         self._feeder = asyncio.create_task(self._feed(self._transcriber), name="transcribe-feed")
         self._emitter = asyncio.create_task(self._emit(self._transcriber), name="transcribe-emit")
-        log.info("transcription started", extra={"tier": self._settings.transcription_tier})
+        log.info(
+            "transcription started",
+            extra={
+                "tier": self._settings.transcription_tier,
+                "language": self._settings.language,
+            },
+        )
 
     def speaker(self, activity: SpeakerActivity) -> None:
         """Pass an active-speaker change on to the transcriber (kept until it is open)."""

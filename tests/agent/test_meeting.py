@@ -13,6 +13,7 @@ import asyncio
 import base64
 import itertools
 import json
+import logging
 import struct
 import time
 import uuid
@@ -27,17 +28,20 @@ import pytest_asyncio
 
 from agent.artifacts import png_size
 from agent.bot import Bot
-from agent.contracts.bot_config import BotConfig, BotSettings
+from agent.contracts.bot_config import BotConfig, BotSettings, RecordingFormat
 from agent.contracts.link import (
     AgentCommand,
+    ArtifactKind,
     AvatarCommand,
     ChatCommand,
     Command,
     CommandErrorCode,
     HandCommand,
     ScreenshotCommand,
+    SettingsChange,
     SpeakCommand,
     StopCommand,
+    UpdateSettingsCommand,
     UploadSlot,
 )
 from agent.contracts.status import BotStatus, StatusReason
@@ -426,6 +430,75 @@ async def test_avatar_command_shows_the_image_on_the_bot_camera(start: object) -
     assert unknown.error is CommandErrorCode.UNKNOWN_COMMAND  # type: ignore[attr-defined]
     run.bot.request_stop()
     assert await run.finish() is BotStatus.COMPLETED
+
+
+async def test_update_settings_applies_before_admission_and_refuses_what_cannot_change_live(
+    start: object, caplog: pytest.LogCaptureFixture
+) -> None:
+    """update_settings on a real agent: in the lobby, transcription (with its language) and
+    recording switch on and are used once admitted; in the meeting, what can no longer change
+    is refused whole with the field named, and recording can still be stopped."""
+    caplog.set_level(logging.INFO, logger="agent.transcription")
+    run: Run = await start(  # type: ignore[operator]
+        "google_meet",
+        """
+lobby: true
+admission: {decision: admit, after_s: 1.0}
+participants:
+  - name: Alice
+    utterances: [{at: 2.5, text: "Good morning everyone, let us review the plan for this week."}]
+""",
+    )
+    peer = run.peer
+    await peer.wait_for(lambda: any(s == "awaiting_admission" for s, _ in run.statuses()), 30)
+    on = await run.command(
+        UpdateSettingsCommand(
+            changes=SettingsChange(transcribe_enabled=True, language="en", recording_enabled=True)
+        )
+    )
+    assert on.ok, on  # type: ignore[attr-defined]
+    effective = on.result["settings"]  # type: ignore[attr-defined]
+    assert (effective["transcribe_enabled"], effective["language"]) == (True, "en")
+    assert effective["recording_enabled"] is True
+    assert effective["bot_name"] == BOT_NAME  # untouched
+
+    await peer.wait_for(lambda: any(s == "active" for s, _ in run.statuses()), within=30)
+    # The transcriber opened with the language set in the lobby, and transcribes.
+    await peer.wait_for(lambda: bool(peer.events_of("transcript_segment")), within=60)
+    segment = peer.events_of("transcript_segment")[0].segment
+    assert segment.language == "en"
+    opened = [r for r in caplog.records if r.getMessage() == "transcription started"]
+    assert [getattr(r, "language", None) for r in opened] == ["en"]
+
+    # In the meeting: each of these is refused whole, naming the field.
+    for change, field in (
+        (SettingsChange(bot_name="Renamed", recording_enabled=False), "bot_name"),
+        (SettingsChange(language="de"), "language"),
+        (SettingsChange(transcribe_enabled=False), "transcribe_enabled"),
+        (SettingsChange(recording_format=RecordingFormat.MP3), "recording_format"),
+    ):
+        refused = await run.command(UpdateSettingsCommand(changes=change))
+        assert refused.error is CommandErrorCode.SETTING_NOT_LIVE, refused  # type: ignore[attr-defined]
+        assert refused.field == field  # type: ignore[attr-defined]
+    assert run.bot.media.settings.recording_enabled is True  # nothing was half-applied
+    assert run.bot.media.recorder is not None and run.bot.media.recorder.running
+
+    # Recording can stop live; a stopped recording is not resumed.
+    off = await run.command(UpdateSettingsCommand(changes=SettingsChange(recording_enabled=False)))
+    assert off.ok, off  # type: ignore[attr-defined]
+    assert run.bot.media.recorder.stopped_at is not None  # capture stopped
+    again = await run.command(UpdateSettingsCommand(changes=SettingsChange(recording_enabled=True)))
+    assert again.error is CommandErrorCode.SETTING_NOT_LIVE  # type: ignore[attr-defined]
+    assert again.field == "recording_enabled"  # type: ignore[attr-defined]
+
+    await run.room.end()
+    assert await run.finish() is BotStatus.COMPLETED
+    # What was recorded before the stop is still encoded, uploaded and reported.
+    recordings = [a for a in peer.events_of("artifact") if a.kind is ArtifactKind.RECORDING]
+    assert len(recordings) == 1
+    assert recordings[0].size_bytes > 0
+    uploaded, _ = peer.uploads[recordings[0].storage_key.rsplit("/", 1)[-1]]
+    assert len(uploaded) == recordings[0].size_bytes
 
 
 async def test_a_stop_command_in_the_lobby_leaves_at_once(start: object) -> None:
