@@ -7,6 +7,12 @@ and answers each with an :class:`Ack`. Parse a received frame with :func:`parse_
 Agent → control plane: ``register``, ``status``, ``transcript_segment``, ``participants``,
 ``action``, ``artifact``, ``chat_message``, ``heartbeat``, ``command_result``, ``ack``.
 Control plane → agent: ``command``, ``ack``.
+
+A ``command`` frame carries one :data:`AgentCommand`: a model per command, told apart by its
+``name`` (``{"type": "command", "id", "ts", "command": {"name": "hand", "raised": true}}``).
+Both ends validate it; an agent answers a command it cannot parse with
+:func:`reject_command` and one it cannot carry out with a :class:`CommandResult` whose
+``error`` is a :class:`CommandErrorCode` (and ``field`` the argument or setting concerned).
 """
 
 from __future__ import annotations
