@@ -20,12 +20,11 @@ import struct
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 from pydantic import ValidationError
 
-from agent.contracts.link import ArtifactKind, UploadRequest, UploadSlot
+from agent.contracts.link import ArtifactKind, CommandErrorCode, UploadRequest, UploadSlot
 from agent.contracts.wire import agent_uploads_path, bearer
 from agent.errors import CommandError
 
@@ -65,23 +64,17 @@ class ArtifactUploader:
         self._local_dir = local_dir
 
     async def store(
-        self, data: bytes, content_type: str, name: str, args: dict[str, Any]
+        self, data: bytes, content_type: str, name: str, slot: UploadSlot | None
     ) -> StoredArtifact:
-        """Upload ``data`` to the slot ``args["upload"]``, or keep it as ``local_dir/name``.
+        """Upload ``data`` to ``slot``, or keep it as ``local_dir/name`` without one.
 
         Raises:
-            CommandError: ``invalid_arguments`` for a malformed slot, ``upload_failed`` when
-                the target refuses the bytes.
+            CommandError: ``upload_failed`` when the target refuses the bytes.
         """
-        raw = args.get("upload")
-        if raw is None:
+        if slot is None:
             path = self._local_dir / name
             await asyncio.to_thread(self._write, path, data)
             return StoredArtifact(storage_key=name, local_path=path)
-        try:
-            slot = UploadSlot.model_validate(raw)
-        except ValidationError as exc:
-            raise CommandError("invalid_arguments", "upload is not an upload slot") from exc
         headers = dict(slot.headers)
         headers.setdefault("Content-Type", content_type)
         if slot.agent_auth and self._agent_token:
@@ -93,13 +86,19 @@ class ArtifactUploader:
                 session.request(slot.method, slot.url, data=data, headers=headers) as resp,
             ):
                 if resp.status >= 300:
-                    raise CommandError("upload_failed", f"artifact upload answered {resp.status}")
+                    raise CommandError(
+                        CommandErrorCode.UPLOAD_FAILED, f"artifact upload answered {resp.status}"
+                    )
         except (aiohttp.ClientError, TimeoutError) as exc:
-            raise CommandError("upload_failed", "artifact upload failed") from exc
+            raise CommandError(CommandErrorCode.UPLOAD_FAILED, "artifact upload failed") from exc
         return StoredArtifact(storage_key=slot.storage_key)
 
     async def request_slot(
-        self, control_plane_url: str, bot_id: str, kind: ArtifactKind, name: str,
+        self,
+        control_plane_url: str,
+        bot_id: str,
+        kind: ArtifactKind,
+        name: str,
         content_type: str,
     ) -> UploadSlot:
         """Ask the control plane where to upload an artifact the agent makes on its own.
@@ -124,10 +123,12 @@ class ArtifactUploader:
                 session.post(url, json=body.model_dump(mode="json"), headers=headers) as resp,
             ):
                 if resp.status != 200:
-                    raise CommandError("upload_failed", f"upload slot answered {resp.status}")
+                    raise CommandError(
+                        CommandErrorCode.UPLOAD_FAILED, f"upload slot answered {resp.status}"
+                    )
                 return UploadSlot.model_validate_json(await resp.read())
         except (aiohttp.ClientError, TimeoutError, ValidationError) as exc:
-            raise CommandError("upload_failed", "no upload slot") from exc
+            raise CommandError(CommandErrorCode.UPLOAD_FAILED, "no upload slot") from exc
 
     async def store_file(
         self, path: Path, content_type: str, name: str, slot: UploadSlot | None
@@ -156,10 +157,11 @@ class ArtifactUploader:
                 ) as resp:
                     if resp.status >= 300:
                         raise CommandError(
-                            "upload_failed", f"artifact upload answered {resp.status}"
+                            CommandErrorCode.UPLOAD_FAILED,
+                            f"artifact upload answered {resp.status}",
                         )
         except (aiohttp.ClientError, TimeoutError) as exc:
-            raise CommandError("upload_failed", "artifact upload failed") from exc
+            raise CommandError(CommandErrorCode.UPLOAD_FAILED, "artifact upload failed") from exc
         return StoredArtifact(storage_key=slot.storage_key)
 
     @staticmethod

@@ -1,8 +1,13 @@
 """One bot in one meeting, from launch to exit (DESIGN.md §2).
 
-:class:`Bot` owns everything the agent runs: the SSE server, the link to the control plane,
-the browser, the platform adapter, the status machine and timers, the command loop. Its
-:meth:`Bot.run` goes ``joining → (awaiting_admission →) active → stopping → completed|failed``
+:class:`Bot` is the lifecycle driver: it owns the SSE server, the link to the control plane,
+the browser, the platform adapter, the status machine and timers, and wires the pieces that do
+the rest: :class:`~agent.media.MeetingMedia` (transcription and recording),
+:class:`~agent.watch.MeetingWatch` (participants, speakers, chat),
+:class:`~agent.commands.CommandHandler` (the command loop) and its
+:class:`~agent.live_settings.SettingsApplier` (``update_settings``).
+
+Its :meth:`Bot.run` goes ``joining → (awaiting_admission →) active → stopping → completed|failed``
 and always ends the same way, whatever happened: leave the meeting, close the browser, report
 the final status, deliver the outbox (up to ``drain_timeout_seconds``), stop serving.
 
@@ -29,43 +34,34 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
 
 from agent import __version__
 from agent.artifacts import ArtifactUploader
-from agent.audio import SpeakerActivity
 from agent.browser.session import BrowserSession
 from agent.capture.pcm import AudioCapture
 from agent.commands import CommandHandler
 from agent.contracts.bot_config import BotConfig
-from agent.contracts.link import ChatMessageEvent, Command, Register, utc_now
+from agent.contracts.link import Command, Register
 from agent.contracts.status import BotStatus, StatusReason
-from agent.errors import (
-    BrowserError,
-    CapabilityNotSupported,
-    JoinFailed,
-    MeetingExit,
-    MeetingLeft,
-)
+from agent.errors import BrowserError, JoinFailed, MeetingExit, MeetingLeft
 from agent.events import BotEvents, Observer
 from agent.lifecycle import MeetingTimers, StatusMachine, Timeouts
 from agent.link.client import LinkClient, LinkTiming, agent_link_url
 from agent.link.outbox import Outbox
+from agent.live_settings import SettingsApplier
+from agent.media import MeetingMedia
 from agent.platforms import adapter_for
-from agent.platforms.base import ChatLine, MeetingState, PlatformAdapter
-from agent.recording.recorder import MeetingRecorder
+from agent.platforms.base import MeetingState, PlatformAdapter
 from agent.settings import AgentSettings
 from agent.sse.log import EventLog
 from agent.sse.server import SseServer, StreamAuth, create_sse_app
 from agent.transcribe.options import TranscribeOptions
-from agent.transcription import TranscriptionPipe
+from agent.watch import MeetingWatch, SpeakerSink
 
 log = logging.getLogger(__name__)
-
-SpeakerSink = Callable[[SpeakerActivity], Awaitable[None]]
 
 # Screens that end an attempt to join (before admission) and their reasons.
 _JOIN_FAILURES: dict[MeetingState, StatusReason] = {
@@ -117,7 +113,6 @@ class Bot:
         self.browser = BrowserSession(settings, config.settings.bot_name, self.capture)
         self.timers = MeetingTimers(Timeouts.from_settings(config.settings, settings.timeout_scale))
         self._observer = observer
-        self._speaker_sink = speaker_sink
         self._stop = asyncio.Event()
         self._stop_reason: StatusReason = StatusReason.STOPPED_BY_API
         self._outbox: Outbox | None = None
@@ -125,14 +120,13 @@ class Bot:
         self.sse: SseServer | None = None
         self.events = BotEvents(self.stream, None, observer)
         self.machine = StatusMachine(self.events)
-        self.participants: list[str] = []
-        self._speaking: set[str] = set()
-        self._chat_seen: set[str] = set()
         self.joined_at: float | None = None
-        self.transcription = TranscriptionPipe(
+        self.media = MeetingMedia(
             self.capture,
+            self.browser,
             self.events,
             config.settings,
+            settings,
             TranscribeOptions(
                 # The control plane names the models it validated the bot's options against.
                 model=config.transcription_model or settings.transcribe_model,
@@ -140,21 +134,29 @@ class Bot:
                 cpu_threads=settings.transcribe_cpu_threads,
                 models_dir=settings.models_dir,
             ),
-            settings.data_dir / "transcribe" / self.bot_id,
             self.bot_id,
             refine_after_meeting=config.refine_after_meeting,
         )
-        # Recording off: nothing is tapped, nothing written (API.md Part 1 recording_enabled).
-        self.recorder: MeetingRecorder | None = None
-        if config.settings.recording_enabled:
-            self.recorder = MeetingRecorder(
-                self.capture,
-                self.browser,
-                config.settings,
-                settings.data_dir / "recording" / self.bot_id,
-                video_fps=settings.recording_video_fps,
-                jpeg_quality=settings.recording_jpeg_quality,
-            )
+        self.watch = MeetingWatch(
+            self.adapter, config.settings.bot_name, self.timers, self.media, speaker_sink
+        )
+        self.uploader = ArtifactUploader(config.agent_token, settings.data_dir / "artifacts")
+        self.commands = CommandHandler(
+            self.browser,
+            self.adapter,
+            self.events,
+            self.uploader,
+            status=lambda: self.machine.status,
+            request_stop=self.request_stop,
+            settings=SettingsApplier(self.media, lambda: self.machine.status),
+            bot_name=config.settings.bot_name,
+            default_avatar_url=config.settings.default_avatar_url,
+        )
+
+    @property
+    def participants(self) -> list[str]:
+        """The participant names last seen (the bot excluded)."""
+        return self.watch.participants
 
     # ---- control --------------------------------------------------------------------
 
@@ -260,7 +262,8 @@ class Bot:
             )
             self.events = BotEvents(self.stream, self.link.send, self._observer)
             self.machine = StatusMachine(self.events)
-            self.transcription.events = self.events
+            self.media.events = self.events
+            self.commands.events = self.events
             self.link.start()
         log.info("agent started", extra={"bot_id": self.bot_id, "stream_url": self.sse.url})
 
@@ -326,9 +329,7 @@ class Bot:
                 # is the meeting's, so segment times (seconds from joining) stay positive.
                 self.joined_at = not_in_yet
                 await self.machine.move(BotStatus.ACTIVE, reason)
-                self.transcription.start(self.joined_at)
-                if self.recorder is not None:
-                    self.recorder.start(self.joined_at)
+                self.media.start(self.joined_at)
                 return
             not_in_yet = probed_at
             if (
@@ -352,90 +353,28 @@ class Bot:
     async def _in_meeting(self, page: Page) -> None:
         with contextlib.suppress(Exception):
             await self.adapter.open_chat(page)
-        await self._update_participants(page, initial=True)
+        await self.watch.read_participants(page, self.events, _now(), initial=True)
         tick = 0
         while True:
             state = await self.adapter.state(page)
             if state in _MEETING_ENDS:
                 raise MeetingLeft(_MEETING_ENDS[state])
-            await self._update_speakers(page)
+            await self.watch.speakers(page)
             if tick % 2 == 0:
-                await self._update_participants(page)
-                await self._update_chat(page)
+                await self.watch.read_participants(page, self.events, _now())
+                await self.watch.chat(page, self.events)
             tick += 1
             expired = self.timers.expired(_now())
             if expired is not None:
                 raise MeetingLeft(expired)
             await self._pause(self.settings.poll_interval_seconds)
 
-    async def _update_participants(self, page: Page, initial: bool = False) -> None:
-        names = await self.adapter.participants(page, self.config.settings.bot_name)
-        self.timers.observe(len(names), _now())
-        if names == self.participants and not initial:
-            return
-        joined = [n for n in names if n not in self.participants]
-        left = [n for n in self.participants if n not in names]
-        if not initial and not joined and not left:
-            self.participants = names  # only the order changed
-            return
-        self.participants = names
-        await self.events.participants(names, joined, left)
-
-    async def _update_speakers(self, page: Page) -> None:
-        speaking = await self.adapter.speakers(page)
-        if speaking == self._speaking:
-            return
-        changes = self.speaker_changes(self._speaking, speaking)
-        self._speaking = speaking
-        for change in changes:
-            self.transcription.speaker(change)
-            if self._speaker_sink is not None:
-                await self._speaker_sink(change)
-
-    @staticmethod
-    def speaker_changes(before: set[str], after: set[str]) -> list[SpeakerActivity]:
-        """Speaker indicator changes as :class:`SpeakerActivity` records stamped now."""
-        at = time.time()
-        stopped = [SpeakerActivity(name, False, at) for name in sorted(before - after)]
-        started = [SpeakerActivity(name, True, at) for name in sorted(after - before)]
-        return stopped + started
-
-    async def _update_chat(self, page: Page) -> None:
-        try:
-            lines = await self.adapter.read_chat(page)
-        except (PlaywrightError, BrowserError, CapabilityNotSupported):
-            return  # a chat panel hiccup (or no chat at all) must not end the meeting
-        own = {self.config.settings.bot_name.lower(), "you"}
-        for line in lines:
-            if line.key in self._chat_seen or not line.text:
-                continue
-            self._chat_seen.add(line.key)
-            # The bot's own messages were reported when it sent them (commands.py).
-            if line.sender.lower() not in own:
-                await self.events.chat(self._chat_event(line))
-
-    @staticmethod
-    def _chat_event(line: ChatLine) -> ChatMessageEvent:
-        return ChatMessageEvent(
-            message_id=line.key, sender=line.sender, text=line.text, timestamp=utc_now()
-        )
-
     # ---- commands -------------------------------------------------------------------
 
     async def _serve_commands(self, link: LinkClient) -> None:
-        handler = CommandHandler(
-            self.browser,
-            self.adapter,
-            self.events,
-            ArtifactUploader(self.config.agent_token, self.settings.data_dir / "artifacts"),
-            status=lambda: self.machine.status,
-            request_stop=self.request_stop,
-            bot_name=self.config.settings.bot_name,
-            default_avatar_url=self.config.settings.default_avatar_url,
-        )
         while True:
             command: Command = await link.commands.get()
-            await handler.handle(command)
+            await self.commands.handle(command)
 
     # ---- leaving --------------------------------------------------------------------
 
@@ -451,29 +390,17 @@ class Bot:
             extra={"status_reason": exit_.reason, "final_status": final.value},
         )
         await self.machine.move(BotStatus.STOPPING, exit_.reason, exit_.detail)
-        if self.recorder is not None:
-            # Before leaving: the bot's own exit screens are not part of the meeting.
-            await self.recorder.stop_capture()
+        # Before leaving: the bot's own exit screens are not part of the meeting.
+        await self.media.stop_capture()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self._leave(), timeout=LEAVE_TIMEOUT_S)
         await self.browser.close()
-        await self.transcription.finish(self.settings.finalize_timeout_seconds)
-        await self._finish_recording()
-        await self.machine.move(final, exit_.reason, exit_.detail)
-
-    async def _finish_recording(self) -> None:
-        """Encode, upload and announce the recording (``recording_ready``) before ``completed``."""
-        if self.recorder is None:
-            return
-        uploader = ArtifactUploader(self.config.agent_token, self.settings.data_dir / "artifacts")
+        # The transcript, then the recording (``recording_ready``), before ``completed``.
         control_plane = self.config.control_plane_url if self.link is not None else None
-        try:
-            await asyncio.wait_for(
-                self.recorder.finish(uploader, self.events, control_plane, self.bot_id),
-                timeout=self.settings.finalize_timeout_seconds,
-            )
-        except TimeoutError:
-            log.warning("recording not finished in time", extra={"bot_id": self.bot_id})
+        await self.media.finish(
+            self.settings.finalize_timeout_seconds, self.uploader, control_plane
+        )
+        await self.machine.move(final, exit_.reason, exit_.detail)
 
     async def _leave(self) -> None:
         try:

@@ -1,6 +1,9 @@
 """Commands from the control plane (DESIGN.md §5), each answered with a ``command_result``.
 
-- ``stop``: the bot leaves with ``stopped_by_api``; result ``{}``.
+:class:`CommandHandler` dispatches over the typed union ``AgentCommand``
+(``agent/contracts/link.py``): one handler per command model.
+
+- ``stop``: the bot leaves with the command's ``reason``; result ``{}``.
 - ``screenshot`` (``artifact_id``, ``upload``: an ``UploadSlot``; see ``agent/artifacts.py``):
   result
   ``{artifact_id, storage_key, content_type, size_bytes, width, height, captured_at}`` and an
@@ -10,12 +13,15 @@
 - ``hand`` (``raised``: bool, default true): result ``{raised}``.
 - ``avatar`` (``image_url``: http(s) or ``data:image/`` URL; absent resets to the bot's
   ``default_avatar_url`` or the built-in image): result ``{}``.
-- ``speak``, ``stop_speaking``, ``screen_share``, ``stop_screen_share``, ``update_settings``:
-  error ``capability_not_supported`` (speech output and screen share are a later issue).
+- ``update_settings`` (``changes``): all or nothing, see ``agent/live_settings.py``; result
+  ``{settings}``; error ``setting_not_live`` with the ``field`` that cannot change now.
+- ``speak``, ``stop_speaking``, ``screen_share``, ``stop_screen_share``: error
+  ``capability_not_supported`` (speech output and screen share are a later issue).
 
-Errors are stable codes: ``bot_not_active`` (not in the meeting yet or any more),
-``invalid_arguments``, ``capability_not_supported``, ``upload_failed``, ``avatar_unavailable``,
-``browser_error``.
+Errors are :class:`~agent.contracts.link.CommandErrorCode` values: ``bot_not_active`` (not in
+the meeting yet or any more), ``capability_not_supported``, ``setting_not_live``,
+``upload_failed``, ``avatar_unavailable``, ``browser_error`` (and, from the link client for a
+command that does not parse, ``unknown_command`` and ``invalid_arguments``).
 """
 
 from __future__ import annotations
@@ -23,40 +29,45 @@ from __future__ import annotations
 import base64
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 
 from agent.artifacts import ArtifactUploader, png_size
 from agent.browser.session import BrowserSession
 from agent.contracts.link import (
+    AgentCommand,
     ArtifactEvent,
     ArtifactKind,
+    AvatarCommand,
+    ChatCommand,
     ChatMessageEvent,
     Command,
-    CommandName,
+    CommandErrorCode,
     CommandResult,
+    HandCommand,
+    ScreenShareCommand,
+    ScreenshotCommand,
+    SpeakCommand,
+    StopCommand,
+    StopScreenShareCommand,
+    StopSpeakingCommand,
+    UpdateSettingsCommand,
 )
 from agent.contracts.status import BotStatus, StatusReason
 from agent.errors import BrowserError, CapabilityNotSupported, CommandError
 from agent.events import BotEvents
+from agent.live_settings import SettingsApplier
 from agent.platforms.base import PlatformAdapter
 
 log = logging.getLogger(__name__)
 
 MAX_AVATAR_BYTES = 5 * 1024 * 1024
-MAX_CHAT_CHARS = 4096
-_NOT_YET = frozenset(
-    {
-        CommandName.SPEAK,
-        CommandName.STOP_SPEAKING,
-        CommandName.SCREEN_SHARE,
-        CommandName.STOP_SCREEN_SHARE,
-        CommandName.UPDATE_SETTINGS,
-    }
-)
+
+_C = TypeVar("_C", bound=AgentCommand)
+Handler = Callable[[Any], Awaitable[dict[str, Any]]]
 
 
 class CommandHandler:
@@ -69,6 +80,7 @@ class CommandHandler:
         uploader: Where screenshots go.
         status: Returns the bot's current status.
         request_stop: Asks the bot to leave with a reason.
+        settings: Applies ``update_settings``.
         bot_name: The bot's display name (sender of its own chat messages).
         default_avatar_url: The bot's ``default_avatar_url`` (reset target), if any.
     """
@@ -81,93 +93,105 @@ class CommandHandler:
         uploader: ArtifactUploader,
         status: Callable[[], BotStatus],
         request_stop: Callable[[StatusReason], None],
+        settings: SettingsApplier,
         bot_name: str,
         default_avatar_url: str | None = None,
     ) -> None:
         self._bot_name = bot_name
         self._browser = browser
         self._adapter = adapter
-        self._events = events
+        self.events = events
         self._uploader = uploader
         self._status = status
         self._request_stop = request_stop
+        self._settings = settings
         self._default_avatar_url = default_avatar_url
+        self._handlers: dict[type[Any], Handler] = {
+            StopCommand: self._stop,
+            ScreenshotCommand: self._active(self._screenshot),
+            ChatCommand: self._active(self._chat),
+            HandCommand: self._active(self._hand),
+            AvatarCommand: self._active(self._avatar),
+            UpdateSettingsCommand: self._update_settings,
+            SpeakCommand: self._not_yet,
+            StopSpeakingCommand: self._not_yet,
+            ScreenShareCommand: self._not_yet,
+            StopScreenShareCommand: self._not_yet,
+        }
 
     async def handle(self, command: Command) -> CommandResult:
         """Run ``command`` and report its result (also returned)."""
         try:
-            result = await self._run(command)
+            result = await self._handlers[type(command.command)](command.command)
             answer = CommandResult(ref_id=command.id, ok=True, result=result)
         except CapabilityNotSupported as exc:
-            answer = CommandResult(
-                ref_id=command.id, ok=False, error=exc.code, detail=str(exc)
-            )
+            answer = CommandResult(ref_id=command.id, ok=False, error=exc.code, detail=str(exc))
         except CommandError as exc:
-            answer = CommandResult(ref_id=command.id, ok=False, error=exc.code, detail=exc.detail)
+            answer = CommandResult(
+                ref_id=command.id, ok=False, error=exc.code, field=exc.field, detail=exc.detail
+            )
         except BrowserError as exc:
             answer = CommandResult(
-                ref_id=command.id, ok=False, error="browser_error", detail=str(exc)
+                ref_id=command.id, ok=False, error=CommandErrorCode.BROWSER_ERROR, detail=str(exc)
             )
         log.info(
             "command handled",
-            extra={"command": command.command.value, "ok": answer.ok, "error": answer.error},
+            extra={"command": command.name.value, "ok": answer.ok, "error": answer.error},
         )
-        await self._events.command_result(answer)
+        await self.events.command_result(answer)
         return answer
 
-    def _require_active(self) -> None:
-        if self._status() is not BotStatus.ACTIVE:
-            raise CommandError("bot_not_active", f"the bot is {self._status().value}")
+    def _active(self, handler: Callable[[_C], Awaitable[dict[str, Any]]]) -> Handler:
+        """``handler``, run only while the bot is in the meeting (else ``bot_not_active``)."""
 
-    async def _run(self, command: Command) -> dict[str, Any]:
-        name, args = command.command, command.args
-        if name is CommandName.STOP:
-            reason = args.get("reason")
-            known = {r.value for r in StatusReason}
-            self._request_stop(
-                StatusReason(reason) if reason in known else StatusReason.STOPPED_BY_API
-            )
-            return {}
-        if name in _NOT_YET:
-            raise CapabilityNotSupported(self._adapter.platform.value, name.value)
-        self._require_active()
-        page = self._browser.page
-        if name is CommandName.SCREENSHOT:
-            return await self._screenshot(args)
-        if name is CommandName.CHAT:
-            text = args.get("text")
-            if not isinstance(text, str) or not 1 <= len(text) <= MAX_CHAT_CHARS:
-                raise CommandError("invalid_arguments", "text must be 1 to 4096 characters")
-            await self._adapter.send_chat(page, text)
-            await self._events.chat(
-                ChatMessageEvent(
-                    message_id=str(uuid.uuid4()),
-                    sender=self._bot_name,
-                    text=text,
-                    timestamp=datetime.now(UTC),
-                    from_bot=True,
+        async def run(command: _C) -> dict[str, Any]:
+            if self._status() is not BotStatus.ACTIVE:
+                raise CommandError(
+                    CommandErrorCode.BOT_NOT_ACTIVE, f"the bot is {self._status().value}"
                 )
-            )
-            return {}
-        if name is CommandName.HAND:
-            raised = args.get("raised", True)
-            if not isinstance(raised, bool):
-                raise CommandError("invalid_arguments", "raised must be a boolean")
-            await self._adapter.set_hand(page, raised)
-            return {"raised": raised}
-        if name is CommandName.AVATAR:
-            url = args.get("image_url") or self._default_avatar_url
-            await self._browser.set_avatar(await self._data_url(url) if url else None)
-            return {}
-        raise CapabilityNotSupported(self._adapter.platform.value, name.value)
+            return await handler(command)
 
-    async def _screenshot(self, args: dict[str, Any]) -> dict[str, Any]:
+        return run
+
+    async def _stop(self, command: StopCommand) -> dict[str, Any]:
+        self._request_stop(command.reason)
+        return {}
+
+    async def _not_yet(self, command: AgentCommand) -> dict[str, Any]:
+        raise CapabilityNotSupported(self._adapter.platform.value, command.name.value)
+
+    async def _update_settings(self, command: UpdateSettingsCommand) -> dict[str, Any]:
+        return await self._settings.apply(command.changes)
+
+    async def _chat(self, command: ChatCommand) -> dict[str, Any]:
+        await self._adapter.send_chat(self._browser.page, command.text)
+        await self.events.chat(
+            ChatMessageEvent(
+                message_id=str(uuid.uuid4()),
+                sender=self._bot_name,
+                text=command.text,
+                timestamp=datetime.now(UTC),
+                from_bot=True,
+            )
+        )
+        return {}
+
+    async def _hand(self, command: HandCommand) -> dict[str, Any]:
+        await self._adapter.set_hand(self._browser.page, command.raised)
+        return {"raised": command.raised}
+
+    async def _avatar(self, command: AvatarCommand) -> dict[str, Any]:
+        url = command.image_url or self._default_avatar_url
+        await self._browser.set_avatar(await self._data_url(url) if url else None)
+        return {}
+
+    async def _screenshot(self, command: ScreenshotCommand) -> dict[str, Any]:
         captured_at = datetime.now(UTC)
         png = await self._browser.screenshot()
         width, height = png_size(png)
-        artifact_id = str(args.get("artifact_id") or uuid.uuid4())
-        stored = await self._uploader.store(png, "image/png", f"{artifact_id}.png", args)
-        await self._events.artifact(
+        artifact_id = command.artifact_id or str(uuid.uuid4())
+        stored = await self._uploader.store(png, "image/png", f"{artifact_id}.png", command.upload)
+        await self.events.artifact(
             ArtifactEvent(
                 kind=ArtifactKind.SCREENSHOT,
                 artifact_id=artifact_id,
@@ -198,7 +222,11 @@ class CommandHandler:
         if url.startswith("data:image/"):
             return url
         if not url.startswith(("http://", "https://")):
-            raise CommandError("invalid_arguments", "image_url must be http(s) or data:image/")
+            raise CommandError(
+                CommandErrorCode.INVALID_ARGUMENTS,
+                "image_url must be http(s) or data:image/",
+                field="image_url",
+            )
         timeout = aiohttp.ClientTimeout(total=15)
         try:
             async with (
@@ -207,10 +235,14 @@ class CommandHandler:
             ):
                 kind = resp.headers.get("Content-Type", "").split(";")[0].strip()
                 if resp.status != 200 or not kind.startswith("image/"):
-                    raise CommandError("avatar_unavailable", "image_url is not an image")
+                    raise CommandError(
+                        CommandErrorCode.AVATAR_UNAVAILABLE, "image_url is not an image"
+                    )
                 body = await resp.content.read(MAX_AVATAR_BYTES + 1)
         except (aiohttp.ClientError, TimeoutError) as exc:
-            raise CommandError("avatar_unavailable", "image_url could not be fetched") from exc
+            raise CommandError(
+                CommandErrorCode.AVATAR_UNAVAILABLE, "image_url could not be fetched"
+            ) from exc
         if len(body) > MAX_AVATAR_BYTES:
-            raise CommandError("avatar_unavailable", "image is larger than 5 MiB")
+            raise CommandError(CommandErrorCode.AVATAR_UNAVAILABLE, "image is larger than 5 MiB")
         return f"data:{kind};base64,{base64.b64encode(body).decode()}"

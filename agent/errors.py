@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from agent.contracts.link import CommandErrorCode
 from agent.contracts.status import BotStatus, StatusReason
 
 
@@ -23,7 +24,7 @@ class AgentError(Exception):
 class CapabilityNotSupported(AgentError):
     """The platform adapter lacks ``capability`` (DESIGN.md §4: never silently do nothing)."""
 
-    code = "capability_not_supported"
+    code = CommandErrorCode.CAPABILITY_NOT_SUPPORTED
 
     def __init__(self, platform: str, capability: str) -> None:
         super().__init__(f"{platform} does not support {capability}")
@@ -32,12 +33,14 @@ class CapabilityNotSupported(AgentError):
 
 
 class CommandError(AgentError):
-    """A command was refused; ``code`` is the stable error code sent back over the link."""
+    """A command was refused; ``code`` (and ``field``, when one argument or setting is the
+    cause) go back over the link in the command's result."""
 
-    def __init__(self, code: str, detail: str) -> None:
+    def __init__(self, code: CommandErrorCode, detail: str, field: str | None = None) -> None:
         super().__init__(detail)
         self.code = code
         self.detail = detail
+        self.field = field
 
 
 class BrowserError(AgentError):

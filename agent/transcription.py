@@ -71,6 +71,16 @@ class TranscriptionPipe:
         """Whether a transcriber is open."""
         return self._transcriber is not None
 
+    def use_settings(self, settings: BotSettings) -> None:
+        """Transcribe with ``settings`` (language, task, ``transcribe_enabled``).
+
+        Raises:
+            RuntimeError: The transcriber is already opening or open.
+        """
+        if self._opener is not None:
+            raise RuntimeError("transcription settings are fixed once it started")
+        self._settings = settings
+
     def start(self, join_time: float) -> None:
         """Open the transcriber in the background (loading a model takes seconds; the meeting
         must not wait for it) and start both pumps once it is open."""
@@ -102,7 +112,13 @@ class TranscriptionPipe:
         self._early_activity.clear()
         self._feeder = asyncio.create_task(self._feed(self._transcriber), name="transcribe-feed")
         self._emitter = asyncio.create_task(self._emit(self._transcriber), name="transcribe-emit")
-        log.info("transcription started", extra={"tier": self._settings.transcription_tier})
+        log.info(
+            "transcription started",
+            extra={
+                "tier": self._settings.transcription_tier,
+                "language": self._settings.language,
+            },
+        )
 
     def speaker(self, activity: SpeakerActivity) -> None:
         """Pass an active-speaker change on to the transcriber (kept until it is open)."""

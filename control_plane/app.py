@@ -17,9 +17,8 @@ from aiohttp import web
 
 from control_plane.action_prompts import routes as action_prompts
 from control_plane.action_prompts.service import prompt_step
-from control_plane.agent_link import live
+from control_plane.agent_hub.keys import AGENT_HUB, STORAGE, STREAM_SIGNER
 from control_plane.agent_link.config_step import agent_token_step
-from control_plane.agent_link.keys import STREAM_SIGNER
 from control_plane.agent_link.wiring import setup_agent_link
 from control_plane.api.http import MAX_BODY_BYTES
 from control_plane.api.middlewares import auth_middleware, error_middleware, observe_middleware
@@ -27,14 +26,15 @@ from control_plane.api.routes import OPENAPI, ROUTE_SPECS, ApiRoutes, build_open
 from control_plane.api_keys import routes as api_keys
 from control_plane.auth.key_cache import KEY_CACHE, KeyCache
 from control_plane.auth.ratelimit import RATE_LIMITER, RateLimiter
+from control_plane.bots import live_routes, schedule_routes
 from control_plane.bots import routes as bot_routes
-from control_plane.bots import schedule_routes
 from control_plane.bots.config_builder import (
     CONFIG_BUILDER,
     BotConfigBuilder,
     NetworkStep,
     TransactionStep,
 )
+from control_plane.bots.live_commands import LIVE_COMMANDS, LiveCommands
 from control_plane.bots.scheduler import SCHEDULER, Scheduler
 from control_plane.bots.service import BOT_SERVICE, BotService
 from control_plane.bots.transcription import transcription_step
@@ -74,7 +74,7 @@ def resources() -> tuple[ApiRoutes, ...]:
         api_keys.routes,
         zoom_connections.routes,
         action_prompts.routes,
-        live.routes,
+        live_routes.routes,
     )
 
 
@@ -130,6 +130,11 @@ async def _bots_ctx(app: web.Application) -> AsyncIterator[None]:
     status_hooks = app[STATUS_HOOKS]
     lister = app.get(ARTIFACT_LISTER)
     app[CONFIG_BUILDER] = builder
+    hub, storage = app.get(AGENT_HUB), app.get(STORAGE)
+    live = None
+    if hub is not None and storage is not None:
+        live = LiveCommands(hub, storage, app[DB], settings)
+        app[LIVE_COMMANDS] = live
     app[BOT_SERVICE] = BotService(
         database=app[DB],
         settings=settings,
@@ -138,6 +143,7 @@ async def _bots_ctx(app: web.Application) -> AsyncIterator[None]:
         zoom_tokens=app.get(ZOOM_TOKENS),
         agent_commands=app.get(AGENT_COMMANDS),
         recording_url=first_recording_url(lister) if lister is not None else None,
+        live_commands=live,
     )
     scheduler = Scheduler(
         database=app[DB],

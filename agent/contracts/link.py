@@ -7,6 +7,12 @@ and answers each with an :class:`Ack`. Parse a received frame with :func:`parse_
 Agent → control plane: ``register``, ``status``, ``transcript_segment``, ``participants``,
 ``action``, ``artifact``, ``chat_message``, ``heartbeat``, ``command_result``, ``ack``.
 Control plane → agent: ``command``, ``ack``.
+
+A ``command`` frame carries one :data:`AgentCommand`: a model per command, told apart by its
+``name`` (``{"type": "command", "id", "ts", "command": {"name": "hand", "raised": true}}``).
+Both ends validate it; an agent answers a command it cannot parse with
+:func:`reject_command` and one it cannot carry out with a :class:`CommandResult` whose
+``error`` is a :class:`CommandErrorCode` (and ``field`` the argument or setting concerned).
 """
 
 from __future__ import annotations
@@ -16,9 +22,10 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-from agent.contracts.status import BotStatus
+from agent.contracts.bot_config import CaptureMode, RecordingFormat
+from agent.contracts.status import BotStatus, StatusReason
 
 
 def new_frame_id() -> str:
@@ -194,25 +201,7 @@ class UploadRequest(BaseModel):
 
 
 class CommandName(StrEnum):
-    """Commands the control plane sends to an agent (DESIGN.md §5).
-
-    Arguments (``Command.args``) and results (``CommandResult.result``) of each:
-
-    - ``stop``: ``{"reason": str}`` (``stopped_by_api``); no result needed.
-    - ``screenshot``: ``{"artifact_id": str, "upload": UploadSlot}``; the agent captures a PNG,
-      uploads it to the slot and answers ``{"artifact_id", "storage_key", "size_bytes",
-      "width", "height", "captured_at"}`` (pixels; ISO 8601 UTC).
-    - ``chat``: ``{"text": str}`` (1 to 4096 characters); the message also comes back as a
-      ``chat_message`` frame with ``from_bot`` true.
-    - ``hand``: ``{"raised": bool}``.
-    - ``avatar``: ``{"image_url": str | None}``; None resets to ``default_avatar_url`` or the
-      service logo.
-    - ``speak`` / ``stop_speaking`` / ``screen_share`` / ``stop_screen_share`` /
-      ``update_settings``: reserved for the voice-agent work.
-
-    A command the platform cannot do is answered ``ok=False, error="capability_not_supported"``;
-    one that needs the bot in the meeting, ``error="bot_not_active"``.
-    """
+    """Names of the commands the control plane sends to an agent (DESIGN.md §5)."""
 
     STOP = "stop"
     SCREENSHOT = "screenshot"
@@ -226,26 +215,218 @@ class CommandName(StrEnum):
     UPDATE_SETTINGS = "update_settings"
 
 
+MAX_CHAT_CHARS = 4096
+MAX_URL_CHARS = 8192
+
+
+class _Cmd(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class StopCommand(_Cmd):
+    """Leave the meeting with ``reason`` (``stopped_by_api``); result ``{}``."""
+
+    name: Literal[CommandName.STOP] = CommandName.STOP
+    reason: StatusReason = StatusReason.STOPPED_BY_API
+
+
+class ScreenshotCommand(_Cmd):
+    """Capture a PNG and upload it to ``upload`` (kept on the agent's disk without one).
+
+    ``artifact_id`` names it (a fresh UUID when absent).
+
+    Result: ``{artifact_id, storage_key, content_type, size_bytes, width, height, captured_at}``
+    (pixels; ISO 8601 UTC) and an ``artifact`` event.
+    """
+
+    name: Literal[CommandName.SCREENSHOT] = CommandName.SCREENSHOT
+    artifact_id: str | None = Field(
+        default=None, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$"
+    )
+    upload: UploadSlot | None = None
+
+
+class SpeakCommand(_Cmd):
+    """Speak ``text`` (with an optional ``voice``) or play ``audio_url``: exactly one source."""
+
+    name: Literal[CommandName.SPEAK] = CommandName.SPEAK
+    text: str | None = Field(default=None, min_length=1, max_length=MAX_CHAT_CHARS)
+    voice: str | None = Field(default=None, max_length=100)
+    audio_url: str | None = Field(default=None, max_length=MAX_URL_CHARS)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> SpeakCommand:
+        if (self.text is None) == (self.audio_url is None):
+            raise ValueError("give exactly one of text or audio_url")
+        return self
+
+
+class StopSpeakingCommand(_Cmd):
+    """Interrupt the bot's speech."""
+
+    name: Literal[CommandName.STOP_SPEAKING] = CommandName.STOP_SPEAKING
+
+
+class ChatCommand(_Cmd):
+    """Post ``text`` (1 to 4096 characters) to the meeting chat; result ``{}``.
+
+    The message comes back as a ``chat_message`` frame with ``from_bot`` true.
+    """
+
+    name: Literal[CommandName.CHAT] = CommandName.CHAT
+    text: str = Field(min_length=1, max_length=MAX_CHAT_CHARS)
+
+
+class ScreenShareCommand(_Cmd):
+    """Share a page ``url``, an ``image_url`` or a ``video_url``: exactly one."""
+
+    name: Literal[CommandName.SCREEN_SHARE] = CommandName.SCREEN_SHARE
+    url: str | None = Field(default=None, max_length=MAX_URL_CHARS)
+    image_url: str | None = Field(default=None, max_length=MAX_URL_CHARS)
+    video_url: str | None = Field(default=None, max_length=MAX_URL_CHARS)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ScreenShareCommand:
+        given = [value for value in (self.url, self.image_url, self.video_url) if value]
+        if len(given) != 1:
+            raise ValueError("give exactly one of url, image_url or video_url")
+        return self
+
+
+class StopScreenShareCommand(_Cmd):
+    """Stop sharing the screen."""
+
+    name: Literal[CommandName.STOP_SCREEN_SHARE] = CommandName.STOP_SCREEN_SHARE
+
+
+class AvatarCommand(_Cmd):
+    """Show ``image_url`` (http(s) or ``data:image/``) on the camera; None resets it.
+
+    The reset target is the bot's ``default_avatar_url``, else the built-in image; result ``{}``.
+    """
+
+    name: Literal[CommandName.AVATAR] = CommandName.AVATAR
+    image_url: str | None = Field(
+        default=None, min_length=1, max_length=MAX_URL_CHARS, pattern=r"^(https?://|data:image/)"
+    )
+
+
+class HandCommand(_Cmd):
+    """Raise (``raised`` true) or lower the bot's hand; result ``{raised}``."""
+
+    name: Literal[CommandName.HAND] = CommandName.HAND
+    raised: bool = True
+
+
+class SettingsChange(_Cmd):
+    """The settings a PATCH of a launched bot changes; only the given (non-null) fields change.
+
+    The fields are those of API.md Part 1 "Update a bot". An agent applies all of them or none
+    (see :class:`UpdateSettingsCommand`).
+    """
+
+    bot_name: str | None = Field(default=None, min_length=1, max_length=100)
+    language: str | None = Field(default=None, min_length=2, max_length=8)
+    recording_enabled: bool | None = None
+    transcribe_enabled: bool | None = None
+    voice_agent_enabled: bool | None = None
+    capture_modes: tuple[CaptureMode, ...] | None = Field(default=None, min_length=1, max_length=2)
+    recording_format: RecordingFormat | None = None
+
+    @model_validator(mode="after")
+    def _something(self) -> SettingsChange:
+        if not self.given():
+            raise ValueError("a settings change names at least one field")
+        return self
+
+    def given(self) -> dict[str, Any]:
+        """The changed fields as ``{name: value}`` (JSON-ready values)."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+class UpdateSettingsCommand(_Cmd):
+    """Change settings of a running bot: all of ``changes`` or none of them.
+
+    The agent first checks every field against what it is doing (e.g. ``recording_format``
+    once recording started, any ``bot_name`` change: no platform renames a bot in a meeting)
+    and answers ``setting_not_live`` with the first such ``field`` without applying anything;
+    otherwise it applies every field and answers ``{"settings": <every setting now in effect>}``.
+    """
+
+    name: Literal[CommandName.UPDATE_SETTINGS] = CommandName.UPDATE_SETTINGS
+    changes: SettingsChange
+
+
+AgentCommand = Annotated[
+    StopCommand
+    | ScreenshotCommand
+    | SpeakCommand
+    | StopSpeakingCommand
+    | ChatCommand
+    | ScreenShareCommand
+    | StopScreenShareCommand
+    | AvatarCommand
+    | HandCommand
+    | UpdateSettingsCommand,
+    Field(discriminator="name"),
+]
+"""Every command with its arguments, told apart by ``name``."""
+
+
 class Command(_Frame):
-    """A command for the agent; its result comes back as :class:`CommandResult` with ``ref_id``."""
+    """A command for the agent; its result comes back as :class:`CommandResult` with ``ref_id``.
+
+    Wire shape: ``{"type": "command", "id", "ts", "command": {"name": "chat", "text": "hi"}}``.
+    """
 
     type: Literal["command"] = "command"
-    command: CommandName
-    args: dict[str, Any] = Field(default_factory=dict)
+    command: AgentCommand
+
+    @property
+    def name(self) -> CommandName:
+        """The command's name."""
+        return self.command.name
+
+
+class CommandErrorCode(StrEnum):
+    """Why an agent did not carry out a command (``CommandResult.error``).
+
+    The control plane maps them to HTTP (docs: API.md 2.5): ``capability_not_supported`` 422,
+    ``bot_not_active`` 404 on live routes (409 ``bot_not_updatable`` on PATCH),
+    ``setting_not_live`` 409 (with the ``field``), the others 502 ``agent_command_failed``.
+    """
+
+    UNKNOWN_COMMAND = "unknown_command"
+    """The agent does not know the command's name (an older agent)."""
+    INVALID_ARGUMENTS = "invalid_arguments"
+    """The arguments do not fit the command's model; ``field`` names the first bad one."""
+    CAPABILITY_NOT_SUPPORTED = "capability_not_supported"
+    """The platform (or this agent) cannot do it."""
+    BOT_NOT_ACTIVE = "bot_not_active"
+    """The bot is not in the meeting (yet, or any more)."""
+    SETTING_NOT_LIVE = "setting_not_live"
+    """``field`` cannot change while the bot runs (or not any more); nothing was applied."""
+    UPLOAD_FAILED = "upload_failed"
+    """The artifact could not be uploaded."""
+    AVATAR_UNAVAILABLE = "avatar_unavailable"
+    """The image could not be fetched, is not an image, or is over 5 MiB."""
+    BROWSER_ERROR = "browser_error"
+    """The meeting page did not do what was asked."""
 
 
 class CommandResult(_Frame):
     """Outcome of a :class:`Command`.
 
-    ``error`` is a stable code (``capability_not_supported``, ``bot_not_active``, …) when the
-    command failed; ``result`` carries the command's output otherwise.
+    ``ok`` true: ``result`` carries the command's output. ``ok`` false: ``error`` is the code,
+    ``field`` the argument or setting it concerns (when one does), ``detail`` a sentence.
     """
 
     type: Literal["command_result"] = "command_result"
     ref_id: str
     ok: bool
     result: dict[str, Any] = Field(default_factory=dict)
-    error: str | None = None
+    error: CommandErrorCode | None = None
+    field: str | None = None
     detail: str | None = None
 
 
@@ -292,3 +473,53 @@ def parse_control_plane_frame(raw: str | bytes) -> ControlPlaneFrame:
         pydantic.ValidationError: The frame is not valid JSON or not a known frame.
     """
     return _CONTROL_PLANE_FRAME.validate_json(raw)
+
+
+class _CommandEnvelope(_Frame):
+    type: Literal["command"] = "command"
+    command: dict[str, Any]
+
+
+_ENVELOPE: TypeAdapter[_CommandEnvelope | Ack] = TypeAdapter(
+    Annotated[_CommandEnvelope | Ack, Field(discriminator="type")]
+)
+
+
+def reject_command(raw: str | bytes) -> CommandResult | None:
+    """The error answer to a command frame whose command is unknown or invalid.
+
+    Call it when :func:`parse_control_plane_frame` failed: a frame that is a ``command`` with
+    an id but an unknown ``name`` gets ``unknown_command``, one with bad arguments
+    ``invalid_arguments`` (``field`` = the first bad argument). None when the frame is not
+    even a command envelope (nobody to answer).
+    """
+    try:
+        frame = _ENVELOPE.validate_json(raw)
+    except ValidationError:
+        return None
+    if not isinstance(frame, _CommandEnvelope):
+        return None
+    name = frame.command.get("name")
+    if name not in {item.value for item in CommandName}:
+        return CommandResult(
+            ref_id=frame.id,
+            ok=False,
+            error=CommandErrorCode.UNKNOWN_COMMAND,
+            detail=f"unknown command {str(name)[:64]!r}",
+        )
+    try:
+        _COMMAND.validate_python(frame.command)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = [str(part) for part in first["loc"][1:]]
+        return CommandResult(
+            ref_id=frame.id,
+            ok=False,
+            error=CommandErrorCode.INVALID_ARGUMENTS,
+            field=".".join(loc) or None,
+            detail=f"{name}: {first['msg']}",
+        )
+    return None
+
+
+_COMMAND: TypeAdapter[AgentCommand] = TypeAdapter(AgentCommand)

@@ -7,7 +7,9 @@ ones as they are queued; a ``heartbeat`` goes out every ``heartbeat_interval`` s
 leave the outbox when the control plane acks their id, so each event reaches it exactly once
 by id although it may be sent more than once. Commands are acked on receipt and handed to the
 owner through :meth:`LinkClient.commands`; a command id seen before is acked again but not
-handed over twice. A lost connection is retried with exponential backoff.
+handed over twice; a command whose name is unknown or whose arguments do not fit its
+model is answered at once with a typed error result (``unknown_command``,
+``invalid_arguments``). A lost connection is retried with exponential backoff.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from agent.contracts.link import (
     Heartbeat,
     Register,
     parse_control_plane_frame,
+    reject_command,
 )
 from agent.contracts.wire import agent_link_path, bearer
 from agent.link.outbox import Outbox
@@ -171,7 +174,15 @@ class LinkClient:
             try:
                 frame = parse_control_plane_frame(message.data)
             except ValidationError:
-                log.warning("agent link frame rejected")
+                rejection = reject_command(message.data)
+                log.warning(
+                    "agent link frame rejected",
+                    extra={"error": rejection.error if rejection is not None else "malformed"},
+                )
+                if rejection is not None:
+                    # The control plane is waiting for this command: answer it, typed.
+                    await ws.send_str(Ack(ref_id=rejection.ref_id).model_dump_json())
+                    await self.send(rejection)
                 continue
             if isinstance(frame, Ack):
                 await self._outbox.ack(frame.ref_id)

@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.contracts.bot_config import BotConfig
+from control_plane.agent_hub.stream_tokens import StreamTokenSigner
 from control_plane.agent_link.agent_tokens import agent_token_digest, mint_agent_token
-from control_plane.agent_link.stream_tokens import StreamTokenSigner
 from control_plane.bots.config_builder import TransactionRun
 from control_plane.db.models.agent_link import AgentLink
 from control_plane.db.models.bot import Meeting

@@ -30,9 +30,9 @@ from agent.contracts.wire import (
     AUTHORIZATION_HEADER,
     bearer_token,
 )
+from control_plane.agent_hub.keys import AGENT_HUB, STORAGE
 from control_plane.agent_link.agent_tokens import agent_token_digest
 from control_plane.agent_link.frames import FrameStore, LinkIdentity
-from control_plane.agent_link.keys import AGENT_HUB, STORAGE
 from control_plane.api.http import path_uuid, read_body
 from control_plane.db.engine import DB
 from control_plane.db.models.agent_link import AgentLink

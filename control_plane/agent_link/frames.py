@@ -32,18 +32,18 @@ from agent.contracts.link import (
     ArtifactEvent,
     ArtifactKind,
     ChatMessageEvent,
-    CommandName,
     CommandResult,
     Heartbeat,
     ParticipantsEvent,
     Register,
     StatusEvent,
+    StopCommand,
     TranscriptionReady,
     TranscriptSegmentEvent,
 )
 from agent.contracts.status import BotStatus, can_transition
-from control_plane.agent_link.artifacts import add_artifact
-from control_plane.agent_link.hub import AgentHub
+from control_plane.agent_hub.artifacts import add_artifact
+from control_plane.agent_hub.hub import AgentHub
 from control_plane.bots.status import change_status, lock_meeting
 from control_plane.db.engine import Database
 from control_plane.db.models.agent_link import AgentFrameReceipt, AgentLink, ChatMessage
@@ -166,9 +166,7 @@ class FrameStore:
         if status == BotStatus.STOPPING:
             # A stop may have been requested while the agent was away: say it again (an agent
             # already leaving ignores it).
-            await self._hub.notify(
-                self._identity.bot_id, CommandName.STOP, {"reason": "stopped_by_api"}
-            )
+            await self._hub.notify(self._identity.bot_id, StopCommand())
 
     async def _store(self, frame: StoredFrame, now: datetime) -> bool:
         """Apply a frame with effects once; return False when its id was stored before."""

@@ -35,7 +35,7 @@ from agent.contracts.status import (
     StatusReason,
     can_transition,
 )
-from control_plane.agent_link.hub import AgentHub
+from control_plane.agent_hub.hub import AgentHub
 from control_plane.background import BackgroundLoop
 from control_plane.bots.status import change_status, lock_meeting
 from control_plane.db.engine import Database

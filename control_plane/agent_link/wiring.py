@@ -17,14 +17,14 @@ from aiohttp import web
 from sqlalchemy import select
 
 from agent.contracts.link import Command
+from control_plane.agent_hub.hub import AgentHub, AgentNotConnected
+from control_plane.agent_hub.keys import AGENT_HUB, STORAGE, STREAM_SIGNER
+from control_plane.agent_hub.metrics import LinkMetrics
+from control_plane.agent_hub.relay import CommandRelay, asyncpg_dsn
+from control_plane.agent_hub.stream_tokens import StreamTokenSigner
 from control_plane.agent_link import endpoint
-from control_plane.agent_link.hub import AgentHub, AgentNotConnected
-from control_plane.agent_link.keys import AGENT_HUB, STORAGE, STREAM_SIGNER
 from control_plane.agent_link.meeting_parts import artifact_lister, purge_hook
-from control_plane.agent_link.metrics import LinkMetrics
 from control_plane.agent_link.reaper import Reaper
-from control_plane.agent_link.relay import CommandRelay, asyncpg_dsn
-from control_plane.agent_link.stream_tokens import StreamTokenSigner
 from control_plane.db.engine import DB, Database
 from control_plane.db.models.agent_link import AgentLink
 from control_plane.db.models.bot import Meeting

@@ -65,10 +65,24 @@ async def get_bot(request: web.Request) -> web.Response:
     return json_response(record)
 
 
-@routes.patch(BOT, summary="Update a bot", body=BotUpdate, response=BotRecord, errors=(404, 409))
+@routes.patch(
+    BOT,
+    summary="Update a bot",
+    body=BotUpdate,
+    response=BotRecord,
+    errors=(404, 409, 422, 502, 503, 504),
+)
 async def patch_bot(request: web.Request) -> web.Response:
     """Change options of a ``requested`` or ``scheduled`` bot; 409 ``bot_not_updatable``
-    otherwise."""
+    otherwise.
+
+    A bot already launched (its agent is starting or running) gets the change live and all or
+    nothing: its agent applies every given field or none, and the change is stored only once
+    the agent confirmed. 409 ``setting_not_live`` when a field cannot change now (its name in
+    ``errors[0].loc``, e.g. ``["body", "bot_name"]``: no platform renames a bot in a meeting);
+    503 ``agent_unavailable`` when its agent is not connected, 504 ``agent_timeout`` when it
+    does not answer, 502 ``agent_command_failed`` for another refusal; nothing is stored then.
+    """
     bot_id = path_uuid(request, "bot_id", code="bot_not_found")
     update = await read_body(request, BotUpdate)
     record = await request.app[BOT_SERVICE].update_bot(auth_of(request), bot_id, update)

@@ -21,7 +21,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.contracts.bot_config import BotSettings, Platform
-from agent.contracts.link import Command, CommandName
+from agent.contracts.link import AgentCommand, Command, StopCommand
 from agent.contracts.meeting_urls import (
     InvalidMeetingId,
     MalformedMeetingUrl,
@@ -37,7 +37,15 @@ from agent.contracts.status import (
     StatusReason,
 )
 from control_plane.action_prompts.service import version_of_workspace
+from control_plane.agent_hub.errors import AgentUnavailable
 from control_plane.auth.context import AuthContext
+from control_plane.bots.live_commands import LiveCommands
+from control_plane.bots.live_settings import (
+    apply_live,
+    is_launched,
+    not_updatable,
+    settings_change,
+)
 from control_plane.bots.schemas import (
     BotCreate,
     BotUpdate,
@@ -216,6 +224,8 @@ class BotService:
         agent_commands: Sends a command to a bot's agent, or None without an agent link.
         recording_url: Finds the URL of a bot's main recording, or None without artifact
             storage.
+        live_commands: Sends typed commands and waits for their results (PATCH of a launched
+            bot), or None without an agent link.
     """
 
     database: Database
@@ -225,6 +235,7 @@ class BotService:
     zoom_tokens: ZoomTokenSource | None = None
     agent_commands: AgentCommander | None = None
     recording_url: RecordingUrl | None = None
+    live_commands: LiveCommands | None = None
 
     async def require_zoom_token(
         self, auth: AuthContext, body: BotCreate | ScheduledBotCreate
@@ -348,43 +359,58 @@ class BotService:
     ) -> BotRecord:
         """Apply a PATCH to a ``requested`` or ``scheduled`` bot.
 
+        A bot not launched yet only has the change stored (used at launch). A launched one (the
+        scheduler claimed it) gets it live: the agent applies all of it or none, and the change
+        is stored only once the agent confirmed (:mod:`control_plane.bots.live_settings`).
+
         Raises:
             NotFound: 404 ``bot_not_found``.
-            Conflict: 409 ``bot_not_updatable`` in any other status.
+            Conflict: 409 ``bot_not_updatable`` in any other status (or the bot is leaving).
+            SettingNotLive: 409 ``setting_not_live``; ``errors[0].loc`` names the field.
+            Validation: 422 for options the transcription models cannot serve.
+            AgentUnavailable: 503. AgentTimeout: 504. AgentCommandFailed: 502.
         """
         async with self.database.sessions.begin() as session:
             meeting = await lock_meeting(session, bot_id=bot_id)
             if meeting is None or meeting.workspace_id != auth.workspace_id:
                 raise bot_not_found()
             if BotStatus(meeting.status) not in UPDATABLE_STATUSES:
-                raise Conflict(
-                    f"a bot can be updated only while requested or scheduled, not {meeting.status}",
-                    code="bot_not_updatable",
+                raise not_updatable(
+                    f"a bot can be updated only while requested or scheduled, not {meeting.status}"
                 )
-            meeting.settings = _merged_settings(self.settings, meeting, update)
-            meeting.updated_at = datetime.now(UTC)
-            launched = meeting.bot_container_id is not None
-            record = to_record(meeting)
-        if launched:
-            await self._send(
-                bot_id,
-                Command(
-                    command=CommandName.UPDATE_SETTINGS,
-                    args={"settings": record.settings.model_dump(mode="json")},
-                ),
+            merged = _merged_settings(self.settings, meeting, update)
+            if not is_launched(meeting):
+                meeting.settings = merged
+                meeting.updated_at = datetime.now(UTC)
+                return to_record(meeting)
+            change = settings_change(
+                BotSettings.model_validate(meeting.settings), BotSettings.model_validate(merged)
             )
-        return record
+            if change is None:
+                return to_record(meeting)
+        # Outside the transaction: the row is not held locked while the agent answers.
+        if self.live_commands is None:
+            raise AgentUnavailable("this control plane has no agent link")
+        return await apply_live(
+            self.live_commands,
+            self.database,
+            bot_id,
+            change,
+            to_record,
+            wait_seconds=self.settings.agent_command_timeout_seconds,
+        )
 
-    async def _send(self, bot_id: uuid.UUID, command: Command) -> bool:
+    async def _send(self, bot_id: uuid.UUID, command: AgentCommand) -> bool:
+        """Deliver ``command`` without waiting for its result; whether it went out."""
         sender = self.agent_commands
         if sender is None:
             return False
         try:
-            return await sender(bot_id, command)
+            return await sender(bot_id, Command(command=command))
         except Exception:  # a broken link must not fail the API call that caused the command
             log.exception(
                 "agent command failed",
-                extra={"bot_id": str(bot_id), "command": command.command.value},
+                extra={"bot_id": str(bot_id), "command": command.name.value},
             )
             return False
 
@@ -425,8 +451,7 @@ class BotService:
             )
             record = to_record(meeting)
             container = meeting.bot_container_id
-        if await self._send(
-                bot_id, Command(command=CommandName.STOP)):
+        if await self._send(bot_id, StopCommand()):
             return 202, record
         # No agent to stop gracefully: tear its VM down (if it got one) and finish the bot here.
         if container is not None:

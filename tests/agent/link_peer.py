@@ -1,20 +1,22 @@
 """A real aiohttp WebSocket peer speaking the control plane's side of the agent link.
 
-It checks the bearer token, stores every agent event by id (idempotently, as the control plane
-must) and acks it, records the order of first arrival, and can send commands. ``restart()``
-stops listening (dropping the connection) and later listens again on the same port, which is
-what a control-plane restart looks like to the agent.
+It checks the bearer token, hands out upload slots (the bytes are kept in ``uploads``), stores
+every agent event by id (idempotently, as the control plane must) and acks it, records the
+order of first arrival, and can send commands. ``restart()`` stops listening (dropping the
+connection) and later listens again on the same port, which is what a control-plane restart
+looks like to the agent.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from agent.contracts.link import Ack, Command, parse_agent_frame
+from agent.contracts.link import Ack, Command, UploadRequest, UploadSlot, parse_agent_frame
 
 
 class LinkPeer:
@@ -42,6 +44,7 @@ class LinkPeer:
         app = web.Application()
         app.router.add_get("/internal/v1/agents/{bot_id}", self._handle)
         app.router.add_put("/uploads/{name}", self._upload)
+        app.router.add_post("/internal/v1/agents/{bot_id}/uploads", self._slot)
         self._runner = web.AppRunner(app, shutdown_timeout=0.5)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", port or self.port, reuse_address=True)
@@ -60,6 +63,11 @@ class LinkPeer:
             await self._runner.cleanup()
             self._runner = None
 
+    async def send_raw(self, text: str) -> None:
+        """Send a text frame as is (e.g. a command the agent must reject)."""
+        assert self._ws is not None
+        await self._ws.send_str(text)
+
     async def send_command(self, command: Command) -> None:
         assert self._ws is not None, "agent not connected"
         await self._ws.send_str(command.model_dump_json())
@@ -72,6 +80,18 @@ class LinkPeer:
             while not predicate():
                 self.changed.clear()
                 await self.changed.wait()
+
+    async def _slot(self, request: web.Request) -> web.Response:
+        """A stand-in for the control plane's upload slots: local, under ``/uploads/{name}``."""
+        wanted = UploadRequest.model_validate(await request.json())
+        slot = UploadSlot(
+            storage_key=f"bots/{self.bot_id}/{wanted.name}",
+            url=f"{self.url}/uploads/{wanted.name}",
+            headers={"Content-Type": wanted.content_type},
+            agent_auth=True,
+            expires_at=datetime.now(UTC) + timedelta(minutes=15),
+        )
+        return web.json_response(slot.model_dump(mode="json"))
 
     async def _upload(self, request: web.Request) -> web.Response:
         """A stand-in for local artifact storage: keeps the bytes and headers it was sent."""

@@ -17,6 +17,7 @@ import signal
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -422,6 +423,111 @@ async def test_a_killed_agent_is_failed_as_agent_lost(
         assert (record["status"], record["status_reason"]) == ("failed", "agent_lost")
         # Heartbeat timeout 4 s, plus the reaper's interval and a loaded machine's slack.
         assert waited <= 4.0 + 6.0
+    finally:
+        await meeting.stop()
+
+
+async def _launched(
+    http: aiohttp.ClientSession, cp: ControlPlane, platform: str, meeting_id: str, name: str
+) -> str:
+    """Launch a bot without recording or transcription; return once its agent process runs
+    (``bot_container_id`` set) while the bot is still ``requested``, as a PATCH right after a
+    launch finds it."""
+    body: dict[str, Any] = {
+        "platform": platform,
+        "meeting_url": _meeting_url(platform, meeting_id),
+        "bot_name": name,
+        "transcribe_enabled": False,
+        "recording_enabled": False,
+    }
+    async with http.post(f"{cp.api}/bots", json=body) as created:
+        assert created.status == 201, await created.text()
+        bot_id: str = (await created.json())["bot_id"]
+
+    async def spawned() -> dict[str, Any] | None:
+        record = await _record(http, cp, bot_id)
+        return record if record["bot_container_id"] else None
+
+    record = await _until(spawned, "the agent process", 30)
+    assert record["status"] == "requested", record["status"]
+    return bot_id
+
+
+async def _meeting_record(
+    http: aiohttp.ClientSession, cp: ControlPlane, bot_id: str
+) -> dict[str, Any]:
+    bot = await _record(http, cp, bot_id)
+    async with http.get(f"{cp.api}/meetings/{bot['id']}") as response:
+        assert response.status == 200, await response.text()
+        record: dict[str, Any] = await response.json()
+        return record
+
+
+async def test_patch_of_a_launched_bot_reaches_its_agent_all_or_nothing(
+    control_plane: ControlPlane, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PATCH right after launch (status ``requested``, the agent starting): the agent applies
+    ``recording_enabled`` and a recording appears at the end; a change that includes a field
+    no platform can change live (``bot_name``) is refused whole with 409 naming the field, the
+    stored settings stay as they were, and that bot records nothing."""
+    cp = control_plane
+    platform, second_id = "google_meet", "cpf-test-abc"
+    meeting = await _meeting(
+        monkeypatch,
+        f"platform: {platform}\nmeeting_id: '{IDS[platform]}'\nlobby: false\n"
+        "participants:\n  - name: Alice\n"
+        "    utterances: [{at: 0.5, text: 'Good morning everyone, let us review the plan.'}]\n",
+    )
+    await meeting.create_room(
+        parse_scenario(
+            f"platform: {platform}\nmeeting_id: '{second_id}'\nlobby: false\n"
+            "participants:\n  - name: Alice\n"
+            "    utterances: [{at: 0.5, text: 'Good morning everyone, let us review the plan.'}]\n"
+        )
+    )
+    try:
+        async with aiohttp.ClientSession(headers={"X-API-Key": cp.key}) as http:
+            refused = await _launched(http, cp, platform, IDS[platform], BOT_NAME)
+            async with http.patch(
+                f"{cp.api}/bots/{refused}",
+                json={"bot_name": "Renamed", "recording_enabled": True},
+            ) as r:
+                assert r.status == 409, await r.text()
+                problem = await r.json()
+            assert problem["code"] == "setting_not_live"
+            assert problem["errors"][0]["loc"] == ["body", "bot_name"]
+            kept = (await _record(http, cp, refused))["settings"]
+            assert (kept["bot_name"], kept["recording_enabled"]) == (BOT_NAME, False)
+
+            applied = await _launched(http, cp, platform, second_id, "Second")
+            async with http.patch(
+                f"{cp.api}/bots/{applied}", json={"recording_enabled": True, "language": "en"}
+            ) as r:
+                assert r.status == 200, await r.text()
+                settings = (await r.json())["settings"]
+            assert (settings["recording_enabled"], settings["language"]) == (True, "en")
+
+            for bot_id in (refused, applied):
+                await _until(partial(_status_is, http, cp, bot_id, {"active"}), "active")
+            await asyncio.sleep(3.0)  # a few seconds of meeting to record
+            await meeting.room(platform, IDS[platform]).end()
+            await meeting.room(platform, second_id).end()
+            for bot_id in (refused, applied):
+                final = await _until(
+                    partial(_status_is, http, cp, bot_id, {"completed", "failed"}), "the end", 90
+                )
+                assert (final["status"], final["status_reason"]) == (
+                    "completed",
+                    "meeting_ended",
+                )
+            recorded = await _meeting_record(http, cp, applied)
+            assert len(recorded["recordings"]) == 1, recorded["recordings"]
+            assert recorded["recordings"][0]["size_bytes"] > 0
+            assert recorded["settings"]["recording_enabled"] is True
+            unrecorded = await _meeting_record(http, cp, refused)
+            assert unrecorded["recordings"] == []
+            assert unrecorded["settings"]["bot_name"] == BOT_NAME
+            assert unrecorded["settings"]["recording_enabled"] is False
     finally:
         await meeting.stop()
 

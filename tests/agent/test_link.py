@@ -10,7 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from agent.contracts.link import Command, CommandName, ParticipantsEvent, Register, StatusEvent
+from agent.contracts.link import (
+    ChatCommand,
+    Command,
+    CommandErrorCode,
+    ParticipantsEvent,
+    Register,
+    StatusEvent,
+)
 from agent.contracts.status import BotStatus
 from agent.link.client import LinkClient, LinkTiming, agent_link_url
 from agent.link.outbox import Outbox
@@ -143,13 +150,43 @@ async def test_commands_are_acked_and_handed_over_once(peer: LinkPeer, tmp_path:
     try:
         await asyncio.wait_for(client.connected.wait(), 5)
         await peer.wait_for(lambda: bool(peer.registers))
-        command = Command(command=CommandName.CHAT, args={"text": "hi"})
+        command = Command(command=ChatCommand(text="hi"))
         await peer.send_command(command)
         await peer.send_command(command)  # a resend after a lost ack
         received = await asyncio.wait_for(client.commands.get(), 5)
         assert received.id == command.id
         await peer.wait_for(lambda: len(peer.acked_commands) == 2)
         assert client.commands.empty()
+    finally:
+        await client.close()
+        outbox.close()
+
+
+async def test_an_unknown_or_invalid_command_is_answered_with_a_typed_error(
+    peer: LinkPeer, tmp_path: Path
+) -> None:
+    outbox = Outbox(tmp_path / "o.sqlite3")
+    client = make_client(peer, outbox)
+    client.start()
+    try:
+        await asyncio.wait_for(client.connected.wait(), 5)
+        await peer.wait_for(lambda: bool(peer.registers))
+        stamp = '"ts": "2026-01-01T00:00:00Z"'
+        await peer.send_raw(
+            f'{{"type": "command", "id": "c1", {stamp}, "command": {{"name": "chat", "text": ""}}}}'
+        )
+        await peer.send_raw(
+            f'{{"type": "command", "id": "c2", {stamp}, "command": {{"name": "teleport"}}}}'
+        )
+        await peer.wait_for(lambda: {"c1", "c2"} <= peer.results.keys())
+        invalid, unknown = peer.results["c1"], peer.results["c2"]
+        assert (invalid.ok, invalid.error, invalid.field) == (
+            False,
+            CommandErrorCode.INVALID_ARGUMENTS,
+            "text",
+        )
+        assert (unknown.ok, unknown.error) == (False, CommandErrorCode.UNKNOWN_COMMAND)
+        assert client.commands.empty()  # neither reached the bot
     finally:
         await client.close()
         outbox.close()

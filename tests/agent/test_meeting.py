@@ -13,6 +13,7 @@ import asyncio
 import base64
 import itertools
 import json
+import logging
 import struct
 import time
 import uuid
@@ -27,9 +28,23 @@ import pytest_asyncio
 
 from agent.artifacts import png_size
 from agent.bot import Bot
-from agent.contracts.bot_config import BotConfig, BotSettings
-from agent.contracts.link import Command, CommandName
-from agent.contracts.status import BotStatus
+from agent.contracts.bot_config import BotConfig, BotSettings, RecordingFormat
+from agent.contracts.link import (
+    AgentCommand,
+    ArtifactKind,
+    AvatarCommand,
+    ChatCommand,
+    Command,
+    CommandErrorCode,
+    HandCommand,
+    ScreenshotCommand,
+    SettingsChange,
+    SpeakCommand,
+    StopCommand,
+    UpdateSettingsCommand,
+    UploadSlot,
+)
+from agent.contracts.status import BotStatus, StatusReason
 from agent.settings import AgentSettings
 from agent.transcribe.normalize import word_error_rate
 from testmeeting import Room, TestMeetingServer, parse_scenario
@@ -93,11 +108,14 @@ class Run:
         )
         return found
 
-    async def command(self, name: CommandName, **args: object) -> object:
-        command = Command(command=name, args=dict(args))
+    async def command(self, body: AgentCommand) -> object:
+        command = Command(command=body)
         await self.peer.send_command(command)
-        await self.peer.wait_for(lambda: command.id in self.peer.results, within=15)
-        return self.peer.results[command.id]
+        return await self.result(command.id)
+
+    async def result(self, command_id: str) -> object:
+        await self.peer.wait_for(lambda: command_id in self.peer.results, within=15)
+        return self.peer.results[command_id]
 
     async def finish(self) -> BotStatus:
         return await asyncio.wait_for(self.task, 40)
@@ -186,7 +204,7 @@ participants:
     # Chat both ways: Alice's message reached the agent, the agent's message reached the room.
     alice = peer.events_of("chat_message")[0]
     assert (alice.sender, alice.text, alice.from_bot) == ("Alice", "Hello from Alice", False)
-    result = await run.command(CommandName.CHAT, text="Notes are on.")
+    result = await run.command(ChatCommand(text="Notes are on."))
     assert result.ok, result  # type: ignore[attr-defined]
     await _until(lambda: any(m.text == "Notes are on." for m in room.chat))
     sent = next(m for m in room.chat if m.text == "Notes are on.")
@@ -195,25 +213,25 @@ participants:
 
     # Hand raise and lower, as the host sees it.
     bot_in_room = room.find_by_name(BOT_NAME)
-    assert (await run.command(CommandName.HAND, raised=True)).ok  # type: ignore[attr-defined]
+    assert (await run.command(HandCommand(raised=True))).ok  # type: ignore[attr-defined]
     await _until(lambda: room.participants[bot_in_room.id].hand_raised)
-    assert (await run.command(CommandName.HAND, raised=False)).ok  # type: ignore[attr-defined]
+    assert (await run.command(HandCommand(raised=False))).ok  # type: ignore[attr-defined]
     await _until(lambda: not room.participants[bot_in_room.id].hand_raised)
 
     # Screenshot: a PNG of the meeting, uploaded to the slot the control plane named.
-    slot = {
-        "storage_key": f"bots/{peer.bot_id}/screenshot/shot.png",
-        "url": f"{peer.url}/uploads/shot.png",
-        "headers": {"Content-Type": "image/png"},
-        "agent_auth": True,
-        "expires_at": (datetime.now(UTC) + timedelta(minutes=5)).isoformat(),
-    }
-    shot = await run.command(CommandName.SCREENSHOT, artifact_id="a1", upload=slot)
+    slot = UploadSlot(
+        storage_key=f"bots/{peer.bot_id}/screenshot/shot.png",
+        url=f"{peer.url}/uploads/shot.png",
+        headers={"Content-Type": "image/png"},
+        agent_auth=True,
+        expires_at=datetime.now(UTC) + timedelta(minutes=5),
+    )
+    shot = await run.command(ScreenshotCommand(artifact_id="a1", upload=slot))
     assert shot.ok, shot  # type: ignore[attr-defined]
     body, headers = peer.uploads["shot.png"]
     assert png_size(body) == (1280, 720)
     assert headers["Authorization"] == f"Bearer {TOKEN}"
-    assert shot.result["storage_key"] == slot["storage_key"]  # type: ignore[attr-defined]
+    assert shot.result["storage_key"] == slot.storage_key  # type: ignore[attr-defined]
     assert any(a.artifact_id == "a1" for a in peer.events_of("artifact"))
 
     # Speech reached the agent as audio frames, and came out as a transcript segment named
@@ -228,8 +246,8 @@ participants:
     assert 0.0 <= final.start < final.end
 
     # Capabilities that come later answer clearly.
-    speak = await run.command(CommandName.SPEAK, text="hi")
-    assert speak.error == "capability_not_supported"  # type: ignore[attr-defined]
+    speak = await run.command(SpeakCommand(text="hi"))
+    assert speak.error is CommandErrorCode.CAPABILITY_NOT_SUPPORTED  # type: ignore[attr-defined]
 
     await room.end()
     assert await run.finish() is BotStatus.COMPLETED
@@ -384,7 +402,7 @@ async def test_avatar_command_shows_the_image_on_the_bot_camera(start: object) -
     before = run.room.received_frames(me, "camera")[-1][1]
     assert await _centre_pixel(before) != (255, 0, 0)  # the default image: initials on grey
     red = "data:image/png;base64," + base64.b64encode(_solid_png((255, 0, 0))).decode()
-    result = await run.command(CommandName.AVATAR, image_url=red)
+    result = await run.command(AvatarCommand(image_url=red))
     assert result.ok, result  # type: ignore[attr-defined]
     sent_at = time.time()
 
@@ -395,10 +413,92 @@ async def test_avatar_command_shows_the_image_on_the_bot_camera(start: object) -
     async with asyncio.timeout(15):
         while not await camera_is_red():  # noqa: ASYNC110 - the room keeps frames, no events
             await asyncio.sleep(0.3)
-    bad = await run.command(CommandName.AVATAR, image_url="ftp://example.org/x.png")
-    assert bad.error == "invalid_arguments"  # type: ignore[attr-defined]
+    # An argument the model refuses is answered with a typed error naming it, as is a command
+    # this agent does not know (sent raw: the control plane's models would refuse to build them).
+    await run.peer.send_raw(
+        '{"type": "command", "id": "bad-avatar", "ts": "2026-01-01T00:00:00Z",'
+        ' "command": {"name": "avatar", "image_url": "ftp://example.org/x.png"}}'
+    )
+    bad = await run.result("bad-avatar")
+    assert bad.error is CommandErrorCode.INVALID_ARGUMENTS  # type: ignore[attr-defined]
+    assert bad.field == "image_url"  # type: ignore[attr-defined]
+    await run.peer.send_raw(
+        '{"type": "command", "id": "dance", "ts": "2026-01-01T00:00:00Z",'
+        ' "command": {"name": "dance"}}'
+    )
+    unknown = await run.result("dance")
+    assert unknown.error is CommandErrorCode.UNKNOWN_COMMAND  # type: ignore[attr-defined]
     run.bot.request_stop()
     assert await run.finish() is BotStatus.COMPLETED
+
+
+async def test_update_settings_applies_before_admission_and_refuses_what_cannot_change_live(
+    start: object, caplog: pytest.LogCaptureFixture
+) -> None:
+    """update_settings on a real agent: in the lobby, transcription (with its language) and
+    recording switch on and are used once admitted; in the meeting, what can no longer change
+    is refused whole with the field named, and recording can still be stopped."""
+    caplog.set_level(logging.INFO, logger="agent.transcription")
+    run: Run = await start(  # type: ignore[operator]
+        "google_meet",
+        """
+lobby: true
+admission: {decision: admit, after_s: 1.0}
+participants:
+  - name: Alice
+    utterances: [{at: 2.5, text: "Good morning everyone, let us review the plan for this week."}]
+""",
+    )
+    peer = run.peer
+    await peer.wait_for(lambda: any(s == "awaiting_admission" for s, _ in run.statuses()), 30)
+    on = await run.command(
+        UpdateSettingsCommand(
+            changes=SettingsChange(transcribe_enabled=True, language="en", recording_enabled=True)
+        )
+    )
+    assert on.ok, on  # type: ignore[attr-defined]
+    effective = on.result["settings"]  # type: ignore[attr-defined]
+    assert (effective["transcribe_enabled"], effective["language"]) == (True, "en")
+    assert effective["recording_enabled"] is True
+    assert effective["bot_name"] == BOT_NAME  # untouched
+
+    await peer.wait_for(lambda: any(s == "active" for s, _ in run.statuses()), within=30)
+    # The transcriber opened with the language set in the lobby, and transcribes.
+    await peer.wait_for(lambda: bool(peer.events_of("transcript_segment")), within=60)
+    segment = peer.events_of("transcript_segment")[0].segment
+    assert segment.language == "en"
+    opened = [r for r in caplog.records if r.getMessage() == "transcription started"]
+    assert [getattr(r, "language", None) for r in opened] == ["en"]
+
+    # In the meeting: each of these is refused whole, naming the field.
+    for change, field in (
+        (SettingsChange(bot_name="Renamed", recording_enabled=False), "bot_name"),
+        (SettingsChange(language="de"), "language"),
+        (SettingsChange(transcribe_enabled=False), "transcribe_enabled"),
+        (SettingsChange(recording_format=RecordingFormat.MP3), "recording_format"),
+    ):
+        refused = await run.command(UpdateSettingsCommand(changes=change))
+        assert refused.error is CommandErrorCode.SETTING_NOT_LIVE, refused  # type: ignore[attr-defined]
+        assert refused.field == field  # type: ignore[attr-defined]
+    assert run.bot.media.settings.recording_enabled is True  # nothing was half-applied
+    assert run.bot.media.recorder is not None and run.bot.media.recorder.running
+
+    # Recording can stop live; a stopped recording is not resumed.
+    off = await run.command(UpdateSettingsCommand(changes=SettingsChange(recording_enabled=False)))
+    assert off.ok, off  # type: ignore[attr-defined]
+    assert run.bot.media.recorder.stopped_at is not None  # capture stopped
+    again = await run.command(UpdateSettingsCommand(changes=SettingsChange(recording_enabled=True)))
+    assert again.error is CommandErrorCode.SETTING_NOT_LIVE  # type: ignore[attr-defined]
+    assert again.field == "recording_enabled"  # type: ignore[attr-defined]
+
+    await run.room.end()
+    assert await run.finish() is BotStatus.COMPLETED
+    # What was recorded before the stop is still encoded, uploaded and reported.
+    recordings = [a for a in peer.events_of("artifact") if a.kind is ArtifactKind.RECORDING]
+    assert len(recordings) == 1
+    assert recordings[0].size_bytes > 0
+    uploaded, _ = peer.uploads[recordings[0].storage_key.rsplit("/", 1)[-1]]
+    assert len(uploaded) == recordings[0].size_bytes
 
 
 async def test_a_stop_command_in_the_lobby_leaves_at_once(start: object) -> None:
@@ -408,7 +508,7 @@ async def test_a_stop_command_in_the_lobby_leaves_at_once(start: object) -> None
     await run.peer.wait_for(
         lambda: any(s == "awaiting_admission" for s, _ in run.statuses()), within=30
     )
-    result = await run.command(CommandName.STOP, reason="stopped_by_api")
+    result = await run.command(StopCommand(reason=StatusReason.STOPPED_BY_API))
     assert result.ok  # type: ignore[attr-defined]
     assert await run.finish() is BotStatus.COMPLETED
     assert run.statuses()[-2:] == [

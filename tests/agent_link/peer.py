@@ -19,6 +19,7 @@ from agent.contracts.link import (
     Ack,
     AgentFrame,
     Command,
+    CommandErrorCode,
     CommandResult,
     Register,
     parse_control_plane_frame,
@@ -96,10 +97,21 @@ class ScriptedAgent:
         *,
         ok: bool = True,
         result: dict[str, Any] | None = None,
-        error: str | None = None,
+        error: CommandErrorCode | None = None,
+        field: str | None = None,
+        detail: str | None = None,
     ) -> None:
         """Answer ``command`` with a ``command_result``."""
-        await self.send(CommandResult(ref_id=command.id, ok=ok, result=result or {}, error=error))
+        await self.send(
+            CommandResult(
+                ref_id=command.id,
+                ok=ok,
+                result=result or {},
+                error=error,
+                field=field,
+                detail=detail,
+            )
+        )
 
     async def closed_by_control_plane(self, within_seconds: float = ACK_WAIT_S) -> int | None:
         """Wait until the control plane closes the link; return its close code."""

@@ -16,13 +16,21 @@ import pytest
 
 from agent.contracts.bot_config import BotSettings
 from agent.contracts.link import (
+    AgentCommand,
+    AvatarCommand,
+    ChatCommand,
     ChatMessageEvent,
-    CommandName,
+    CommandErrorCode,
+    HandCommand,
     ParticipantsEvent,
-    UploadSlot,
+    ScreenShareCommand,
+    ScreenshotCommand,
+    SpeakCommand,
+    StopScreenShareCommand,
+    StopSpeakingCommand,
 )
 from agent.contracts.status import BotStatus
-from control_plane.agent_link.stream_tokens import verify_stream_token
+from control_plane.agent_hub.stream_tokens import verify_stream_token
 from tests.agent_link.conftest import Client, ConnectAgent, LaunchBot
 from tests.agent_link.peer import ScriptedAgent
 from tests.api.conftest import Caller, Tenants
@@ -126,8 +134,9 @@ async def test_participants_follow_the_agent_and_other_workspaces_get_404(
 async def _screenshot_agent(client: Client, agent: ScriptedAgent, png: bytes) -> None:
     """Answer one screenshot command the way the agent does: upload, then report."""
     command = await agent.next_command()
-    assert command.command is CommandName.SCREENSHOT
-    slot = UploadSlot.model_validate(command.args["upload"])
+    assert isinstance(command.command, ScreenshotCommand)
+    slot = command.command.upload
+    assert slot is not None
     headers = dict(slot.headers)
     if slot.agent_auth:
         headers["Authorization"] = f"Bearer {agent.token}"
@@ -136,7 +145,7 @@ async def _screenshot_agent(client: Client, agent: ScriptedAgent, png: bytes) ->
     await agent.answer(
         command,
         result={
-            "artifact_id": command.args["artifact_id"],
+            "artifact_id": command.command.artifact_id,
             "storage_key": slot.storage_key,
             "content_type": "image/png",
             "size_bytes": len(png),
@@ -184,29 +193,31 @@ async def test_live_commands_carry_their_arguments_and_answer_202(
     bot = await launch_bot(BotStatus.ACTIVE)
     agent = await connect_agent(bot)
     base = f"/api/v1/bots/{bot.bot_id}"
-    cases = [
-        ("POST", "/hand", None, CommandName.HAND, {"raised": True}),
-        ("DELETE", "/hand", None, CommandName.HAND, {"raised": False}),
+    cases: list[tuple[str, str, dict[str, str] | None, AgentCommand]] = [
+        ("POST", "/hand", None, HandCommand(raised=True)),
+        ("DELETE", "/hand", None, HandCommand(raised=False)),
         (
             "PUT",
             "/avatar",
             {"image_url": "https://example.org/a.png"},
-            CommandName.AVATAR,
-            {"image_url": "https://example.org/a.png"},
+            AvatarCommand(image_url="https://example.org/a.png"),
         ),
-        ("DELETE", "/avatar", None, CommandName.AVATAR, {"image_url": None}),
-        ("POST", "/chat", {"text": "hello all"}, CommandName.CHAT, {"text": "hello all"}),
+        ("DELETE", "/avatar", None, AvatarCommand(image_url=None)),
+        ("POST", "/chat", {"text": "hello all"}, ChatCommand(text="hello all")),
     ]
-    for method, suffix, body, name, args in cases:
+    for method, suffix, body, expected in cases:
         call = asyncio.ensure_future(
             client.request(method, base + suffix, json=body, headers=owner.headers)
         )
         command = await agent.next_command()
-        assert (command.command, command.args) == (name, args)
+        assert command.command == expected
         await agent.answer(command)
         response = await call
         assert response.status == 202, (method, suffix)
-        assert await response.json() == {"bot_id": str(bot.bot_id), "command": name.value}
+        assert await response.json() == {
+            "bot_id": str(bot.bot_id),
+            "command": expected.name.value,
+        }
 
 
 async def test_agent_errors_map_to_422_and_404_and_silence_to_504(
@@ -216,9 +227,10 @@ async def test_agent_errors_map_to_422_and_404_and_silence_to_504(
     agent = await connect_agent(bot)
     path = f"/api/v1/bots/{bot.bot_id}/hand"
     for error, status, code in (
-        ("capability_not_supported", 422, "capability_not_supported"),
-        ("bot_not_active", 404, "bot_not_active"),
-        ("browser_error", 502, "agent_command_failed"),
+        (CommandErrorCode.CAPABILITY_NOT_SUPPORTED, 422, "capability_not_supported"),
+        (CommandErrorCode.BOT_NOT_ACTIVE, 404, "bot_not_active"),
+        (CommandErrorCode.BROWSER_ERROR, 502, "agent_command_failed"),
+        (CommandErrorCode.UNKNOWN_COMMAND, 502, "agent_command_failed"),
     ):
         call = asyncio.ensure_future(client.post(path, headers=owner.headers))
         await agent.answer(await agent.next_command(), ok=False, error=error)
@@ -292,19 +304,43 @@ async def test_chat_text_limits_and_reading_the_chat(
 
 
 async def test_speech_and_screen_share_answer_capability_not_supported(
-    client: Client, owner: Caller, launch_bot: LaunchBot
+    client: Client, owner: Caller, launch_bot: LaunchBot, connect_agent: ConnectAgent
 ) -> None:
     bot = await launch_bot(BotStatus.ACTIVE)
+    agent = await connect_agent(bot)
     base = f"/api/v1/bots/{bot.bot_id}"
-    for method, suffix, body in (
-        ("POST", "/speak", {"text": "hello"}),
-        ("DELETE", "/speak", None),
-        ("POST", "/screen", {"url": "https://example.org"}),
-        ("DELETE", "/screen", None),
-    ):
-        response = await client.request(method, base + suffix, json=body, headers=owner.headers)
+    cases: list[tuple[str, str, dict[str, str] | None, AgentCommand]] = [
+        ("POST", "/speak", {"text": "hello"}, SpeakCommand(text="hello")),
+        ("DELETE", "/speak", None, StopSpeakingCommand()),
+        (
+            "POST",
+            "/screen",
+            {"url": "https://example.org"},
+            ScreenShareCommand(url="https://example.org"),
+        ),
+        ("DELETE", "/screen", None, StopScreenShareCommand()),
+    ]
+    for method, suffix, body, expected in cases:
+        call = asyncio.ensure_future(
+            client.request(method, base + suffix, json=body, headers=owner.headers)
+        )
+        command = await agent.next_command()
+        assert command.command == expected  # the typed command reached the agent
+        await agent.answer(command, ok=False, error=CommandErrorCode.CAPABILITY_NOT_SUPPORTED)
+        response = await call
         assert response.status == 422, (method, suffix)
         assert (await response.json())["code"] == "capability_not_supported"
+    for body in ({"text": "hi", "audio_url": "https://example.org/a.mp3"}, {"voice": "x"}):
+        response = await client.post(base + "/speak", json=body, headers=owner.headers)
+        assert response.status == 422  # exactly one of text and audio_url
+        assert (await response.json())["code"] == "validation_error"
+    response = await client.post(
+        base + "/screen",
+        json={"url": "https://example.org", "image_url": "https://example.org/a.png"},
+        headers=owner.headers,
+    )
+    assert response.status == 422  # exactly one source
+    assert agent.commands.empty()  # none of the invalid requests reached the agent
     muted = await launch_bot(BotStatus.ACTIVE, settings=BotSettings(voice_agent_enabled=False))
     response = await client.post(
         f"/api/v1/bots/{muted.bot_id}/speak", json={"text": "hi"}, headers=owner.headers

@@ -18,10 +18,11 @@ from agent.contracts.link import (
     Command,
     CommandName,
     Heartbeat,
+    StopCommand,
     UploadSlot,
 )
 from agent.contracts.status import BotStatus
-from control_plane.agent_link.keys import AGENT_HUB, STORAGE
+from control_plane.agent_hub.keys import AGENT_HUB, STORAGE
 from control_plane.agent_link.reaper import Reaper
 from control_plane.app import create_app
 from control_plane.db.engine import DB
@@ -139,8 +140,8 @@ async def test_stop_reaches_a_connected_agent_and_is_repeated_on_reregistration(
     agent = await connect_agent(bot)
     await agent.register()
     send = client.app[AGENT_COMMANDS]
-    assert await send(bot.bot_id, Command(command=CommandName.STOP))
-    assert (await agent.next_command()).command is CommandName.STOP
+    assert await send(bot.bot_id, Command(command=StopCommand()))
+    assert (await agent.next_command()).name is CommandName.STOP
 
     async with client.app[DB].sessions.begin() as session:
         await session.execute(
@@ -148,10 +149,10 @@ async def test_stop_reaches_a_connected_agent_and_is_repeated_on_reregistration(
         )
     await agent.reconnect()
     await agent.register()
-    assert (await agent.next_command()).command is CommandName.STOP
+    assert (await agent.next_command()).name is CommandName.STOP
     await agent.close()
     await asyncio.sleep(0.05)
-    assert not await send(bot.bot_id, Command(command=CommandName.STOP))
+    assert not await send(bot.bot_id, Command(command=StopCommand()))
 
 
 async def test_agent_upload_path_needs_its_token_its_prefix_and_a_valid_signature(

@@ -10,7 +10,7 @@ import pytest
 from aiohttp import web
 from pytest_aiohttp import AiohttpClient
 
-from agent.contracts.link import CommandName
+from agent.contracts.link import CommandErrorCode, HandCommand
 from agent.contracts.status import BotStatus
 from control_plane.app import create_app
 from control_plane.launchers.memory import MemoryLauncher
@@ -46,8 +46,8 @@ async def test_a_command_reaches_an_agent_linked_to_another_replica(
         other_replica.post(f"/api/v1/bots/{bot.bot_id}/hand", headers=owner.headers)
     )
     command = await agent.next_command()
-    assert (command.command, command.args) == (CommandName.HAND, {"raised": True})
-    await agent.answer(command, ok=False, error="capability_not_supported")
+    assert command.command == HandCommand(raised=True)
+    await agent.answer(command, ok=False, error=CommandErrorCode.CAPABILITY_NOT_SUPPORTED)
     response = await call
     assert response.status == 422
     assert (await response.json())["code"] == "capability_not_supported"

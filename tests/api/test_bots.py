@@ -313,10 +313,15 @@ async def test_get_and_list_stay_inside_the_workspace(
 
 
 async def test_patch_only_while_requested_or_scheduled(client: Client, owner: Caller) -> None:
+    # A bot not launched yet has the change stored (used at launch); a launched one gets it
+    # live through its agent (tests/agent_link/test_live_settings.py).
     bot = await launch(client, owner)
     url = f"/api/v1/bots/{bot['bot_id']}"
+    later = (datetime.now(UTC) + timedelta(hours=2)).isoformat()
+    scheduled = await launch(client, owner, **MEET, scheduled_at=later)
+    scheduled_url = f"/api/v1/bots/{scheduled['bot_id']}"
     response = await client.patch(
-        url,
+        scheduled_url,
         json={
             "bot_name": "Renamed",
             "capture_modes": ["audio", "video"],
@@ -330,17 +335,16 @@ async def test_patch_only_while_requested_or_scheduled(client: Client, owner: Ca
     assert updated["settings"]["capture_modes"] == ["audio", "video"]
     assert updated["settings"]["recording_format"] == "mp3"
     assert updated["settings"]["language"] is None  # untouched
-    response = await client.patch(url, json={"recording_format": "wav"}, headers=owner.headers)
-    assert response.status == 422
-    response = await client.patch(url, json={"platform": "zoom"}, headers=owner.headers)
-    assert response.status == 422
-    later = (datetime.now(UTC) + timedelta(hours=2)).isoformat()
-    scheduled = await launch(client, owner, **MEET, scheduled_at=later)
     response = await client.patch(
-        f"/api/v1/bots/{scheduled['bot_id']}", json={"language": "en"}, headers=owner.headers
+        scheduled_url, json={"recording_format": "wav"}, headers=owner.headers
     )
+    assert response.status == 422
+    response = await client.patch(scheduled_url, json={"platform": "zoom"}, headers=owner.headers)
+    assert response.status == 422
+    response = await client.patch(scheduled_url, json={"language": "en"}, headers=owner.headers)
     assert response.status == 200
     assert (await response.json())["settings"]["language"] == "en"
+    assert (await response.json())["settings"]["bot_name"] == "Renamed"  # kept
     walk = [BotStatus.JOINING, BotStatus.ACTIVE, BotStatus.STOPPING, BotStatus.COMPLETED]
     for status in walk:
         await force_status(client, bot["bot_id"], status)

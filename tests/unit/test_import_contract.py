@@ -35,7 +35,7 @@ WRONG_IMPORTS = [
     ),
     (
         "control_plane/db/wrong_key.py",
-        "import control_plane.agent_link.keys",
+        "import control_plane.agent_hub.keys",
         "control_plane layers",
     ),
     ("control_plane/records/wrong_agent.py", "import agent.bot", "imports nothing of the agent"),

@@ -1,9 +1,10 @@
 """Live routes of a bot (API.md Part 1, 2.5 and 2.7): stream subscription, participants,
 screenshot, avatar, hand, chat, speech and screen share.
 
-Commands travel over the bot's agent link (:class:`~control_plane.agent_link.hub.AgentHub`)
-and each route waits for the agent's result, so a failure is reported, never swallowed:
-``capability_not_supported`` → 422, ``bot_not_active`` → 404, no link → 503
+Each command route builds its typed command (``agent.contracts.link.AgentCommand``) and sends
+it through :class:`~control_plane.bots.live_commands.LiveCommands`, which waits for the agent's
+result, so a failure is reported, never swallowed: ``capability_not_supported`` → 422,
+``bot_not_active`` → 404, another agent error → 502 ``agent_command_failed``, no link → 503
 ``agent_unavailable``, no answer → 504 ``agent_timeout``. Routes that need the bot in the
 meeting answer 404 ``bot_not_active`` in any other status (Part 1 says so for screenshot,
 avatar reset and hand lowering; 2.5 extends it to every live command).
@@ -13,155 +14,55 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Mapping
-from datetime import datetime
-from typing import Any
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from sqlalchemy import select
 
-from agent.contracts.link import CommandName, CommandResult, UploadSlot
-from agent.contracts.status import BotStatus
-from control_plane.agent_link.artifacts import record_artifact
-from control_plane.agent_link.errors import AgentCommandFailed, AgentTimeout, AgentUnavailable
-from control_plane.agent_link.hub import AgentNotConnected, CommandTimedOut
-from control_plane.agent_link.keys import AGENT_HUB, STORAGE, STREAM_SIGNER
+from agent.contracts.link import (
+    AgentCommand,
+    AvatarCommand,
+    ChatCommand,
+    HandCommand,
+    ScreenShareCommand,
+    SpeakCommand,
+    StopScreenShareCommand,
+    StopSpeakingCommand,
+)
+from agent.contracts.status import NOT_JOINED_STATUSES, STREAMING_STATUSES, BotStatus
+from control_plane.agent_hub.keys import AGENT_HUB, STREAM_SIGNER
 from control_plane.api.http import json_response, path_uuid, read_body
 from control_plane.api.routes import ApiRoutes
 from control_plane.auth.context import auth_of
+from control_plane.bots.live_commands import LIVE_COMMANDS, LiveCommands
+from control_plane.bots.live_schemas import (
+    AvatarSet,
+    ChatMessageOut,
+    ChatMessages,
+    ChatSend,
+    CommandAccepted,
+    Participants,
+    ScreenRequest,
+    Screenshot,
+    SpeakRequest,
+    Subscription,
+)
 from control_plane.db.engine import DB
 from control_plane.db.models.agent_link import AgentLink, ChatMessage
 from control_plane.db.models.bot import Meeting
-from control_plane.errors import (
-    CapabilityNotSupported,
-    Conflict,
-    NotFound,
-    NotImplementedOperation,
-)
+from control_plane.errors import Conflict, NotFound, NotImplementedOperation
 from control_plane.settings import SETTINGS
-from control_plane.storage.base import artifact_key
-from control_plane.timestamps import UtcDateTime
 
 routes = ApiRoutes("live")
 
 BOT_PATH = "/api/v1/bots/{bot_id}"
 _BOT_TYPES = {"bot_id": uuid.UUID}
-# Statuses in which the agent has (or had) a stream to subscribe to.
-_STREAMING = frozenset(
-    {BotStatus.REQUESTED, BotStatus.JOINING, BotStatus.AWAITING_ADMISSION, BotStatus.ACTIVE}
-)
-# Chat can be read once the bot started joining, also after it left.
-_NOT_JOINED = frozenset({BotStatus.SCHEDULED, BotStatus.REQUESTED, BotStatus.CANCELLED})
 # How often subscribe re-reads the database while it waits (another replica may hold the link).
 _SUBSCRIBE_POLL_S = 1.0
 
 
-# Models ----------------------------------------------------------------------------------------
-
-
-class _Out(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-
-class _In(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Subscription(_Out):
-    """Where and how to open the bot's event stream (API.md 2.7).
-
-    Open ``url`` as an SSE stream with ``Authorization: Bearer <token>``; the token is an EdDSA
-    JWT (``sub`` = bot id, ``aud`` = ``bot-stream``) that stops working at ``expires_at``.
-    """
-
-    url: str
-    token: str
-    expires_at: UtcDateTime
-
-
-class Participants(_Out):
-    """The bot's current participant names (empty before it joined)."""
-
-    bot_id: uuid.UUID
-    participants: list[str]
-
-
-class Screenshot(_Out):
-    """A PNG of the bot's current view; ``url`` is presigned until ``expires_at`` (1 hour).
-
-    ``width``/``height`` are pixels; ``captured_at`` is when the agent took it.
-    """
-
-    url: str
-    expires_at: UtcDateTime
-    captured_at: UtcDateTime
-    width: int
-    height: int
-
-
-class CommandAccepted(_Out):
-    """A live command was carried out by the bot's agent."""
-
-    bot_id: uuid.UUID
-    command: str
-
-
-class AvatarSet(_In):
-    """Camera image to show: a URL the bot's browser can load (``http(s)://`` or ``data:``)."""
-
-    image_url: str = Field(min_length=1, max_length=8192, pattern=r"^(https?://|data:image/)")
-
-
-class ChatSend(_In):
-    """A chat message for the meeting, sent as the bot (1 to 4096 characters)."""
-
-    text: str = Field(min_length=1, max_length=4096)
-
-
-class ChatMessageOut(_Out):
-    """One chat message seen in the meeting; ``from_bot`` marks the bot's own."""
-
-    id: str
-    sender: str
-    text: str
-    timestamp: UtcDateTime
-    from_bot: bool
-
-
-class ChatMessages(_Out):
-    """Chat messages of the meeting, oldest first."""
-
-    messages: list[ChatMessageOut]
-
-
-class SpeakRequest(_In):
-    """Speech for the bot: ``text`` (with an optional ``voice``) or an ``audio_url``."""
-
-    text: str | None = Field(default=None, min_length=1, max_length=4096)
-    voice: str | None = Field(default=None, max_length=100)
-    audio_url: str | None = Field(default=None, max_length=8192)
-
-    @model_validator(mode="after")
-    def _one_source(self) -> SpeakRequest:
-        if (self.text is None) == (self.audio_url is None):
-            raise ValueError("give exactly one of text or audio_url")
-        return self
-
-
-class ScreenRequest(_In):
-    """What to share: a page ``url``, an ``image_url`` or a ``video_url`` (exactly one)."""
-
-    url: str | None = Field(default=None, max_length=8192)
-    image_url: str | None = Field(default=None, max_length=8192)
-    video_url: str | None = Field(default=None, max_length=8192)
-
-    @model_validator(mode="after")
-    def _one_source(self) -> ScreenRequest:
-        given = [value for value in (self.url, self.image_url, self.video_url) if value]
-        if len(given) != 1:
-            raise ValueError("give exactly one of url, image_url or video_url")
-        return self
+def live_commands(app: web.Application) -> LiveCommands:
+    """The app's :class:`LiveCommands`, built once with its dependencies (``_bots_ctx``)."""
+    return app[LIVE_COMMANDS]
 
 
 # Helpers ---------------------------------------------------------------------------------------
@@ -188,33 +89,12 @@ async def _active_bot(request: web.Request) -> Meeting:
     return meeting
 
 
-async def _command(
-    request: web.Request,
-    meeting: Meeting,
-    name: CommandName,
-    args: Mapping[str, Any] | None = None,
-) -> CommandResult:
-    """Send ``name`` to the bot's agent and return its successful result (errors mapped)."""
-    settings = request.app[SETTINGS]
-    try:
-        result = await request.app[AGENT_HUB].command(
-            meeting.bot_id, name, args, within_seconds=settings.agent_command_timeout_seconds
-        )
-    except AgentNotConnected as exc:
-        raise AgentUnavailable("the bot's agent is not connected; retry shortly") from exc
-    except CommandTimedOut as exc:
-        raise AgentTimeout(f"the bot did not answer the {name.value} command in time") from exc
-    if result.ok:
-        return result
-    if result.error == "capability_not_supported":
-        raise CapabilityNotSupported(result.detail or f"the bot's platform cannot {name.value}")
-    if result.error == "bot_not_active":
-        raise NotFound(result.detail or "the bot is not in the meeting", code="bot_not_active")
-    raise AgentCommandFailed(result.detail or f"the {name.value} command failed")
-
-
-def _accepted(meeting: Meeting, name: CommandName) -> web.Response:
-    return json_response(CommandAccepted(bot_id=meeting.bot_id, command=name.value), status=202)
+async def _carry_out(request: web.Request, meeting: Meeting, command: AgentCommand) -> web.Response:
+    """Have the agent carry ``command`` out (errors mapped); answer 202 :class:`CommandAccepted`."""
+    await live_commands(request.app).carry_out(meeting.bot_id, command)
+    return json_response(
+        CommandAccepted(bot_id=meeting.bot_id, command=command.name.value), status=202
+    )
 
 
 # Stream ----------------------------------------------------------------------------------------
@@ -254,7 +134,7 @@ async def subscribe(request: web.Request) -> web.Response:
     deadline = loop.time() + settings.subscribe_wait_seconds
     while True:
         stream_url, status = await _stream_url(request, meeting.id)
-        if status not in _STREAMING:
+        if status not in STREAMING_STATUSES:
             raise NotFound(f"the bot is {status}: it has no stream", code="bot_not_active")
         if stream_url:
             break
@@ -304,17 +184,6 @@ async def participants(request: web.Request) -> web.Response:
 # Screenshot ------------------------------------------------------------------------------------
 
 
-class _ScreenshotResult(_In):
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    artifact_id: str
-    storage_key: str
-    size_bytes: int = Field(ge=1)
-    width: int = Field(ge=1)
-    height: int = Field(ge=1)
-    captured_at: datetime
-
-
 @routes.post(
     BOT_PATH + "/screenshot",
     summary="Capture the bot's screen",
@@ -326,48 +195,11 @@ async def screenshot(request: web.Request) -> web.Response:
     """The agent captures a PNG of its current view and uploads it to artifact storage; the
     answer holds a presigned download URL valid 1 hour."""
     meeting = await _active_bot(request)
-    app = request.app
-    settings = app[SETTINGS]
-    storage = app[STORAGE]
-    artifact_id = uuid.uuid4().hex
-    key = artifact_key(meeting.bot_id, "screenshots", f"{artifact_id}.png")
-    target = await storage.upload_target(key, "image/png", settings.upload_url_ttl_seconds)
-    slot = UploadSlot(
-        storage_key=key,
-        url=target.url,
-        headers=target.headers,
-        agent_auth=target.agent_auth,
-        expires_at=target.expires_at,
-    )
-    result = await _command(
-        request,
-        meeting,
-        CommandName.SCREENSHOT,
-        {"artifact_id": artifact_id, "upload": slot.model_dump(mode="json")},
-    )
-    try:
-        shot = _ScreenshotResult.model_validate(result.result)
-    except ValidationError as exc:
-        raise AgentCommandFailed("the bot answered the screenshot without its details") from exc
-    if shot.storage_key != key or await storage.size(key) is None:
-        raise AgentCommandFailed("the bot did not upload the screenshot")
-    await record_artifact(
-        app[DB],
-        meeting.id,
-        artifact_id=artifact_id,
-        kind="screenshot",
-        storage_key=key,
-        content_type="image/png",
-        size_bytes=shot.size_bytes,
-        width=shot.width,
-        height=shot.height,
-        captured_at=shot.captured_at,
-    )
-    signed = await storage.presign_get(key, settings.presigned_url_ttl_seconds)
+    shot = await live_commands(request.app).screenshot(meeting)
     return json_response(
         Screenshot(
-            url=signed.url,
-            expires_at=signed.expires_at,
+            url=shot.url.url,
+            expires_at=shot.url.expires_at,
             captured_at=shot.captured_at,
             width=shot.width,
             height=shot.height,
@@ -384,15 +216,14 @@ async def screenshot(request: web.Request) -> web.Response:
     body=AvatarSet,
     response=CommandAccepted,
     status=202,
-    errors=(404, 502, 503, 504),
+    errors=(404, 422, 502, 503, 504),
     path_types=_BOT_TYPES,
 )
 async def set_avatar(request: web.Request) -> web.Response:
     """Show ``image_url`` on the bot's camera feed."""
     body = await read_body(request, AvatarSet)
     meeting = await _active_bot(request)
-    await _command(request, meeting, CommandName.AVATAR, {"image_url": body.image_url})
-    return _accepted(meeting, CommandName.AVATAR)
+    return await _carry_out(request, meeting, AvatarCommand(image_url=body.image_url))
 
 
 @routes.delete(
@@ -406,8 +237,7 @@ async def set_avatar(request: web.Request) -> web.Response:
 async def reset_avatar(request: web.Request) -> web.Response:
     """Back to the bot's ``default_avatar_url``, or the service logo without one."""
     meeting = await _active_bot(request)
-    await _command(request, meeting, CommandName.AVATAR, {"image_url": None})
-    return _accepted(meeting, CommandName.AVATAR)
+    return await _carry_out(request, meeting, AvatarCommand(image_url=None))
 
 
 @routes.post(
@@ -421,8 +251,7 @@ async def reset_avatar(request: web.Request) -> web.Response:
 async def raise_hand(request: web.Request) -> web.Response:
     """The bot raises its hand in the meeting."""
     meeting = await _active_bot(request)
-    await _command(request, meeting, CommandName.HAND, {"raised": True})
-    return _accepted(meeting, CommandName.HAND)
+    return await _carry_out(request, meeting, HandCommand(raised=True))
 
 
 @routes.delete(
@@ -436,8 +265,7 @@ async def raise_hand(request: web.Request) -> web.Response:
 async def lower_hand(request: web.Request) -> web.Response:
     """The bot lowers its hand; the bot must be ``active``."""
     meeting = await _active_bot(request)
-    await _command(request, meeting, CommandName.HAND, {"raised": False})
-    return _accepted(meeting, CommandName.HAND)
+    return await _carry_out(request, meeting, HandCommand(raised=False))
 
 
 # Chat ------------------------------------------------------------------------------------------
@@ -449,15 +277,14 @@ async def lower_hand(request: web.Request) -> web.Response:
     body=ChatSend,
     response=CommandAccepted,
     status=202,
-    errors=(404, 502, 503, 504),
+    errors=(404, 422, 502, 503, 504),
     path_types=_BOT_TYPES,
 )
 async def send_chat(request: web.Request) -> web.Response:
     """The bot posts ``text`` to the meeting chat; it then appears in GET …/chat."""
     body = await read_body(request, ChatSend)
     meeting = await _active_bot(request)
-    await _command(request, meeting, CommandName.CHAT, {"text": body.text})
-    return _accepted(meeting, CommandName.CHAT)
+    return await _carry_out(request, meeting, ChatCommand(text=body.text))
 
 
 @routes.get(
@@ -470,7 +297,7 @@ async def send_chat(request: web.Request) -> web.Response:
 async def read_chat(request: web.Request) -> web.Response:
     """Every chat message the bot saw, oldest first; 404 ``bot_not_active`` before joining."""
     meeting = await _bot(request)
-    if meeting.status in _NOT_JOINED:
+    if meeting.status in NOT_JOINED_STATUSES:
         raise NotFound(f"the bot is {meeting.status}: it has no chat", code="bot_not_active")
     async with request.app[DB].sessions() as session:
         rows = (
@@ -496,12 +323,7 @@ async def read_chat(request: web.Request) -> web.Response:
     )
 
 
-# Speech and screen share (the voice-agent work comes later) -------------------------------------
-
-_VOICE_LATER = (
-    "speech output and screen share are not available on any platform yet "
-    "(422 capability_not_supported)"
-)
+# Speech and screen share (the agents answer capability_not_supported until the voice work) ------
 
 
 async def _voice_bot(request: web.Request) -> Meeting:
@@ -519,15 +341,16 @@ async def _voice_bot(request: web.Request) -> Meeting:
     body=SpeakRequest,
     status=202,
     response=CommandAccepted,
-    errors=(404, 409, 422),
+    errors=(404, 409, 422, 502, 503, 504),
     path_types=_BOT_TYPES,
 )
 async def speak(request: web.Request) -> web.Response:
-    """Not available yet on any platform: answers 422 ``capability_not_supported`` (after the
-    404 ``bot_not_active`` and 409 ``voice_agent_disabled`` checks)."""
-    await read_body(request, SpeakRequest)
-    await _voice_bot(request)
-    raise CapabilityNotSupported(_VOICE_LATER)
+    """Sent to the agent, which answers 422 ``capability_not_supported`` on every platform
+    for now (after the 404 ``bot_not_active`` and 409 ``voice_agent_disabled`` checks)."""
+    body = await read_body(request, SpeakRequest)
+    meeting = await _voice_bot(request)
+    command = SpeakCommand(text=body.text, voice=body.voice, audio_url=body.audio_url)
+    return await _carry_out(request, meeting, command)
 
 
 @routes.delete(
@@ -535,13 +358,13 @@ async def speak(request: web.Request) -> web.Response:
     summary="Interrupt speech (not available yet)",
     status=202,
     response=CommandAccepted,
-    errors=(404, 409, 422),
+    errors=(404, 409, 422, 502, 503, 504),
     path_types=_BOT_TYPES,
 )
 async def stop_speaking(request: web.Request) -> web.Response:
-    """Not available yet on any platform: answers 422 ``capability_not_supported``."""
-    await _voice_bot(request)
-    raise CapabilityNotSupported(_VOICE_LATER)
+    """Sent to the agent, which answers 422 ``capability_not_supported`` for now."""
+    meeting = await _voice_bot(request)
+    return await _carry_out(request, meeting, StopSpeakingCommand())
 
 
 @routes.post(
@@ -550,14 +373,15 @@ async def stop_speaking(request: web.Request) -> web.Response:
     body=ScreenRequest,
     status=202,
     response=CommandAccepted,
-    errors=(404, 409, 422),
+    errors=(404, 409, 422, 502, 503, 504),
     path_types=_BOT_TYPES,
 )
 async def share_screen(request: web.Request) -> web.Response:
-    """Not available yet on any platform: answers 422 ``capability_not_supported``."""
-    await read_body(request, ScreenRequest)
-    await _voice_bot(request)
-    raise CapabilityNotSupported(_VOICE_LATER)
+    """Sent to the agent, which answers 422 ``capability_not_supported`` for now."""
+    body = await read_body(request, ScreenRequest)
+    meeting = await _voice_bot(request)
+    command = ScreenShareCommand(url=body.url, image_url=body.image_url, video_url=body.video_url)
+    return await _carry_out(request, meeting, command)
 
 
 @routes.delete(
@@ -565,10 +389,10 @@ async def share_screen(request: web.Request) -> web.Response:
     summary="Stop sharing the screen (not available yet)",
     status=202,
     response=CommandAccepted,
-    errors=(404, 409, 422),
+    errors=(404, 409, 422, 502, 503, 504),
     path_types=_BOT_TYPES,
 )
 async def stop_screen(request: web.Request) -> web.Response:
-    """Not available yet on any platform: answers 422 ``capability_not_supported``."""
-    await _voice_bot(request)
-    raise CapabilityNotSupported(_VOICE_LATER)
+    """Sent to the agent, which answers 422 ``capability_not_supported`` for now."""
+    meeting = await _voice_bot(request)
+    return await _carry_out(request, meeting, StopScreenShareCommand())

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from control_plane.agent_link.hub import AgentHub
-from control_plane.agent_link.stream_tokens import StreamTokenSigner
+from control_plane.agent_hub.hub import AgentHub
+from control_plane.agent_hub.stream_tokens import StreamTokenSigner
 from control_plane.storage.base import ArtifactStorage
 
 AGENT_HUB = web.AppKey("agent_hub", AgentHub)

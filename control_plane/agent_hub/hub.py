@@ -7,7 +7,7 @@ Pending results are keyed by command id across connections, so a result the agen
 from its outbox after a reconnect still reaches the waiting request.
 
 With several replicas on one PostgreSQL database, a command for an agent linked to another
-replica travels through the :class:`~control_plane.agent_link.relay.CommandRelay` (and its
+replica travels through the :class:`~control_plane.agent_hub.relay.CommandRelay` (and its
 result back); without a relay (SQLite: one process) only local links are reached.
 """
 
@@ -17,15 +17,15 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from typing import Any
 from uuid import UUID
 
 from aiohttp import web
 
-from agent.contracts.link import Command, CommandName, CommandResult
-from control_plane.agent_link.metrics import LinkMetrics
-from control_plane.agent_link.relay import DELIVERY_WAIT_S, CommandRelay
+from agent.contracts.link import AgentCommand, Command, CommandResult
+from control_plane.agent_hub.metrics import LinkMetrics
+from control_plane.agent_hub.relay import DELIVERY_WAIT_S, CommandRelay
 
 logger = logging.getLogger(__name__)
 
@@ -191,20 +191,16 @@ class AgentHub:
                 future.set_result(result)
 
     async def command(
-        self,
-        bot_id: UUID,
-        name: CommandName,
-        args: Mapping[str, Any] | None = None,
-        *,
-        within_seconds: float,
+        self, bot_id: UUID, command: AgentCommand, *, within_seconds: float
     ) -> CommandResult:
-        """Send a command and wait up to ``within_seconds`` for its result.
+        """Send ``command`` and wait up to ``within_seconds`` for its result.
 
         Raises:
             AgentNotConnected: No open link for the bot.
             CommandTimedOut: No ``command_result`` in time.
         """
-        frame = Command(command=name, args=dict(args or {}))
+        name = command.name
+        frame = Command(command=command)
         future: asyncio.Future[CommandResult] = asyncio.get_running_loop().create_future()
         self._pending[frame.id] = future
         started = time.perf_counter()
@@ -228,11 +224,9 @@ class AgentHub:
                     time.perf_counter() - started
                 )
 
-    async def notify(
-        self, bot_id: UUID, name: CommandName, args: Mapping[str, Any] | None = None
-    ) -> bool:
-        """Send a command without waiting for its result; return whether it went out."""
-        frame = Command(command=name, args=dict(args or {}))
+    async def notify(self, bot_id: UUID, command: AgentCommand) -> bool:
+        """Send ``command`` without waiting for its result; return whether it went out."""
+        frame = Command(command=command)
         try:
             await self.deliver(bot_id, frame)
         except AgentNotConnected:

@@ -7,9 +7,8 @@ The tree (all under :class:`control_plane.errors.DomainError`)::
     AgentCommandFailed ... 502  agent_command_failed  the agent answered with an error code
                                                       this API has no mapping for
 
-Errors the agent reports with a code the API knows are raised as the API's own errors:
-``capability_not_supported`` → 422 :class:`~control_plane.errors.CapabilityNotSupported`,
-``bot_not_active`` → 404 :class:`~control_plane.errors.NotFound`.
+Errors the agent reports with a code the API knows are raised as the API's own errors; the
+mapping is :func:`control_plane.bots.live_commands.refusal_error`.
 """
 
 from __future__ import annotations

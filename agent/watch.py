@@ -1,0 +1,111 @@
+"""What the bot sees while it is in the meeting: participants, active speakers, chat.
+
+:class:`MeetingWatch` is polled by the bot's lifecycle driver (:mod:`agent.bot`) on every tick
+of its meeting loop; it reports participant changes and chat lines as events and passes
+active-speaker changes to the transcription (and an optional extra sink).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Page
+
+from agent.audio import SpeakerActivity
+from agent.contracts.link import ChatMessageEvent, utc_now
+from agent.errors import BrowserError, CapabilityNotSupported
+from agent.events import BotEvents
+from agent.lifecycle import MeetingTimers
+from agent.media import MeetingMedia
+from agent.platforms.base import ChatLine, PlatformAdapter
+
+SpeakerSink = Callable[[SpeakerActivity], Awaitable[None]]
+
+
+class MeetingWatch:
+    """Reads the meeting page and reports what changed.
+
+    Args:
+        adapter: The platform adapter (reads the page).
+        bot_name: The bot's display name (excluded from participants; its chat is its own).
+        timers: Told how many others are present (alone timers).
+        media: Receives active-speaker changes.
+        speaker_sink: Optional extra consumer of active-speaker changes.
+    """
+
+    def __init__(
+        self,
+        adapter: PlatformAdapter,
+        bot_name: str,
+        timers: MeetingTimers,
+        media: MeetingMedia,
+        speaker_sink: SpeakerSink | None = None,
+    ) -> None:
+        self._adapter = adapter
+        self._bot_name = bot_name
+        self._timers = timers
+        self._media = media
+        self._speaker_sink = speaker_sink
+        self.participants: list[str] = []
+        self._speaking: set[str] = set()
+        self._chat_seen: set[str] = set()
+
+    async def read_participants(
+        self, page: Page, events: BotEvents, now: float, initial: bool = False
+    ) -> None:
+        """Read the participants; report joins and leaves (always on the ``initial`` read)."""
+        names = await self._adapter.participants(page, self._bot_name)
+        self._timers.observe(len(names), now)
+        if names == self.participants and not initial:
+            return
+        joined = [n for n in names if n not in self.participants]
+        left = [n for n in self.participants if n not in names]
+        if not initial and not joined and not left:
+            self.participants = names  # only the order changed
+            return
+        self.participants = names
+        await events.participants(names, joined, left)
+
+    async def speakers(self, page: Page) -> None:
+        """Read the speaking indicators; pass changes to the transcription and the sink."""
+        speaking = await self._adapter.speakers(page)
+        if speaking == self._speaking:
+            return
+        changes = speaker_changes(self._speaking, speaking)
+        self._speaking = speaking
+        for change in changes:
+            self._media.speaker(change)
+            if self._speaker_sink is not None:
+                await self._speaker_sink(change)
+
+    async def chat(self, page: Page, events: BotEvents) -> None:
+        """Report chat lines not seen before (the bot's own were reported when sent)."""
+        try:
+            lines = await self._adapter.read_chat(page)
+        except (PlaywrightError, BrowserError, CapabilityNotSupported):
+            return  # a chat panel hiccup (or no chat at all) must not end the meeting
+        own = {self._bot_name.lower(), "you"}
+        for line in lines:
+            if line.key in self._chat_seen or not line.text:
+                continue
+            self._chat_seen.add(line.key)
+            # The bot's own messages were reported when it sent them (commands.py).
+            if line.sender.lower() not in own:
+                await events.chat(chat_event(line))
+
+
+def speaker_changes(before: set[str], after: set[str]) -> list[SpeakerActivity]:
+    """Speaker indicator changes as :class:`SpeakerActivity` records stamped now."""
+    at = time.time()
+    stopped = [SpeakerActivity(name, False, at) for name in sorted(before - after)]
+    started = [SpeakerActivity(name, True, at) for name in sorted(after - before)]
+    return stopped + started
+
+
+def chat_event(line: ChatLine) -> ChatMessageEvent:
+    """A chat line read from the page as a ``chat_message`` event."""
+    return ChatMessageEvent(
+        message_id=line.key, sender=line.sender, text=line.text, timestamp=utc_now()
+    )

@@ -1,0 +1,116 @@
+"""Request and response models of a bot's live routes (API.md Part 1, 2.5 and 2.7)."""
+
+from __future__ import annotations
+
+import uuid
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from agent.contracts.link import MAX_CHAT_CHARS, MAX_URL_CHARS
+from control_plane.timestamps import UtcDateTime
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Subscription(_Out):
+    """Where and how to open the bot's event stream (API.md 2.7).
+
+    Open ``url`` as an SSE stream with ``Authorization: Bearer <token>``; the token is an EdDSA
+    JWT (``sub`` = bot id, ``aud`` = ``bot-stream``) that stops working at ``expires_at``.
+    """
+
+    url: str
+    token: str
+    expires_at: UtcDateTime
+
+
+class Participants(_Out):
+    """The bot's current participant names (empty before it joined)."""
+
+    bot_id: uuid.UUID
+    participants: list[str]
+
+
+class Screenshot(_Out):
+    """A PNG of the bot's current view; ``url`` is presigned until ``expires_at`` (1 hour).
+
+    ``width``/``height`` are pixels; ``captured_at`` is when the agent took it.
+    """
+
+    url: str
+    expires_at: UtcDateTime
+    captured_at: UtcDateTime
+    width: int
+    height: int
+
+
+class CommandAccepted(_Out):
+    """A live command was carried out by the bot's agent."""
+
+    bot_id: uuid.UUID
+    command: str
+
+
+class AvatarSet(_In):
+    """Camera image to show: a URL the bot's browser can load (``http(s)://`` or ``data:``)."""
+
+    image_url: str = Field(
+        min_length=1, max_length=MAX_URL_CHARS, pattern=r"^(https?://|data:image/)"
+    )
+
+
+class ChatSend(_In):
+    """A chat message for the meeting, sent as the bot (1 to 4096 characters)."""
+
+    text: str = Field(min_length=1, max_length=MAX_CHAT_CHARS)
+
+
+class ChatMessageOut(_Out):
+    """One chat message seen in the meeting; ``from_bot`` marks the bot's own."""
+
+    id: str
+    sender: str
+    text: str
+    timestamp: UtcDateTime
+    from_bot: bool
+
+
+class ChatMessages(_Out):
+    """Chat messages of the meeting, oldest first."""
+
+    messages: list[ChatMessageOut]
+
+
+class SpeakRequest(_In):
+    """Speech for the bot: ``text`` (with an optional ``voice``) or an ``audio_url``."""
+
+    text: str | None = Field(default=None, min_length=1, max_length=MAX_CHAT_CHARS)
+    voice: str | None = Field(default=None, max_length=100)
+    audio_url: str | None = Field(default=None, max_length=MAX_URL_CHARS)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> SpeakRequest:
+        if (self.text is None) == (self.audio_url is None):
+            raise ValueError("give exactly one of text or audio_url")
+        return self
+
+
+class ScreenRequest(_In):
+    """What to share: a page ``url``, an ``image_url`` or a ``video_url`` (exactly one)."""
+
+    url: str | None = Field(default=None, max_length=MAX_URL_CHARS)
+    image_url: str | None = Field(default=None, max_length=MAX_URL_CHARS)
+    video_url: str | None = Field(default=None, max_length=MAX_URL_CHARS)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ScreenRequest:
+        given = [value for value in (self.url, self.image_url, self.video_url) if value]
+        if len(given) != 1:
+            raise ValueError("give exactly one of url, image_url or video_url")
+        return self
