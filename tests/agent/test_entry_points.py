@@ -16,7 +16,7 @@ import pytest
 from agent.contracts.bot_config import BotConfig, BotSettings, Platform
 from testmeeting import TestMeetingServer, parse_scenario
 from tests.agent.link_peer import LinkPeer
-from tests.conftest import REPO_ROOT
+from tests.plugins.paths import REPO_ROOT
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -20,6 +20,8 @@ from agent.settings import (
     merge_feature_switches,
 )
 
+pytestmark = pytest.mark.browser
+
 
 def _names(args: list[str], switch: str) -> list[str]:
     switches = [a for a in args if a.startswith(switch)]
@@ -27,7 +29,6 @@ def _names(args: list[str], switch: str) -> list[str]:
     return switches[0].removeprefix(switch).split(",")
 
 
-@pytest.mark.unit
 def test_one_switch_of_each_kind_carries_every_name_in_first_seen_order() -> None:
     merged = merge_feature_switches(
         ["--a", "--disable-features=X,Y", "--enable-features=E", "--b", "--disable-features=Y,Z,"],
@@ -38,7 +39,6 @@ def test_one_switch_of_each_kind_carries_every_name_in_first_seen_order() -> Non
     assert merge_feature_switches(["--a"], ("W",)) == ["--a", "--disable-features=W"]
 
 
-@pytest.mark.unit
 def test_browser_args_keep_extra_feature_names_and_lean_ones() -> None:
     args = AgentSettings(
         extra_browser_args=["--disable-features=Foo", "--bar", "--enable-features=Baz"]
@@ -50,7 +50,6 @@ def test_browser_args_keep_extra_feature_names_and_lean_ones() -> None:
     assert "--bar" in args
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize(
     ("list_name", "ours"),
     [
@@ -72,7 +71,6 @@ def test_our_lists_repeat_every_feature_the_installed_playwright_sets(
     assert theirs <= set(ours)
 
 
-@pytest.mark.browser
 async def test_lean_chromium_runs_one_renderer_and_no_zygote_gpu_network_or_webui_popup(
     tmp_path: Path,
 ) -> None:
@@ -97,7 +95,6 @@ async def test_lean_chromium_runs_one_renderer_and_no_zygote_gpu_network_or_webu
         await session.close()
 
 
-@pytest.mark.unit
 def test_driver_node_options_apply_unless_the_operator_set_their_own() -> None:
     from agent.browser.session import DRIVER_NODE_OPTIONS, tune_driver_environment
 

@@ -30,7 +30,7 @@ from control_plane.db.models.agent_link import AgentLink, Artifact, ChatMessage
 from control_plane.db.models.bot import BotStatusChange, Meeting
 from control_plane.db.models.segment import Segment as SegmentRow
 from control_plane.db.models.webhook import WebhookMessage
-from tests.agent_link.conftest import Client, ConnectAgent, LaunchBot
+from tests.plugins.agent_link import Client, ConnectAgent, LaunchBot
 
 pytestmark = pytest.mark.api
 

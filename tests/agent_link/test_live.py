@@ -31,9 +31,9 @@ from agent.contracts.link import (
 )
 from agent.contracts.status import BotStatus
 from control_plane.agent_hub.stream_tokens import verify_stream_token
-from tests.agent_link.conftest import Client, ConnectAgent, LaunchBot
 from tests.agent_link.peer import ScriptedAgent
-from tests.api.conftest import Caller, Tenants
+from tests.plugins.agent_link import Client, ConnectAgent, LaunchBot
+from tests.plugins.api_app import Caller, Tenants
 
 pytestmark = pytest.mark.api
 

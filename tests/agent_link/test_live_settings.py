@@ -14,8 +14,8 @@ import pytest
 from agent.contracts.bot_config import BotSettings, CaptureMode
 from agent.contracts.link import CommandErrorCode, SettingsChange, UpdateSettingsCommand
 from agent.contracts.status import BotStatus
-from tests.agent_link.conftest import Client, ConnectAgent, LaunchBot, LaunchedBot
-from tests.api.conftest import Caller
+from tests.plugins.agent_link import Client, ConnectAgent, LaunchBot, LaunchedBot
+from tests.plugins.api_app import Caller
 
 pytestmark = pytest.mark.api
 

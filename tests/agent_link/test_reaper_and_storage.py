@@ -4,6 +4,7 @@ path with its token and signatures, signed-URL expiry, and the meeting record's 
 from __future__ import annotations
 
 import asyncio
+import io
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
 
@@ -34,8 +35,8 @@ from control_plane.launchers.memory import MemoryLauncher
 from control_plane.meetings.artifacts import ARTIFACT_LISTER
 from control_plane.settings import Settings
 from control_plane.storage.base import artifact_key
-from tests.agent_link.conftest import Client, ConnectAgent, LaunchBot
-from tests.api.conftest import Caller
+from tests.plugins.agent_link import Client, ConnectAgent, LaunchBot
+from tests.plugins.api_app import Caller
 
 pytestmark = pytest.mark.api
 
@@ -174,12 +175,16 @@ async def test_agent_upload_path_needs_its_token_its_prefix_and_a_valid_signatur
     path = _path(slot.url)
     body = b"ID3" + b"\x00" * (3 * 1024 * 1024 // 2)  # over the API's 1 MiB body limit
 
-    assert (await client.put(path, data=body)).status == 401
-    foreign = await client.put(path, data=body, headers={"Authorization": f"Bearer {other.token}"})
+    assert (await client.put(path, data=io.BytesIO(body))).status == 401
+    foreign = await client.put(
+        path, data=io.BytesIO(body), headers={"Authorization": f"Bearer {other.token}"}
+    )
     assert foreign.status == 403
-    tampered = await client.put(path.replace("expires=", "expires=1"), data=body, headers=auth)
+    tampered = await client.put(
+        path.replace("expires=", "expires=1"), data=io.BytesIO(body), headers=auth
+    )
     assert tampered.status == 403
-    stored = await client.put(path, data=body, headers=auth)
+    stored = await client.put(path, data=io.BytesIO(body), headers=auth)
     assert stored.status == 201
     assert (await stored.json())["size_bytes"] == len(body)
     assert await client.app[STORAGE].size(slot.storage_key) == len(body)

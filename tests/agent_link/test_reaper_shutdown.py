@@ -16,8 +16,8 @@ from control_plane.db.models.bot import BotStatusChange, Meeting
 from control_plane.db.models.webhook import WebhookMessage
 from control_plane.hooks import STATUS_HOOKS, StatusChange
 from control_plane.settings import Settings
-from tests.agent_link.conftest import Client, LaunchBot
-from tests.api.conftest import KEY_PREFIX
+from tests.plugins.agent_link import Client, LaunchBot
+from tests.plugins.api_app import KEY_PREFIX
 
 pytestmark = pytest.mark.api
 

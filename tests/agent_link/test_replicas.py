@@ -15,8 +15,8 @@ from agent.contracts.status import BotStatus
 from control_plane.app import create_app
 from control_plane.launchers.memory import MemoryLauncher
 from control_plane.settings import Settings
-from tests.agent_link.conftest import Client, ConnectAgent, LaunchBot
-from tests.api.conftest import Caller
+from tests.plugins.agent_link import Client, ConnectAgent, LaunchBot
+from tests.plugins.api_app import Caller
 
 pytestmark = pytest.mark.api
 

@@ -15,8 +15,7 @@ from control_plane.action_prompts.service import SYSTEM_PROMPT, prompt_step
 from control_plane.bots.config_builder import CONFIG_BUILDER
 from control_plane.db.engine import DB
 from control_plane.db.models.bot import Meeting
-
-from .conftest import Caller, Tenants
+from tests.plugins.api_app import Caller, Tenants
 
 pytestmark = pytest.mark.api
 

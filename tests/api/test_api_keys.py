@@ -10,8 +10,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from control_plane.enums import Permission
-
-from .conftest import Caller, Tenants
+from tests.plugins.api_app import Caller, Tenants
 
 pytestmark = pytest.mark.api
 

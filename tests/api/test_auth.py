@@ -16,7 +16,7 @@ from control_plane.db.models.workspace import ApiKey
 from control_plane.enums import Permission
 from control_plane.launchers.memory import MemoryLauncher
 from control_plane.settings import Settings
-from tests.api.conftest import Caller, Tenants
+from tests.plugins.api_app import Caller, Tenants
 
 pytestmark = pytest.mark.api
 

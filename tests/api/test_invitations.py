@@ -12,8 +12,7 @@ from sqlalchemy import update
 
 from control_plane.db.engine import DB
 from control_plane.db.models.invitation import Invitation
-
-from .conftest import Caller, Tenants
+from tests.plugins.api_app import Caller, Tenants
 
 pytestmark = pytest.mark.api
 

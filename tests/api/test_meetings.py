@@ -15,8 +15,8 @@ from agent.contracts.status import BotStatus
 from control_plane.db.engine import DB
 from control_plane.db.models.bot import Meeting
 from control_plane.db.models.segment import Segment
-from tests.api.conftest import Caller, Tenants
 from tests.api.test_bots import MEET, force_status, launch
+from tests.plugins.api_app import Caller, Tenants
 
 pytestmark = pytest.mark.api
 

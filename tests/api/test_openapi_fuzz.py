@@ -33,8 +33,8 @@ from control_plane.app import create_app
 from control_plane.db.engine import DB
 from control_plane.launchers.memory import MemoryLauncher
 from control_plane.settings import Settings
+from tests.plugins.api_app import KEY_PREFIX, Caller, Tenants
 
-from .conftest import KEY_PREFIX, Caller, Tenants
 from .fake_zoom import FakeZoom
 
 pytestmark = pytest.mark.api

@@ -11,8 +11,8 @@ from aiohttp.test_utils import TestClient
 
 from agent.contracts.status import BotStatus
 from control_plane.enums import Permission
-from tests.api.conftest import Caller, Tenants
 from tests.api.test_bots import force_status
+from tests.plugins.api_app import Caller, Tenants
 
 pytestmark = pytest.mark.api
 

@@ -23,7 +23,7 @@ from control_plane.db.models.bot import BotStatusChange, Meeting
 from control_plane.enums import Role
 from control_plane.launchers.memory import MemoryLauncher
 from control_plane.settings import Settings
-from tests.api.conftest import Caller
+from tests.plugins.api_app import Caller
 
 pytestmark = pytest.mark.api
 
@@ -213,7 +213,7 @@ OwnerFactory = Callable[[Database], Awaitable[Caller]]
 @pytest.fixture
 def owner_factory() -> OwnerFactory:
     """Makes a workspace owner in a given app's database."""
-    from tests.api.conftest import Tenants
+    from tests.plugins.api_app import Tenants
 
     async def make(database: Database) -> Caller:
         return await Tenants(database).workspace()

@@ -32,8 +32,7 @@ from control_plane.db.engine import DB
 from control_plane.db.models.zoom_connection import ZoomConnection
 from control_plane.enums import Permission
 from control_plane.settings import Settings
-
-from .conftest import KEY_PREFIX, Caller, Tenants
+from tests.plugins.api_app import KEY_PREFIX, Caller, Tenants
 
 pytestmark = pytest.mark.api
 

@@ -14,8 +14,8 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from control_plane.launchers.memory import MemoryLauncher
-from tests.api.conftest import Caller
 from tests.api.test_bots import MEET, launch, until_launched
+from tests.plugins.api_app import Caller
 
 pytestmark = pytest.mark.api
 

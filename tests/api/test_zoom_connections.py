@@ -21,8 +21,8 @@ from control_plane.errors import ProviderError
 from control_plane.hooks import ZOOM_TOKENS
 from control_plane.launchers.memory import MemoryLauncher
 from control_plane.settings import Settings
+from tests.plugins.api_app import KEY_PREFIX, Caller, Tenants
 
-from .conftest import KEY_PREFIX, Caller, Tenants
 from .fake_zoom import FakeZoom
 
 pytestmark = pytest.mark.api

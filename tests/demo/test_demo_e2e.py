@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.plugins.paths import REPO_ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 

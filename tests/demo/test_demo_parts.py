@@ -32,6 +32,8 @@ from meetbot.demo.scenario import (
 from meetbot.demo.webhooks import WebhookReceiver
 from testmeeting import TimelineEvent
 
+pytestmark = pytest.mark.unit
+
 SECRET = "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"  # base64 of 24 bytes
 
 
@@ -48,21 +50,18 @@ def _iso(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).isoformat()
 
 
-@pytest.mark.unit
 def test_voiced_end_ignores_trailing_silence() -> None:
     assert voiced_end(_pcm((1.0, 8000), (1.5, 0))) == pytest.approx(1.0, abs=0.021)
     assert voiced_end(_pcm((0.5, 0), (0.5, 3000), (0.2, 20))) == pytest.approx(1.0, abs=0.021)
     assert voiced_end(_pcm((0.8, 0))) == pytest.approx(0.8)
 
 
-@pytest.mark.unit
 def test_speech_source_prefers_files_then_corpus_then_espeak(tmp_path: Path) -> None:
     assert pick_source([tmp_path / "a.wav"], None) is SpeechSource.FILES
     assert pick_source([], tmp_path) is SpeechSource.ESPEAK  # folder without the clips
     assert pick_source([], None) is SpeechSource.ESPEAK
 
 
-@pytest.mark.unit
 def test_synthesised_scenario_takes_turns_and_ends_after_the_last_word() -> None:
     demo = build_scenario("teams", audio=[], speech_dir=None, max_speech_seconds=1.0)
     assert demo.source is SpeechSource.ESPEAK
@@ -79,7 +78,6 @@ def test_synthesised_scenario_takes_turns_and_ends_after_the_last_word() -> None
     )
 
 
-@pytest.mark.unit
 def test_corpus_scenario_uses_real_clips_with_references(speech: Path) -> None:
     demo = build_scenario("google_meet", audio=[], speech_dir=speech)
     assert demo.source is SpeechSource.CORPUS
@@ -88,7 +86,6 @@ def test_corpus_scenario_uses_real_clips_with_references(speech: Path) -> None:
     assert all(0 < end <= 11.01 for end in demo.voiced_ends)
 
 
-@pytest.mark.unit
 def test_given_files_rotate_speakers_and_bring_their_reference_text(speech: Path) -> None:
     files = [speech / "LJ001-0002.wav", speech / "jfk.wav"]
     demo = build_scenario("zoom", audio=files, speech_dir=None)
@@ -101,17 +98,32 @@ def test_given_files_rotate_speakers_and_bring_their_reference_text(speech: Path
     )
 
 
-@pytest.mark.unit
 def test_turns_match_segments_and_count_latency_from_the_end_of_voice() -> None:
     speech = [
         TimelineEvent(type="speech", t=100.0, end=105.0, name="Alice", text="hello there all"),
         TimelineEvent(type="speech", t=106.0, end=110.0, name="Bob", text="good morning"),
     ]
     finals = [
-        ({"id": "a", "text": "Hello there", "speaker": "Alice",
-          "absolute_start_time": _iso(100.3), "absolute_end_time": _iso(104.1)}, 104.9),
-        ({"id": "b", "text": "good morning", "speaker": "Bob",
-          "absolute_start_time": _iso(106.4), "absolute_end_time": _iso(107.5)}, 108.5),
+        (
+            {
+                "id": "a",
+                "text": "Hello there",
+                "speaker": "Alice",
+                "absolute_start_time": _iso(100.3),
+                "absolute_end_time": _iso(104.1),
+            },
+            104.9,
+        ),
+        (
+            {
+                "id": "b",
+                "text": "good morning",
+                "speaker": "Bob",
+                "absolute_start_time": _iso(106.4),
+                "absolute_end_time": _iso(107.5),
+            },
+            108.5,
+        ),
     ]
     turns, wer, words = build_turns(finals, speech, voiced_ends=(4.0, 1.5))
     assert [t.hypothesis for t in turns] == ["Hello there", "good morning"]
@@ -123,7 +135,6 @@ def test_turns_match_segments_and_count_latency_from_the_end_of_voice() -> None:
     assert percentile([], 95) is None
 
 
-@pytest.mark.unit
 def test_a_turn_nobody_transcribed_has_no_latency() -> None:
     speech = [TimelineEvent(type="speech", t=10.0, end=12.0, name="Carol", text="one two")]
     turns, wer, words = build_turns([], speech)
@@ -149,10 +160,12 @@ def _signed(
     return body, headers
 
 
-@pytest.mark.api
 async def test_receiver_verifies_signatures_and_counts_each_delivery_once() -> None:
-    status: dict[str, Any] = {"type": "bot.status_changed", "timestamp": "2026-11-21T10:00:00Z",
-              "data": {"bot_id": "b1", "status": "joining"}}
+    status: dict[str, Any] = {
+        "type": "bot.status_changed",
+        "timestamp": "2026-11-21T10:00:00Z",
+        "data": {"bot_id": "b1", "status": "joining"},
+    }
     async with WebhookReceiver() as receiver, aiohttp.ClientSession() as session:
         # Arrives before the demo knows the secret: kept, checked once it is set.
         body, headers = _signed(status, "msg_1")
@@ -196,7 +209,6 @@ async def stream_url() -> AsyncIterator[str]:
     await runner.cleanup()
 
 
-@pytest.mark.api
 async def test_stream_reader_parses_events_and_resumes_after_an_id(stream_url: str) -> None:
     async with aiohttp.ClientSession() as session:
         events = [e async for e in read_stream(session, stream_url, "t0ken", 0)]

@@ -32,7 +32,7 @@ from agent.sse.log import EventLog
 from agent.transcribe.audio_io import TrackAudio
 from tests.recording.helpers import MAX_WER, codecs, probe, transcribe, wer
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.model, pytest.mark.slow]
 
 FIRST, SECOND = "LJ001-0002", "ls_testclean_1089-134686-0001"
 BLOCK = SAMPLE_RATE // 10

@@ -27,7 +27,7 @@ from agent.transcribe.realtime import RealtimeTranscriber
 from agent.transcribe.vad import SileroSession
 from tests.transcribe.helpers import finals, frames, load_wav, reference, silence
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.model, pytest.mark.slow]
 
 JOIN = 1_700_000_000.0
 

@@ -13,7 +13,7 @@ from agent.transcribe.factory import open_transcriber
 from agent.transcribe.options import TranscribeOptions
 from agent.transcribe.realtime import RealtimeTranscriber
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.model, pytest.mark.slow]
 
 
 async def test_each_tier_gets_its_transcriber(tmp_path: Path, models_dir: Path) -> None:

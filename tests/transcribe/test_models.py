@@ -10,7 +10,7 @@ from agent.transcribe import models
 from agent.transcribe.errors import ModelIntegrityError, ModelUnavailable
 from agent.transcribe.models import BASE_MODEL_SIZE, base_model_dir, resolve_model
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.model, pytest.mark.slow]
 
 
 def test_base_is_joined_verified_and_reused(models_dir: Path) -> None:

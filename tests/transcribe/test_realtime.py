@@ -33,7 +33,7 @@ from tests.transcribe.helpers import (
     silence,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.model, pytest.mark.slow]
 
 JOIN = 1_700_000_000.0
 CLIPS = ["jfk.wav", "ls_testclean_1995-1837-0001.wav", "LJ001-0003.wav"]

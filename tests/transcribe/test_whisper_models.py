@@ -15,7 +15,7 @@ from agent.contracts.whisper_models import (
     check_model_supports,
     is_multilingual,
 )
-from tests.conftest import REPO_ROOT
+from tests.plugins.paths import REPO_ROOT
 
 pytestmark = pytest.mark.unit
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.plugins.paths import REPO_ROOT
 
 pytestmark = pytest.mark.unit
 

@@ -1,4 +1,4 @@
-"""Fixtures of the webhook tests: the API fixtures with webhook settings, and a real receiver.
+"""Settings of the webhook tests: the API fixtures (``tests.plugins.api_app``) with webhooks on.
 
 The app, database and tenant fixtures are the API tests' own (every API test runs on SQLite and
 on PostgreSQL); ``settings`` here turns on loopback delivery (``webhook_allow_http``,
@@ -7,36 +7,16 @@ on PostgreSQL); ``settings`` here turns on loopback delivery (``webhook_allow_ht
 
 from __future__ import annotations
 
-import asyncio
-import json
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
-from aiohttp import web
-from aiohttp.test_utils import TestServer
 
 from control_plane.settings import Settings
-from tests.api.conftest import (  # noqa: F401 — fixtures shared with the API tests
-    Caller,
-    Tenants,
-    app,
-    client,
-    database_url,
-    launcher,
-    owner,
-    postgres_template,
-    sqlite_template,
-    tenants,
-)
-
-KEY_PREFIX = "mbk"
+from tests.plugins.api_app import KEY_PREFIX
 
 
 @pytest.fixture
-def settings(database_url: str, tmp_path: Path) -> Settings:  # noqa: F811 — overrides the API one
+def settings(database_url: str, tmp_path: Path) -> Settings:  # overrides the API one
     """App settings: memory launcher, loopback receivers allowed, short retries, fast polling."""
     return Settings(
         database_url=database_url,
@@ -48,73 +28,3 @@ def settings(database_url: str, tmp_path: Path) -> Settings:  # noqa: F811 — o
         webhook_retry_schedule=[0.0, 0.2, 0.2],
         webhook_poll_interval_seconds=0.05,
     )
-
-
-@dataclass
-class Received:
-    """One request the receiver got: path, headers (lower-case names) and raw body."""
-
-    path: str
-    headers: dict[str, str]
-    body: bytes
-
-    def json(self) -> Any:
-        """The body parsed as JSON."""
-        return json.loads(self.body)
-
-
-@dataclass
-class Receiver:
-    """A webhook receiver on loopback: records every request, answers from a script.
-
-    ``script[path]`` is a list of statuses answered in order; when it runs out, 200. A 3xx
-    answer redirects to ``/redirected``.
-    """
-
-    server: TestServer
-    received: list[Received] = field(default_factory=list)
-    script: dict[str, list[int]] = field(default_factory=dict)
-    arrived: asyncio.Condition = field(default_factory=asyncio.Condition)
-
-    def url(self, path: str) -> str:
-        """Absolute URL of ``path`` on the receiver (``http://127.0.0.1:<port><path>``)."""
-        return f"http://127.0.0.1:{self.server.port}{path}"
-
-    def at(self, path: str) -> list[Received]:
-        """Requests received on ``path``."""
-        return [item for item in self.received if item.path == path]
-
-    async def wait_for(self, path: str, count: int, within: float = 10.0) -> list[Received]:
-        """Wait until ``path`` got at least ``count`` requests; returns them."""
-        async with asyncio.timeout(within), self.arrived:
-            await self.arrived.wait_for(lambda: len(self.at(path)) >= count)
-        return self.at(path)
-
-
-@pytest.fixture
-async def receiver() -> AsyncIterator[Receiver]:
-    """A started receiver answering POSTs on any path."""
-    holder: list[Receiver] = []
-
-    async def handle(request: web.Request) -> web.Response:
-        target = holder[0]
-        body = await request.read()
-        answers = target.script.get(request.path, [])
-        status = answers.pop(0) if answers else 200
-        async with target.arrived:
-            target.received.append(
-                Received(request.path, {k.lower(): v for k, v in request.headers.items()}, body)
-            )
-            target.arrived.notify_all()
-        if 300 <= status < 400:
-            # A redirect to another path of the same receiver: following it would show there.
-            return web.Response(status=status, headers={"Location": "/redirected"})
-        return web.Response(status=status, text="ok")
-
-    application = web.Application()
-    application.router.add_post("/{tail:.*}", handle)
-    server = TestServer(application, host="127.0.0.1")
-    await server.start_server()
-    holder.append(Receiver(server))
-    yield holder[0]
-    await server.close()

@@ -40,8 +40,8 @@ from control_plane.webhooks.embedded import EmbeddedProvider
 from control_plane.webhooks.events import EventType, TranscriptionReady
 from control_plane.webhooks.outbox import emit
 from control_plane.webhooks.wiring import WEBHOOK_PROVIDER, status_changed_hook, target_policy
-from tests.api.conftest import Caller, Tenants
-from tests.webhooks.conftest import Receiver
+from tests.plugins.api_app import Caller, Tenants
+from tests.plugins.webhooks import Receiver
 
 pytestmark = pytest.mark.api
 

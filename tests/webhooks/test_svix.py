@@ -25,8 +25,8 @@ from control_plane.hooks import STATUS_HOOKS
 from control_plane.launchers.memory import MemoryLauncher
 from control_plane.settings import Settings
 from control_plane.webhooks.events import EVENT_TYPE_NAMES
-from tests.api.conftest import Caller, Tenants
-from tests.webhooks.conftest import Receiver
+from tests.plugins.api_app import Caller, Tenants
+from tests.plugins.webhooks import Receiver
 from tests.webhooks.svix_api import SvixApiServer
 from tests.webhooks.test_embedded import change_status, hooks_path, new_meeting
 

@@ -1,0 +1,1 @@
+"""Pytest plugins of the suite (registered in ``tests/conftest.py``)."""
