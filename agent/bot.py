@@ -1,4 +1,4 @@
-"""One bot in one meeting, from launch to exit (DESIGN.md §2).
+"""One bot in one meeting, from launch to exit (docs/architecture.md §2).
 
 :class:`Bot` is the lifecycle driver: it owns the SSE server, the link to the control plane,
 the browser, the platform adapter, the status machine and timers, and wires the pieces that do
@@ -11,7 +11,7 @@ Its :meth:`Bot.run` goes ``joining → (awaiting_admission →) active → stopp
 and always ends the same way, whatever happened: leave the meeting, close the browser, report
 the final status, deliver the outbox (up to ``drain_timeout_seconds``), stop serving.
 
-Exit reasons (``status_reason`` codes of DESIGN.md §3):
+Exit reasons (``status_reason`` codes of docs/architecture.md §3):
 
 | cause | final status / reason |
 |---|---|

@@ -1,4 +1,6 @@
-"""Commands from the control plane (DESIGN.md §5), each answered with a ``command_result``.
+"""Commands from the control plane, each answered with a ``command_result``.
+
+The link protocol is docs/architecture.md §5.
 
 :class:`CommandHandler` dispatches over the typed union ``AgentCommand``
 (``agent/contracts/link.py``): one handler per command model.

@@ -22,7 +22,7 @@ class AgentError(Exception):
 
 
 class CapabilityNotSupported(AgentError):
-    """The platform adapter lacks ``capability`` (DESIGN.md §4: never silently do nothing)."""
+    """The platform adapter lacks ``capability`` (docs/architecture.md §4: never do nothing)."""
 
     code = CommandErrorCode.CAPABILITY_NOT_SUPPORTED
 

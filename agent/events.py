@@ -1,7 +1,7 @@
 """Where the bot's events go: the link to the control plane, the SSE log, and an observer.
 
 :class:`BotEvents` is the one place that turns a domain event into its link frame
-(agent/contracts/link.py) and its SSE payload (API.md 2.7), so the two never disagree.
+(agent/contracts/link.py) and its SSE payload (docs/api.md 2.7), so the two never disagree.
 Transcript partials go to the SSE stream only; final segments go to both.
 """
 
@@ -36,7 +36,7 @@ payloads hold transcript and chat text, so observers must not log them)."""
 
 
 def iso(ts: datetime) -> str:
-    """API timestamp format (API.md 2.1): UTC, ``Z`` suffix, no microseconds."""
+    """API timestamp format (docs/api.md 2.1): UTC, ``Z`` suffix, no microseconds."""
     return ts.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

@@ -1,6 +1,7 @@
 """The bot's status machine and its meeting timers.
 
-:class:`StatusMachine` moves along the table of ``agent/contracts/status.py`` (DESIGN.md §3)
+:class:`StatusMachine` moves along the table of ``agent/contracts/status.py``
+(docs/architecture.md §3)
 and reports every change with its reason; an illegal move is refused, never sent.
 :class:`MeetingTimers` decides, from the participant counts the bot observes, when the
 admission, startup-alone and left-alone timeouts expire; it is plain logic over a clock value

@@ -66,7 +66,7 @@ class MeetingMedia:
             bot_id,
             refine_after_meeting=refine_after_meeting,
         )
-        # Recording off: nothing is tapped, nothing written (API.md Part 1 recording_enabled).
+        # Recording off: nothing is tapped, nothing written (docs/api.md Part 1 recording_enabled).
         self.recorder: MeetingRecorder | None = None
         self.joined_at: float | None = None
 

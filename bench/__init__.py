@@ -1,1 +1,1 @@
-"""Benchmarks: each module prints one JSON line per figure (DESIGN.md §9)."""
+"""Benchmarks: each module prints one JSON line per figure (docs/architecture.md §9)."""

@@ -1,6 +1,6 @@
 """testmeeting benchmark: join time, speech delivery delay and CPU cost of a simulated meeting.
 
-Prints one JSON line per figure (DESIGN.md §9); nothing is asserted. For each skin one
+Prints one JSON line per figure (docs/architecture.md §9); nothing is asserted. For each skin one
 Chromium page joins a room without lobby in which two simulated participants say one
 LibriSpeech clip each, and an init script timestamps every block of remote audio the page
 receives (as a bot's in-page capture would). Figures:

@@ -1,6 +1,7 @@
 """Transcription benchmark: WER offline vs streaming, RTF, CPU, RSS, end-of-utterance latency.
 
-Prints one JSON line per figure (DESIGN.md §9). For each model (each in its own process, so
+Prints one JSON line per figure (docs/architecture.md §9). For each model (each in its own
+process, so
 peak RSS is the model's own):
 
 1. ``offline``: every English clip decoded whole (faster-whisper, beam 5 and beam 1, with

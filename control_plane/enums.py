@@ -29,7 +29,7 @@ class InvitationStatus(StrEnum):
 
 
 class AttemptStatus(IntEnum):
-    """``status`` of a delivery attempt: Svix's MessageStatus integers (API.md 2.8)."""
+    """``status`` of a delivery attempt: Svix's MessageStatus integers (docs/api.md 2.8)."""
 
     SUCCESS = 0
     PENDING = 1

@@ -1,7 +1,7 @@
 """Domain errors of the control plane; the error middleware turns each into RFC 9457 problem+json.
 
 Handlers and services raise these; nothing builds an error response by hand. Every error has an
-HTTP ``status``, a stable snake_case ``code`` (API.md 2.1; the body's ``type`` is
+HTTP ``status``, a stable snake_case ``code`` (docs/api.md 2.1; the body's ``type`` is
 ``/errors/<code>``) and a short ``title``; ``detail`` is the human sentence of one occurrence.
 
 The tree::
@@ -53,7 +53,7 @@ class ErrorItem(BaseModel):
 
 
 class Problem(BaseModel):
-    """The error body of every 4xx/5xx response (RFC 9457, API.md 2.1).
+    """The error body of every 4xx/5xx response (RFC 9457, docs/api.md 2.1).
 
     ``type`` is ``/errors/<code>``; ``errors`` appears only on 400/422 from input validation.
     """
@@ -128,7 +128,7 @@ class Validation(BadRequest):
 
     Args:
         detail: Summary sentence.
-        status: 400 (a rule of API.md's 400 rows) or 422 (schema validation; the default).
+        status: 400 (a rule of docs/api.md's 400 rows) or 422 (schema validation; the default).
         code: Stable code; ``validation_error`` by default.
         errors: The items; an empty list when none apply.
     """
@@ -231,7 +231,7 @@ class UnsupportedMediaType(DomainError):
 
 
 class CapabilityNotSupported(DomainError):
-    """422: the bot's platform lacks this capability (DESIGN.md §4)."""
+    """422: the bot's platform lacks this capability (docs/architecture.md §4)."""
 
     status = 422
     default_code = "capability_not_supported"

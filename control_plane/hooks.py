@@ -36,7 +36,7 @@ class StatusChange:
         meeting: The updated row (same session; read-only for hooks).
         previous_status: Status before the change; None when the bot was just created.
         status: The new status.
-        status_reason: Machine-readable reason code (DESIGN.md §3), or None.
+        status_reason: Machine-readable reason code (docs/architecture.md §3), or None.
         at: When it happened (aware UTC).
     """
 
@@ -54,7 +54,7 @@ PurgeHook = Callable[[AsyncSession, Meeting], Awaitable[None]]
 
 
 class ZoomTokenSource(Protocol):
-    """Zoom on-behalf-of tokens from stored connections (API.md 2.3)."""
+    """Zoom on-behalf-of tokens from stored connections (docs/api.md 2.3)."""
 
     async def usable_connection(
         self, workspace_id: uuid.UUID, user_id: int | None, connection_id: int | None

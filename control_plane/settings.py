@@ -85,7 +85,7 @@ class Settings(BaseSettings):
     svix_server_url: str = ""
     webhook_allow_http: bool = False
     webhook_allow_private: bool = False
-    # Delays before each retry after the first failure (API.md 2.8); tests shorten them.
+    # Delays before each retry after the first failure (docs/api.md 2.8); tests shorten them.
     webhook_retry_schedule: Annotated[list[float], NoDecode] = Field(
         default_factory=lambda: [0.0, 5.0, 300.0, 1800.0, 7200.0, 18000.0, 36000.0, 36000.0]
     )

@@ -1,6 +1,6 @@
 """The API's timestamp type: in, any ISO 8601 offset (naive = UTC); out, UTC with ``Z``.
 
-API.md 2.1: ``2026-11-21T09:30:00Z`` — microseconds dropped on output.
+docs/api.md 2.1: ``2026-11-21T09:30:00Z`` — microseconds dropped on output.
 """
 
 from __future__ import annotations

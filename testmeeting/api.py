@@ -64,7 +64,7 @@ async def error_middleware(
     try:
         return await handler(request)
     except TestMeetingError as exc:
-        # Same shape as the product API's errors (API.md: RFC 9457 problem details).
+        # Same shape as the product API's errors (docs/api.md: RFC 9457 problem details).
         body = {
             "type": f"/errors/{exc.code}",
             "title": exc.code.replace("_", " ").capitalize(),

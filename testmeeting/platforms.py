@@ -1,6 +1,6 @@
 """Which hosts and URL paths each platform answers on, and how a browser is pointed at us.
 
-URL shapes follow API.md ("native_meeting_id rules"): Google Meet ``/<abc-defg-hij>``,
+URL shapes follow docs/api.md ("native_meeting_id rules"): Google Meet ``/<abc-defg-hij>``,
 Zoom web client ``/wc/<id>/join`` (``/j/<id>`` on any ``*.zoom.us`` host redirects there),
 Teams ``/meet/<10–15 digits>?p=<passcode>`` on ``teams.live.com`` and ``teams.microsoft.com``,
 and legacy Teams links ``/l/meetup-join/<url-encoded thread id>/…`` whose meeting id is the

@@ -1,7 +1,8 @@
 """What a bot is told when it starts: the meeting, every launch option, and how to reach home.
 
-The control plane validates launch options against :class:`BotSettings` (API.md Part 1 "Launch a
-bot" and its Limits table) and hands the agent a :class:`BotConfig` (DESIGN.md §2 step 1).
+The control plane validates launch options against :class:`BotSettings` (docs/api.md Part 1
+"Launch a bot" and its Limits table) and hands the agent a :class:`BotConfig`
+(docs/architecture.md §2 step 1).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ class RecordingFormat(StrEnum):
     WEBM = "webm"
 
 
-# Limits of API.md Part 1 ("Limits"): (minimum, maximum, default) in seconds.
+# Limits of docs/api.md Part 1 ("Limits"): (minimum, maximum, default) in seconds.
 LEFT_ALONE_TIMEOUT_S = (10, 3600, 10)
 STARTUP_ALONE_TIMEOUT_S = (60, 7200, 1200)
 ADMISSION_TIMEOUT_S = (30, 600, 300)
@@ -89,7 +90,7 @@ class BotSettings(BaseModel):
 
 
 class ActionPrompt(BaseModel):
-    """The action-detection prompt resolved for this bot (API.md 2.9)."""
+    """The action-detection prompt resolved for this bot (docs/api.md 2.9)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

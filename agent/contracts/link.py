@@ -1,4 +1,4 @@
-"""Frames of the agent link: one WebSocket per bot, JSON text frames (DESIGN.md §5).
+"""Frames of the agent link: one WebSocket per bot, JSON text frames (docs/architecture.md §5).
 
 Every frame is ``{type, id, ts, ...}``. ``id`` is stable: an event resent from the agent's
 outbox after a reconnect keeps its id, and the control plane stores events idempotently by it
@@ -54,7 +54,7 @@ class Register(_Frame):
 
 
 class StatusEvent(_Frame):
-    """A status change of the bot, with its machine-readable reason (DESIGN.md §3)."""
+    """A status change of the bot, with its machine-readable reason (docs/architecture.md §3)."""
 
     type: Literal["status"] = "status"
     status: BotStatus
@@ -63,7 +63,7 @@ class StatusEvent(_Frame):
 
 
 class Segment(BaseModel):
-    """A transcript segment (API.md 2.6).
+    """A transcript segment (docs/api.md 2.6).
 
     ``start``/``end`` are seconds from when the bot joined; a partial segment has
     ``completed=False`` and is replaced by the final one with the same ``id``.
@@ -108,7 +108,7 @@ class ParticipantsEvent(_Frame):
 
 
 class ActionType(StrEnum):
-    """Kinds of detected actions (API.md 2.9)."""
+    """Kinds of detected actions (docs/api.md 2.9)."""
 
     ACTION_ITEM = "action_item"
     DECISION = "decision"
@@ -201,7 +201,7 @@ class UploadRequest(BaseModel):
 
 
 class CommandName(StrEnum):
-    """Names of the commands the control plane sends to an agent (DESIGN.md §5)."""
+    """Names of the commands the control plane sends to an agent (docs/architecture.md §5)."""
 
     STOP = "stop"
     SCREENSHOT = "screenshot"
@@ -321,7 +321,7 @@ class HandCommand(_Cmd):
 class SettingsChange(_Cmd):
     """The settings a PATCH of a launched bot changes; only the given (non-null) fields change.
 
-    The fields are those of API.md Part 1 "Update a bot". An agent applies all of them or none
+    The fields are those of docs/api.md Part 1 "Update a bot". An agent applies all of them or none
     (see :class:`UpdateSettingsCommand`).
     """
 
@@ -391,7 +391,7 @@ class Command(_Frame):
 class CommandErrorCode(StrEnum):
     """Why an agent did not carry out a command (``CommandResult.error``).
 
-    The control plane maps them to HTTP (docs: API.md 2.5): ``capability_not_supported`` 422,
+    The control plane maps them to HTTP (docs: docs/api.md 2.5): ``capability_not_supported`` 422,
     ``bot_not_active`` 404 on live routes (409 ``bot_not_updatable`` on PATCH),
     ``setting_not_live`` 409 (with the ``field``), the others 502 ``agent_command_failed``.
     """

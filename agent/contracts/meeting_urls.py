@@ -1,7 +1,7 @@
 """Meeting references: validate a platform's native meeting id, derive it from a meeting URL,
 and build the URL a bot opens. Pure functions, shared by the control plane and the agent.
 
-Rules (API.md Part 1 "Launch a bot" and 2.3):
+Rules (docs/api.md Part 1 "Launch a bot" and 2.3):
 
 * ``google_meet``: id ``abc-defg-hij`` (``^[a-z]{3}-[a-z]{4}-[a-z]{3}$``) from
   ``https://meet.google.com/<id>``.

@@ -1,6 +1,7 @@
 """Bot status values, the one table of legal moves, and the documented ``status_reason`` codes.
 
-Source: DESIGN.md §3. The table is data; callers ask :func:`can_transition` instead of writing
+Source: docs/architecture.md §3. The table is data; callers ask :func:`can_transition` instead of
+writing
 if-chains, and the API's 404/409 rules read from the same sets.
 """
 
@@ -10,7 +11,7 @@ from enum import StrEnum
 
 
 class BotStatus(StrEnum):
-    """Public ``status`` of a bot (API.md Part 1 "Bot statuses", DESIGN.md §3)."""
+    """Public ``status`` of a bot (docs/api.md Part 1 "Bot statuses", docs/architecture.md §3)."""
 
     SCHEDULED = "scheduled"
     REQUESTED = "requested"
@@ -71,7 +72,7 @@ NOT_JOINED_STATUSES: frozenset[BotStatus] = frozenset(
 
 
 def can_transition(current: BotStatus, target: BotStatus) -> bool:
-    """Return whether ``current → target`` is a legal move of DESIGN.md §3."""
+    """Return whether ``current → target`` is a legal move of docs/architecture.md §3."""
     return target in LEGAL_TRANSITIONS[current]
 
 

@@ -1,4 +1,4 @@
-"""The WebSocket link to the control plane (DESIGN.md §5).
+"""The WebSocket link to the control plane (docs/architecture.md §5).
 
 One connection to ``{control_plane_url}/internal/v1/agents/{bot_id}`` with
 ``Authorization: Bearer <agent_token>``. On every (re)connection the client sends ``register``

@@ -1,7 +1,7 @@
 """A durable queue of link frames in a SQLite file: what the control plane has not acked yet.
 
 Frames survive a control-plane restart and an agent crash; they leave the outbox only when the
-control plane acks their id (DESIGN.md §5). Every method runs its SQLite work in a worker
+control plane acks their id (docs/architecture.md §5). Every method runs its SQLite work in a worker
 thread (``asyncio.to_thread``) so the event loop never waits on the disk.
 """
 

@@ -1,4 +1,6 @@
-"""The platform adapter seam (DESIGN.md §4) and a base that drives a page from a selector table.
+"""The platform adapter seam and a base that drives a page from a selector table.
+
+The seam is docs/architecture.md §4.
 
 An adapter knows one platform's web client: how to get from its meeting URL into the meeting,
 how to tell which screen the page shows (:class:`MeetingState`), who is there, who speaks, the
@@ -128,7 +130,7 @@ _PROBE_JS = """
 
 
 class PlatformAdapter(Protocol):
-    """What the bot needs from a platform's web client (DESIGN.md §4).
+    """What the bot needs from a platform's web client (docs/architecture.md §4).
 
     Every method takes the meeting page. Names are as the platform shows them.
     """

@@ -6,7 +6,7 @@ optionally timestamped JPEG frames of the bot's view. The audio of all tracks is
 (``adelay`` to each track's offset, ``amix`` without level normalisation, so a lone speaker is
 not attenuated) over a silent base exactly as long as the recording.
 
-Formats (API.md Part 1 ``recording_format``):
+Formats (docs/api.md Part 1 ``recording_format``):
 
 | format | video | audio | content type |
 |---|---|---|---|

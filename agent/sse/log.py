@@ -17,7 +17,7 @@ class StreamEvent:
         id: Per-bot sequence number, starting at 1 and increasing by one.
         event: Event name (``bot_status``, ``participant_update``, ``transcript_segment``,
             ``action_detected``, ``recording_ready``).
-        data: The JSON payload as text (API.md 2.7).
+        data: The JSON payload as text (docs/api.md 2.7).
     """
 
     id: int
@@ -28,7 +28,8 @@ class StreamEvent:
 class EventLog:
     """Append-only list of :class:`StreamEvent` with waiting readers.
 
-    The whole meeting is kept (API.md 2.7: ``Last-Event-ID`` replays anything missed); a meeting's
+    The whole meeting is kept (docs/api.md 2.7: ``Last-Event-ID`` replays anything missed); a
+        meeting's
     events are a few thousand small JSON objects at most.
     """
 

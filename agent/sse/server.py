@@ -1,7 +1,8 @@
 """The agent's SSE endpoint: ``GET /stream`` with ``Authorization: Bearer <stream token>``.
 
-The token is the short-lived JWT minted by the control plane's ``subscribe`` (DESIGN.md §6,
-API.md 2.7): EdDSA over Ed25519, ``aud`` "bot-stream", ``sub`` this bot's id, ``exp`` required.
+The token is the short-lived JWT minted by the control plane's ``subscribe``
+(docs/architecture.md §6,
+docs/api.md 2.7): EdDSA over Ed25519, ``aud`` "bot-stream", ``sub`` this bot's id, ``exp`` required.
 A missing, malformed, expired or other-bot token answers 401. Events carry ``id:``; a client
 sending ``Last-Event-ID: n`` gets every event after ``n`` first. A ``: ping`` comment goes out
 every ``ping_seconds``.

@@ -1,4 +1,4 @@
-"""The ``Transcriber`` seam (DESIGN.md §4): what the agent's capture wiring talks to."""
+"""The ``Transcriber`` seam (docs/architecture.md §4): what the agent's capture wiring talks to."""
 
 from __future__ import annotations
 

@@ -1,1 +1,1 @@
-"""Action prompts (API.md 2.9): versions per workspace (service) and their routes."""
+"""Action prompts (docs/api.md 2.9): versions per workspace (service) and their routes."""

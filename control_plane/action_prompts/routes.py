@@ -1,4 +1,4 @@
-"""Action prompts of the workspace: create a version, list versions (API.md 2.9)."""
+"""Action prompts of the workspace: create a version, list versions (docs/api.md 2.9)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Action prompts: versioned per workspace, and which one a bot uses (API.md 2.9).
+"""Action prompts: versioned per workspace, and which one a bot uses (docs/api.md 2.9).
 
 A bot's prompt is its ``prompt_version_id`` when that names a version of its workspace, else
 the workspace's ``default_prompt_version_id``, else :data:`SYSTEM_PROMPT`. The resolved prompt

@@ -1,4 +1,6 @@
-"""Stream tokens: short-lived EdDSA JWTs that open a bot's SSE stream (API.md 2.7, DESIGN.md §6).
+"""Stream tokens: short-lived EdDSA JWTs that open a bot's SSE stream.
+
+Sources: docs/api.md 2.7, docs/architecture.md §6.
 
 The control plane holds one Ed25519 key pair, generated once into ``{data_dir}/keys/`` and
 shared by every replica that shares the data directory. A token carries ``sub`` = bot id,

@@ -1,7 +1,7 @@
 """Agent tokens: the bearer secret of one bot's agent link and upload path.
 
 A token is minted when the bot is launched, travels to the agent inside its ``BotConfig``, and
-is stored only as a SHA-256 digest (the same treatment API keys get, API.md 2.1).
+is stored only as a SHA-256 digest (the same treatment API keys get, docs/api.md 2.1).
 """
 
 from __future__ import annotations

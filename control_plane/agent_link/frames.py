@@ -1,6 +1,7 @@
 """Storing what an agent reports: one handler per frame type, each frame stored once by id.
 
-:class:`FrameStore` is the control plane's half of the link protocol (DESIGN.md §5). Frames
+:class:`FrameStore` is the control plane's half of the link protocol (docs/architecture.md §5).
+Frames
 with effects in the database (``status``, ``participants``, ``transcript_segment``,
 ``transcription_ready``, ``artifact``, ``chat_message``, ``action``) are applied in one
 transaction together with an :class:`~control_plane.db.models.agent_link.AgentFrameReceipt`

@@ -1,7 +1,7 @@
 """The agent link's part of a meeting record: artifacts with presigned URLs, and purging.
 
 :func:`artifact_lister` fills the full meeting record's ``recordings`` and ``screenshots``
-(API.md 2.6; URLs valid ``presigned_url_ttl_seconds``, 1 hour by default) and the bot's
+(docs/api.md 2.6; URLs valid ``presigned_url_ttl_seconds``, 1 hour by default) and the bot's
 ``recording_url``. :func:`purge_hook` deletes the meeting's chat, artifact rows and stored
 files when the meeting is purged.
 """

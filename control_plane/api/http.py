@@ -1,6 +1,6 @@
 """Thin-handler helpers: read a JSON body or query into a pydantic model, answer with one.
 
-Every failure raises the domain error API.md 2.1 asks for, so handlers never build errors:
+Every failure raises the domain error docs/api.md 2.1 asks for, so handlers never build errors:
 
 * wrong ``Content-Type`` → 415 ``unsupported_media_type``
 * body over ``client_max_size`` (1 MiB) → 413 ``payload_too_large``

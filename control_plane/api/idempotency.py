@@ -1,4 +1,6 @@
-"""``Idempotency-Key`` (API.md 2.1): the same key and body within 24 h replays the first answer.
+"""``Idempotency-Key``: the same key and body within 24 h replays the first answer.
+
+Contract: docs/api.md 2.1.
 
 Use inside the transaction that performs the operation, so the operation and its stored answer
 commit together; claim the key *before* doing the work::

@@ -3,7 +3,7 @@
 * :func:`observe_middleware` counts and times every request by route template and logs it.
 * :func:`error_middleware` turns every failure — domain errors, aiohttp's own 404/405/413, and
   unexpected exceptions (500, traceback logged) — into RFC 9457 problem+json.
-* :func:`auth_middleware` authenticates routes declared with ``auth=True`` (API.md 2.1–2.2):
+* :func:`auth_middleware` authenticates routes declared with ``auth=True`` (docs/api.md 2.1–2.2):
   ``X-API-Key`` → SHA-256 digest lookup + constant-time compare → 401 ``invalid_api_key`` /
   ``api_key_expired``; per-key token bucket → 429 ``rate_limited`` + ``Retry-After``; ``read``
   keys on mutating routes → 403 ``read_only_key``; ``last_used_at`` written at most once a

@@ -1,1 +1,1 @@
-"""API keys of the caller (API.md 2.2): the routes."""
+"""API keys of the caller (docs/api.md 2.2): the routes."""

@@ -1,4 +1,4 @@
-"""API keys of the caller: create, list (metadata only), delete (API.md Part 1, 2.2).
+"""API keys of the caller: create, list (metadata only), delete (docs/api.md Part 1, 2.2).
 
 A new key belongs to the calling user and is bound to the calling key's workspace; its
 ``permission`` is at most the caller's (only ``edit`` keys get here: ``read`` keys are refused
@@ -46,7 +46,7 @@ class ApiKeyCreate(BaseModel):
 
 
 class ApiKeyInfo(BaseModel):
-    """A key's metadata (API.md Part 1 "API key" without ``key``)."""
+    """A key's metadata (docs/api.md Part 1 "API key" without ``key``)."""
 
     id: int
     name: str

@@ -1,4 +1,4 @@
-"""API-key secrets: generation, digest, prefix (API.md 2.1).
+"""API-key secrets: generation, digest, prefix (docs/api.md 2.1).
 
 A key is ``<key_prefix>_`` + 43 URL-safe characters (32 random bytes, 256 bits). Only the
 SHA-256 hex digest is stored; ``prefix`` is the key's first 12 characters, shown in listings.

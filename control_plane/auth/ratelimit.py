@@ -1,4 +1,4 @@
-"""Per-key token buckets (API.md 2.1: default 20 requests/s, burst 100)."""
+"""Per-key token buckets (docs/api.md 2.1: default 20 requests/s, burst 100)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ bot's agent link and waits for its result; a refusal becomes the API's error
 | agent error (``CommandErrorCode``) | HTTP | problem ``code`` |
 |---|---|---|
 | ``capability_not_supported`` | 422 | ``capability_not_supported`` |
-| ``bot_not_active`` | 404 | ``bot_not_active`` (API.md 2.5) |
+| ``bot_not_active`` | 404 | ``bot_not_active`` (docs/api.md 2.5) |
 | ``setting_not_live`` | 409 | ``setting_not_live``; ``errors[0].loc`` = ``["body", <field>]`` |
 | any other (``invalid_arguments``, ``unknown_command``, …) | 502 | ``agent_command_failed`` |
 

@@ -1,4 +1,4 @@
-"""Live routes of a bot (API.md Part 1, 2.5 and 2.7): stream subscription, participants,
+"""Live routes of a bot (docs/api.md Part 1, 2.5 and 2.7): stream subscription, participants,
 screenshot, avatar, hand, chat, speech and screen share.
 
 Each command route builds its typed command (``agent.contracts.link.AgentCommand``) and sends

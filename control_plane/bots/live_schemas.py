@@ -1,4 +1,4 @@
-"""Request and response models of a bot's live routes (API.md Part 1, 2.5 and 2.7)."""
+"""Request and response models of a bot's live routes (docs/api.md Part 1, 2.5 and 2.7)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ class _In(BaseModel):
 
 
 class Subscription(_Out):
-    """Where and how to open the bot's event stream (API.md 2.7).
+    """Where and how to open the bot's event stream (docs/api.md 2.7).
 
     Open ``url`` as an SSE stream with ``Authorization: Bearer <token>``; the token is an EdDSA
     JWT (``sub`` = bot id, ``aud`` = ``bot-stream``) that stops working at ``expires_at``.

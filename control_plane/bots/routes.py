@@ -1,4 +1,7 @@
-"""Bots (API.md Part 1 "Launch a bot", "Update a bot", 2.3): create, list, get, update, stop."""
+"""Bots: create, list, get, update, stop.
+
+Contract: docs/api.md Part 1 "Launch a bot", "Update a bot", and 2.3.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Scheduled bots (API.md Part 1 "Scheduled bots", 2.4). Registered before ``bots.routes`` so
+"""Scheduled bots (docs/api.md Part 1 "Scheduled bots", 2.4). Registered before ``bots.routes`` so
 ``/api/v1/bots/schedule`` is not taken for a bot id."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Request and response models of the bot and scheduled-bot routes (API.md Part 1, 2.3, 2.4)."""
+"""Request and response models of the bot and scheduled-bot routes (docs/api.md 2.3, 2.4)."""
 
 from __future__ import annotations
 
@@ -104,7 +104,7 @@ class BotList(BaseModel):
 
 
 class ScheduledBot(BaseModel):
-    """A scheduled entry (API.md 2.4); ``id`` is the meeting id."""
+    """A scheduled entry (docs/api.md 2.4); ``id`` is the meeting id."""
 
     id: int
     bot_id: uuid.UUID

@@ -1,4 +1,4 @@
-"""The status-change service: the ONE way a bot's status changes (DESIGN.md §3).
+"""The status-change service: the ONE way a bot's status changes (docs/architecture.md §3).
 
 :func:`change_status` checks the move against ``agent.contracts.status.LEGAL_TRANSITIONS``,
 then, inside the caller's transaction: sets ``status``/``status_reason`` (``start_time`` on the
@@ -104,7 +104,7 @@ async def change_status(
         session: Session of the caller's open transaction (the caller commits).
         meeting: The row, loaded in ``session`` (ideally through :func:`lock_meeting`).
         target: New status.
-        reason: ``status_reason`` code (DESIGN.md §3), or None.
+        reason: ``status_reason`` code (docs/architecture.md §3), or None.
         hooks: In-transaction hooks, usually ``app[STATUS_HOOKS]``.
         at: When it happened; now when omitted.
 

@@ -1,1 +1,1 @@
-"""Workspace invitations (API.md 2.1): the routes."""
+"""Workspace invitations (docs/api.md 2.1): the routes."""

@@ -1,4 +1,4 @@
-"""Workspace invitations: create, list pending, revoke, accept (API.md Part 1, 2.2).
+"""Workspace invitations: create, list pending, revoke, accept (docs/api.md Part 1, 2.2).
 
 The invitation token (``mbi_`` + 43 URL-safe characters, 256 bits) is shown once, in the
 creation response; the database stores its SHA-256 digest. Accepting needs no API key: the
@@ -52,7 +52,7 @@ class InvitationCreate(BaseModel):
 
 
 class InvitationOut(BaseModel):
-    """An invitation (API.md Part 1 "Invitation")."""
+    """An invitation (docs/api.md Part 1 "Invitation")."""
 
     id: uuid.UUID
     workspace_id: uuid.UUID

@@ -1,4 +1,6 @@
-"""Bot launchers (DESIGN.md §4): one module per implementation, chosen by ``Settings.launcher``.
+"""Bot launchers: one module per implementation, chosen by ``Settings.launcher``.
+
+The ``BotLauncher`` seam is docs/architecture.md §4.
 
 Each implementation module exposes ``create(settings: Settings) -> BotLauncher``;
 :data:`LAUNCHER_MODULES` maps the setting's value to that module, imported only when chosen.

@@ -1,1 +1,1 @@
-"""Meetings: list with filters, the full record, transcripts, and purge (API.md Part 1, 2.6)."""
+"""Meetings: list with filters, the full record, transcripts, and purge (docs/api.md 2.6)."""

@@ -1,4 +1,4 @@
-"""Meetings (API.md Part 1 "Meetings", 2.6): list, full record, transcript, purge."""
+"""Meetings (docs/api.md Part 1 "Meetings", 2.6): list, full record, transcript, purge."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ MEETINGS = "/api/v1/meetings"
 MEETING = "/api/v1/meetings/{meeting_id}"
 TRANSCRIPT = "/api/v1/meetings/{meeting_id}/transcript"
 _ID = {"meeting_id": int}
-# What a list item shows (API.md Part 1 "Meeting list item").
+# What a list item shows (docs/api.md Part 1 "Meeting list item").
 _LIST_COLUMNS = (
     Meeting.id,
     Meeting.bot_id,

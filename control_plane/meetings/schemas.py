@@ -1,4 +1,4 @@
-"""Models of the meeting routes (API.md Part 1 "Meetings" and 2.6)."""
+"""Models of the meeting routes (docs/api.md Part 1 "Meetings" and 2.6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The bot record and what both the bots and the meetings routes share (API.md Part 1, 2.3, 2.6).
+"""The bot record and what both the bots and the meetings routes share (docs/api.md 2.3, 2.6).
 
 :class:`BotRecord` is the ``MeetingResponse`` of every bot route and the base of the full
 meeting record; :class:`MeetingQuery` is the list query of ``GET /api/v1/meetings`` and
@@ -43,7 +43,7 @@ class MeetingData(BaseModel):
 
 
 class BotRecord(BaseModel):
-    """The bot record (``MeetingResponse``, API.md Part 1 + 2.3).
+    """The bot record (``MeetingResponse``, docs/api.md Part 1 + 2.3).
 
     ``data`` is null in the creation response and an object everywhere else; ``ws_url`` and
     ``ws_token`` stay null (the stream is reached through ``subscribe``).

@@ -1,4 +1,4 @@
-"""Artifact storage (DESIGN.md §4): recordings and screenshots behind presigned URLs.
+"""Artifact storage (docs/architecture.md §4): recordings and screenshots behind presigned URLs.
 
 ``base`` defines the :class:`~control_plane.storage.base.ArtifactStorage` protocol; ``local``
 keeps files under the data directory and signs URLs the control plane serves; ``s3`` uses an

@@ -1,4 +1,4 @@
-"""Webhooks: the event catalogue, the outbox, and the delivery providers (API.md 2.8).
+"""Webhooks: the event catalogue, the outbox, and the delivery providers (docs/api.md 2.8).
 
 * :mod:`~control_plane.webhooks.events` — event types and payload models (also in OpenAPI).
 * :mod:`~control_plane.webhooks.outbox` — ``emit(session, workspace_id, event_type, data)``,

@@ -13,7 +13,8 @@ context). Its loop:
    message id on every retry), no redirects, 15 s timeout, the SSRF guard on the connection.
    A 2xx is success (0); anything else, or no answer, is failed (2).
 4. **Schedule**: the first attempt is immediate; ``retry_schedule[n]`` is the delay after the
-   failure of attempt ``n + 1`` before the next (setting ``webhook_retry_schedule``; API.md 2.8:
+   failure of attempt ``n + 1`` before the next (setting ``webhook_retry_schedule``;
+   docs/api.md 2.8:
    0 s, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h); when the retries are used up the delivery
    is failed for good. An endpoint whose failures have lasted
    :data:`DISABLE_AFTER` without a success is disabled; its queued deliveries fail.

@@ -1,8 +1,8 @@
 """The webhook event catalogue: every event type, its payload model, and its OpenAPI rendering.
 
-Source: API.md 2.8 (event types, the ``{type, timestamp, data}`` envelope, the ``data`` of
+Source: docs/api.md 2.8 (event types, the ``{type, timestamp, data}`` envelope, the ``data`` of
 ``bot.status_changed`` and ``transcription.ready``); the other ``data`` shapes mirror the SSE
-events of API.md 2.7 plus the ``bot_id``/``meeting_id`` a webhook receiver needs to route them.
+events of docs/api.md 2.7 plus the ``bot_id``/``meeting_id`` a webhook receiver needs to route them.
 
 | event type | ``data`` model | emitted when |
 |---|---|---|
@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 
 class EventType(StrEnum):
-    """Every webhook event type a ``filter_types`` list may name (API.md 2.8)."""
+    """Every webhook event type a ``filter_types`` list may name (docs/api.md 2.8)."""
 
     BOT_STATUS_CHANGED = "bot.status_changed"
     TRANSCRIPTION_READY = "transcription.ready"
@@ -47,7 +47,7 @@ class _Data(BaseModel):
 class BotStatusChanged(_Data):
     """``data`` of ``bot.status_changed``: the new and the previous status with its reason."""
 
-    status: str = Field(description="New status (DESIGN.md §3).")
+    status: str = Field(description="New status (docs/architecture.md §3).")
     previous_status: str | None = Field(description="Status before the change; null on creation.")
     status_reason: str | None = Field(description="Machine-readable snake_case reason code.")
 
@@ -68,7 +68,7 @@ class RecordingReady(_Data):
 
 
 class ActionDetected(_Data):
-    """``data`` of ``action.detected``: one action found in the transcript (API.md 2.9)."""
+    """``data`` of ``action.detected``: one action found in the transcript (docs/api.md 2.9)."""
 
     id: str = Field(description="Stable id of the action.")
     type: Literal["action_item", "decision", "question", "follow_up"]
@@ -121,7 +121,7 @@ EVENT_TYPE_NAMES: frozenset[str] = frozenset(event.value for event in EventType)
 
 
 def format_timestamp(value: datetime) -> str:
-    """ISO 8601 UTC with ``Z`` and no microseconds (API.md 2.1); a naive value is taken as UTC."""
+    """ISO 8601 UTC with ``Z`` and no microseconds (docs/api.md 2.1); naive values are UTC."""
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     return value.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -219,7 +219,7 @@ def openapi_webhooks() -> tuple[dict[str, Any], dict[str, Any]]:
                 },
                 "responses": {
                     "2XX": {"description": "Received; any 2xx within 15 s counts as delivered."},
-                    "default": {"description": "Retried on the schedule of API.md 2.8."},
+                    "default": {"description": "Retried on the schedule of docs/api.md 2.8."},
                 },
             }
         }

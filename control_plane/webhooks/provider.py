@@ -1,4 +1,6 @@
-"""The ``WebhookProvider`` seam (DESIGN.md §4): who stores endpoints and delivers messages.
+"""The ``WebhookProvider`` seam: who stores endpoints and delivers messages.
+
+The seam is docs/architecture.md §4.
 
 Implementations: :class:`~control_plane.webhooks.embedded.EmbeddedProvider` (default: our
 database and delivery worker) and :class:`~control_plane.webhooks.svix_provider.SvixProvider`

@@ -1,4 +1,4 @@
-"""Webhook endpoint routes (API.md Part 1 "Webhooks", 2.8); every one needs role ``owner``.
+"""Webhook endpoint routes (docs/api.md Part 1 "Webhooks", 2.8); every one needs role ``owner``.
 
 Paths are under ``/api/v1/workspaces/{workspace_id}/webhooks``. Access follows the other
 workspace paths (:mod:`control_plane.workspaces.access`): unknown workspace 404, a

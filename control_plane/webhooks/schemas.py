@@ -1,4 +1,4 @@
-"""Request and response models of the webhook API (API.md Part 1 "Webhooks" and 2.8)."""
+"""Request and response models of the webhook API (docs/api.md Part 1 "Webhooks" and 2.8)."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ class EndpointSecret(BaseModel):
 
 
 class DeliveryAttempt(BaseModel):
-    """One delivery attempt (API.md Part 1 "Webhook delivery attempt").
+    """One delivery attempt (docs/api.md Part 1 "Webhook delivery attempt").
 
     ``status``: 0 success, 1 pending, 2 failed, 3 sending. ``response_status_code`` is the
     receiver's HTTP status, 0 when none came (connection refused, timeout, refused target).

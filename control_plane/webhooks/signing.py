@@ -1,7 +1,7 @@
 """Standard Webhooks signing with per-endpoint ``whsec_`` secrets.
 
 Signatures come from the ``standardwebhooks`` package (the spec's reference library), so a
-receiver verifying with the same package, or with Svix's, accepts them. Headers (API.md 2.8):
+receiver verifying with the same package, or with Svix's, accepts them. Headers (docs/api.md 2.8):
 ``webhook-id`` (the message id, fixed across retries), ``webhook-timestamp`` (Unix seconds of
 this attempt) and ``webhook-signature`` (``v1,<base64 HMAC-SHA256 of id.timestamp.body>``).
 """

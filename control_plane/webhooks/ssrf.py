@@ -1,7 +1,7 @@
 """The SSRF guard of webhook delivery: which URLs may be called and which addresses reached.
 
 A webhook URL is chosen by an API user, so the control plane must not become a way into its own
-network. The rules (API.md 2.8):
+network. The rules (docs/api.md 2.8):
 
 * the scheme is ``https`` (``http`` too when ``webhook_allow_http`` is on);
 * every address the host resolves to must be global unicast: loopback, private, link-local,

@@ -1,1 +1,1 @@
-"""Workspaces (API.md 2.1): the routes and the workspace-of-path access check."""
+"""Workspaces (docs/api.md 2.1): the routes and the workspace-of-path access check."""

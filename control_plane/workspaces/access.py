@@ -1,4 +1,4 @@
-"""Access to the ``/api/v1/workspaces/{workspace_id}/…`` paths (API.md Part 1, 2.2).
+"""Access to the ``/api/v1/workspaces/{workspace_id}/…`` paths (docs/api.md Part 1, 2.2).
 
 These paths are the one place where another workspace answers 403 rather than 404 (Part 1:
 "caller must be a member … 403; 404"): an unknown workspace is 404 ``workspace_not_found``;

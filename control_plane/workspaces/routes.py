@@ -1,4 +1,4 @@
-"""Workspace details, settings and members (API.md Part 1 "Workspace", 2.2).
+"""Workspace details, settings and members (docs/api.md Part 1 "Workspace", 2.2).
 
 Access rules are :mod:`control_plane.workspaces.access`'s: members read, owners change.
 """
@@ -35,7 +35,7 @@ class WorkspaceSettings(BaseModel):
 
 
 class WorkspaceDetails(BaseModel):
-    """``GET /api/v1/workspaces/{workspace_id}`` (API.md 2.2)."""
+    """``GET /api/v1/workspaces/{workspace_id}`` (docs/api.md 2.2)."""
 
     id: uuid.UUID
     name: str
@@ -68,7 +68,7 @@ class WorkspacePatch(BaseModel):
 
 
 class Member(BaseModel):
-    """A workspace member (API.md Part 1 "Workspace member")."""
+    """A workspace member (docs/api.md Part 1 "Workspace member")."""
 
     user_id: int
     email: str

@@ -1,4 +1,4 @@
-"""Zoom connections of the workspace: list, connect from an OAuth code, delete (API.md 2.3).
+"""Zoom connections of the workspace: list, connect from an OAuth code, delete (docs/api.md 2.3).
 
 A connection stores one Zoom user's OAuth tokens (sealed) so bots for ``zoom`` can get an
 on-behalf-of token without the caller passing ``zoom_obf_token``.

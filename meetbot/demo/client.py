@@ -1,6 +1,6 @@
 """The demo's client of the public API: REST calls with ``X-API-Key`` and the bot's SSE stream.
 
-Only public, documented operations are used (API.md): ``GET /api/v1/api-keys`` (to learn the
+Only public, documented operations are used (docs/api.md): ``GET /api/v1/api-keys`` (to learn the
 workspace), webhook endpoints and their secret, ``POST /api/v1/bots``, ``GET /api/v1/bots/{id}``,
 ``POST /api/v1/bots/{id}/subscribe`` and the stream it returns (``Authorization: Bearer``,
 ``Last-Event-ID`` to resume), and ``GET /api/v1/meetings/{id}/transcript``.

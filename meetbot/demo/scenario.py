@@ -33,7 +33,7 @@ MEETING_IDS = {
     "zoom": "81234567890",
     "teams": "9312345678901",
 }
-"""Native meeting ids of the demo room per platform (shapes of API.md 2.3)."""
+"""Native meeting ids of the demo room per platform (shapes of docs/api.md 2.3)."""
 
 PASSCODES = {"zoom": "demo", "teams": "demo"}
 """Passcodes carried in the join URLs (``pwd`` / ``p``) where the platform uses them."""

@@ -1,6 +1,6 @@
 """A local webhook receiver that checks every delivery's Standard Webhooks signature.
 
-The demo registers ``{url}`` as a workspace webhook endpoint (API.md 2.8), fetches the
+The demo registers ``{url}`` as a workspace webhook endpoint (docs/api.md 2.8), fetches the
 endpoint's ``whsec_`` secret and hands it to :meth:`WebhookReceiver.set_secret`. Deliveries
 that arrive before the secret is known are kept and checked as soon as it is. A delivery is
 counted once per ``webhook-id`` (delivery is at least once, so retries repeat the id).

@@ -1,4 +1,4 @@
-"""The status machine follows the table of DESIGN.md §3; the meeting timers fire exactly."""
+"""The status machine follows docs/architecture.md §3; the meeting timers fire exactly."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """A local HTTP server that speaks the part of Zoom's OAuth and REST API meetbot uses.
 
 Zoom itself is out of reach in tests, so this is a real HTTP implementation of that seam
-(DESIGN.md §7): it checks client credentials, issues and rotates token pairs, expires access
+(docs/architecture.md §7): it checks client credentials, issues and rotates token pairs,
+expires access
 tokens on demand and mints on-behalf-of tokens, recording what it was asked. Shapes follow
 Zoom's references (see ``control_plane/zoom/client.py``).
 """

@@ -1,4 +1,4 @@
-"""API keys at the door (API.md 2.1–2.2): 401 rules, expiry, last use, rate limit, read keys."""
+"""API keys at the door (docs/api.md 2.1–2.2): 401s, expiry, last use, rate limit, read keys."""
 
 from __future__ import annotations
 

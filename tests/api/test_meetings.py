@@ -1,4 +1,4 @@
-"""Meetings (API.md Part 1 "Meetings", 2.6): filters, paging, full record, transcript, purge."""
+"""Meetings (docs/api.md 2.6): filters, paging, full record, transcript, purge."""
 
 from __future__ import annotations
 

@@ -40,7 +40,7 @@ from .fake_zoom import FakeZoom
 pytestmark = pytest.mark.api
 
 EXAMPLES_PER_OPERATION = 6
-# API.md Part 1: "Always 501" — a 5xx by contract, still checked against the document.
+# docs/api.md Part 1: "Always 501" — a 5xx by contract, still checked against the document.
 ALWAYS_501 = {("POST", "/api/v1/bots/{bot_id}/subscribe/refresh")}
 CHECKS = [
     not_a_server_error,

@@ -1,4 +1,4 @@
-"""Scheduled bots (API.md Part 1 "Scheduled bots", 2.4): create, list, update, cancel."""
+"""Scheduled bots (docs/api.md Part 1 "Scheduled bots", 2.4): create, list, update, cancel."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 without editing this file, unless they need a body or a path parameter not known here):
 
 * cross-workspace: workspace A's owner key with workspace B's ids → 404 (403 ``not_a_member``
-  on ``/api/v1/workspaces/{workspace_id}/…``, as API.md Part 1 says), B's resources intact
+  on ``/api/v1/workspaces/{workspace_id}/…``, as docs/api.md Part 1 says), B's resources intact
   afterwards, and no list of A shows anything of B;
 * ``read`` keys: 403 ``read_only_key`` on every mutating route except the ones declared
   ``read_key_ok`` (``POST …/subscribe``), never on GET;
@@ -47,7 +47,7 @@ PUBLIC = {
 }
 # Authenticated by agent tokens or URL signatures, not API keys; their own tests cover them.
 NOT_API = re.compile(r"^/(internal/|artifacts/)")
-# Routes whose answer does not depend on the resource (API.md Part 1: refresh is "always 501").
+# Routes whose answer does not depend on the resource (docs/api.md Part 1: refresh is "always 501").
 FIXED_STATUS = {("POST", "/api/v1/bots/{bot_id}/subscribe/refresh"): 501}
 WORKSPACE_PATH = "/api/v1/workspaces/{workspace_id}"
 # Workspace routes a member may call; every other workspace route is owner-only.

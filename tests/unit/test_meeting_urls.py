@@ -1,4 +1,4 @@
-"""Meeting ids and URLs of all three platforms (API.md Part 1 "Launch a bot", 2.3)."""
+"""Meeting ids and URLs of all three platforms (docs/api.md Part 1 "Launch a bot", 2.3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The status table of DESIGN.md §3 as the contracts encode it."""
+"""The status table of docs/architecture.md §3 as the contracts encode it."""
 
 from __future__ import annotations
 

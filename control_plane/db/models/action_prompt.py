@@ -1,4 +1,4 @@
-"""Versioned action-detection prompts of a workspace (API.md 2.9)."""
+"""Versioned action-detection prompts of a workspace (docs/api.md 2.9)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """The agent-link aggregate: each bot's link credentials and liveness, the ledger of agent
 frames already stored, the meeting chat, and uploaded artifacts (recordings, screenshots).
 
-Idempotency of the link (DESIGN.md §5) rests on :class:`AgentFrameReceipt`: a frame's effects
+Idempotency of the link (docs/architecture.md §5) rests on :class:`AgentFrameReceipt`: a
+frame's effects
 and its receipt row commit in one transaction, so a frame resent from the agent's outbox finds
 its receipt and is only acked again.
 """
@@ -60,7 +61,7 @@ class AgentFrameReceipt(Base):
 
 
 class ChatMessage(Base):
-    """A chat message seen in the meeting, sent by a participant or by the bot (API.md 2.5)."""
+    """A chat message seen in the meeting, sent by a participant or by the bot (docs/api.md 2.5)."""
 
     __tablename__ = "chat_messages"
     __table_args__ = (
@@ -78,7 +79,7 @@ class ChatMessage(Base):
 
 
 class Artifact(Base):
-    """A recording or screenshot in artifact storage under ``storage_key`` (API.md 2.6).
+    """A recording or screenshot in artifact storage under ``storage_key`` (docs/api.md 2.6).
 
     ``artifact_id`` is the agent's stable id (the API's recording/screenshot ``id``);
     ``kind`` is ``recording`` or ``screenshot``.

@@ -79,7 +79,10 @@ class Meeting(Base):
 
 
 class BotStatusChange(Base):
-    """Audit row of one status change (DESIGN.md §2 step 6); ``from_status`` null at creation."""
+    """Audit row of one status change; ``from_status`` null at creation.
+
+    Source: docs/architecture.md §2 step 6.
+    """
 
     __tablename__ = "bot_status_changes"
 

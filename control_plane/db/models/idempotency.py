@@ -1,4 +1,4 @@
-"""Stored first responses of ``Idempotency-Key`` requests (API.md 2.1), replayed for 24 h."""
+"""Stored first responses of ``Idempotency-Key`` requests (docs/api.md 2.1), replayed for 24 h."""
 
 from __future__ import annotations
 

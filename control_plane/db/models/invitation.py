@@ -1,4 +1,4 @@
-"""Invitations to a workspace (API.md Part 1 "Invitation", 2.2).
+"""Invitations to a workspace (docs/api.md Part 1 "Invitation", 2.2).
 
 The invitation token is shown once at creation; only its SHA-256 digest (hex) is stored, the
 same way API keys are.

@@ -1,4 +1,4 @@
-"""Transcript segments of a meeting (API.md 2.6), stored idempotently by the agent's id."""
+"""Transcript segments of a meeting (docs/api.md 2.6), stored idempotently by the agent's id."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@
 * ``webhook_deliveries``: one message to one endpoint — status (Svix's ints: 0 success,
   1 pending, 2 failed, 3 sending), attempts made, when the next is due, and the lease of the
   worker that is sending it.
-* ``webhook_attempts``: one row per HTTP attempt (the delivery log of API.md Part 1).
+* ``webhook_attempts``: one row per HTTP attempt (the delivery log of docs/api.md Part 1).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The tenancy aggregate: workspaces, users, memberships (roles) and API keys (API.md 2.2)."""
+"""The tenancy aggregate: workspaces, users, memberships (roles) and API keys (docs/api.md 2.2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Stored Zoom OAuth connections of workspace users (API.md 2.3, "Zoom").
+"""Stored Zoom OAuth connections of workspace users (docs/api.md 2.3, "Zoom").
 
 Both tokens are stored sealed by :class:`control_plane.token_cipher.TokenCipher`; a database
 dump alone does not reveal them.
