@@ -1,5 +1,7 @@
-"""Getting artifact bytes off the bot: upload to the target the control plane names, or keep
-them in the agent's data folder when there is no control plane (``meetbot agent``).
+"""Artifact bytes off the bot: uploaded to the control plane's target, or kept locally.
+
+The bytes go to the upload target the control plane names, or stay in the agent's data folder when
+there is no control plane (``meetbot agent``).
 
 The control plane's ``screenshot`` command carries an
 :class:`~agent.contracts.link.UploadSlot` as ``args["upload"]``: the bytes go with ``method``

@@ -1,4 +1,4 @@
-"""``meetbot agent``: send one bot into a meeting from this machine, no control plane needed.
+r"""``meetbot agent``: send one bot into a meeting from this machine, no control plane needed.
 
 Events are printed to stdout as JSON lines (``{"event": ..., "data": ...}``); logs go to stderr.
 Ctrl-C makes the bot leave cleanly. Browser options come from ``MEETBOT_AGENT_*`` settings and
@@ -6,7 +6,7 @@ the flags below (e.g. ``--browser-arg`` for the testmeeting's ``--host-resolver-
 
 Example::
 
-    meetbot agent --platform google_meet --meeting-url https://meet.google.com/abc-defg-hij \\
+    meetbot agent --platform google_meet --meeting-url https://meet.google.com/abc-defg-hij \
         --name "Note taker"
 """
 

@@ -33,8 +33,11 @@ class CapabilityNotSupported(AgentError):
 
 
 class CommandError(AgentError):
-    """A command was refused; ``code`` (and ``field``, when one argument or setting is the
-    cause) go back over the link in the command's result."""
+    """A command was refused.
+
+    ``code`` (and ``field``, when one argument or setting is the cause) go back over the link in the
+    command's result.
+    """
 
     def __init__(self, code: CommandErrorCode, detail: str, field: str | None = None) -> None:
         super().__init__(detail)
@@ -59,12 +62,12 @@ class MeetingExit(AgentError):
 
 
 class JoinFailed(MeetingExit):
-    """The bot never got in: ``failed`` with ``meeting_not_found``, ``admission_denied``, …"""
+    """The bot never got in: ``failed``, e.g. with ``meeting_not_found`` or ``admission_denied``."""
 
     status = BotStatus.FAILED
 
 
 class MeetingLeft(MeetingExit):
-    """The bot was in and is out: ``completed`` with ``removed_by_host``, ``left_alone``, …"""
+    """The bot was in and is out: ``completed``, e.g. with ``removed_by_host`` or ``left_alone``."""
 
     status = BotStatus.COMPLETED

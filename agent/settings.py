@@ -96,8 +96,10 @@ _ENABLE_FEATURES = "--enable-features="
 def merge_feature_switches(
     args: list[str], disabled: tuple[str, ...], enabled: tuple[str, ...] = ()
 ) -> list[str]:
-    """``args`` with all ``--disable-features`` (and ``--enable-features``) folded into one
-    switch each, together with ``disabled`` (``enabled``).
+    """``args`` with each features switch folded into one, together with the given names.
+
+    All ``--disable-features`` (and ``--enable-features``) switches become one switch each, together
+    with ``disabled`` (``enabled``).
 
     Chromium honours only the last of each switch, so two would silently drop the first list.
     The merged switches come last; names keep their first-seen order; a switch with no names
@@ -174,9 +176,11 @@ class AgentSettings(BaseSettings):
     log_level: str = "INFO"
 
     def browser_args(self) -> list[str]:
-        """Chromium command-line flags: the quiet and lean sets plus ``extra_browser_args``,
-        with one ``--disable-features`` and one ``--enable-features`` holding Playwright's, the
-        lean and the extra names."""
+        """Chromium command-line flags: the quiet and lean sets plus ``extra_browser_args``.
+
+        One ``--disable-features`` and one ``--enable-features`` switch hold Playwright's, the lean
+        and the extra names.
+        """
         return merge_feature_switches(
             [*QUIET_CHROMIUM_ARGS, *LEAN_CHROMIUM_ARGS, *self.extra_browser_args],
             (*PLAYWRIGHT_DISABLED_FEATURES, *LEAN_DISABLED_FEATURES),

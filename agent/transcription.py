@@ -82,8 +82,10 @@ class TranscriptionPipe:
         self._settings = settings
 
     def start(self, join_time: float) -> None:
-        """Open the transcriber in the background (loading a model takes seconds; the meeting
-        must not wait for it) and start both pumps once it is open."""
+        """Open the transcriber in the background and start both pumps once it is open.
+
+        Loading a model takes seconds; the meeting must not wait for it.
+        """
         if self._opener is None:
             self._opener = asyncio.create_task(self._open(join_time), name="transcribe-open")
 

@@ -107,8 +107,10 @@ def _launcher_ctx(
 
 
 def bot_config_builder(app: web.Application) -> BotConfigBuilder:
-    """THE list of steps that build a launched bot's ``BotConfig``, in order (see
-    :mod:`control_plane.bots.config_builder`); needs the Zoom and agent-link contexts started."""
+    """THE list of steps that build a launched bot's ``BotConfig``, in order.
+
+    See :mod:`control_plane.bots.config_builder`; needs the Zoom and agent-link contexts started.
+    """
     settings = app[SETTINGS]
     return BotConfigBuilder(
         database=app[DB],
@@ -123,8 +125,10 @@ def bot_config_builder(app: web.Application) -> BotConfigBuilder:
 
 
 async def _bots_ctx(app: web.Application) -> AsyncIterator[None]:
-    """The bot service, the config builder and the scheduler's owned loop (stopped after the
-    pass in progress, before the rest shuts down)."""
+    """The bot service, the config builder and the scheduler's owned loop.
+
+    The loop stops after the pass in progress, before the rest shuts down.
+    """
     settings = app[SETTINGS]
     builder = bot_config_builder(app)
     status_hooks = app[STATUS_HOOKS]

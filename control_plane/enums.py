@@ -1,5 +1,8 @@
-"""The control plane's closed sets of strings (and Svix's status integers), stored in its
-tables, checked in its queries and shown in its schemas: one home, below the database models."""
+"""The control plane's closed sets of strings (and Svix's status integers).
+
+Stored in its tables, checked in its queries and shown in its schemas: one home, below the database
+models.
+"""
 
 from __future__ import annotations
 

@@ -59,8 +59,10 @@ class ZoomTokenSource(Protocol):
     async def usable_connection(
         self, workspace_id: uuid.UUID, user_id: int | None, connection_id: int | None
     ) -> int | None:
-        """The id of the connection a launch would use (``connection_id`` when given and
-        usable, else the user's newest usable one), or None when there is none."""
+        """The id of the connection a launch would use, or None when there is none.
+
+        ``connection_id`` when given and usable, else the user's newest usable one.
+        """
         ...
 
     async def mint(self, connection_id: int, native_meeting_id: str) -> str:

@@ -19,6 +19,13 @@ class JsonFormatter(logging.Formatter):
     """Formats a record as ``{"ts", "level", "logger", "msg", ...extra, "exc"?}``."""
 
     def format(self, record: logging.LogRecord) -> str:
+        """``record`` as one JSON object on one line (no trailing newline).
+
+        ``ts`` is ISO 8601 UTC with milliseconds, ``level`` the lower-case level name; attributes
+        a caller added with ``extra=`` are kept, except ``_``-prefixed ones; ``exc`` holds the
+        formatted traceback when the record carries one; values JSON cannot encode are written as
+        their ``str()``.
+        """
         entry: dict[str, Any] = {
             "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname.lower(),

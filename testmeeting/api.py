@@ -128,8 +128,11 @@ async def end_meeting(request: web.Request) -> web.Response:
 
 @routes.get("/api/rooms/{platform}/{meeting_id}/participants")
 async def list_participants(request: web.Request) -> web.Response:
-    """``{"participants": [{id, name, simulated, state, mic_on, camera_on, screen_on,
-    hand_raised, joined_at}]}`` — everyone ever seen, with their current state."""
+    """Everyone ever seen in the room, with their current state.
+
+    Answers ``{"participants": [{id, name, simulated, state, mic_on, camera_on, screen_on,
+    hand_raised, joined_at}]}``.
+    """
     room = _room(request)
     return web.json_response({"participants": [p.public() for p in room.participants.values()]})
 

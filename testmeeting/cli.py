@@ -18,8 +18,11 @@ from testmeeting.settings import TestMeetingSettings
 
 
 def demo_scenarios() -> list[Scenario]:
-    """One room per platform: a lobby the host answers after 2 s, Alice who greets the room
-    (espeak-ng), writes in the chat and raises her hand, and Bob who stays silent."""
+    """One room per platform: a lobby, Alice who greets the room, and Bob who stays silent.
+
+    The host answers the lobby after 2 s; Alice greets the room (espeak-ng), writes in the chat and
+    raises her hand; Bob stays silent.
+    """
     alice = {
         "name": "Alice Example",
         "utterances": [{"at": 1.0, "text": "Hello and welcome. Let us start with the agenda."}],

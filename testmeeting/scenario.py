@@ -121,8 +121,10 @@ class Admission(_Model):
 
 
 class Removal(_Model):
-    """The host removes a participant at ``at``; ``name`` absent means the first browser
-    participant (the bot under test)."""
+    """The host removes a participant at ``at``.
+
+    ``name`` absent means the first browser participant (the bot under test).
+    """
 
     at: float = Field(ge=0)
     name: str | None = None

@@ -1,5 +1,7 @@
-"""Meeting references: validate a platform's native meeting id, derive it from a meeting URL,
-and build the URL a bot opens. Pure functions, shared by the control plane and the agent.
+"""Meeting references: native meeting ids, meeting URLs and the URL a bot opens.
+
+Validate a platform's native meeting id, derive it from a meeting URL, and build the URL a bot
+opens. Pure functions, shared by the control plane and the agent.
 
 Rules (docs/api.md Part 1 "Launch a bot" and 2.3):
 

@@ -141,8 +141,11 @@ def check_model_supports(model: str, language: str | None, task: Task | str) -> 
 def deferred_model_for(
     realtime_model: str, language: str | None, task: Task | str, deferred_model: str | None = None
 ) -> str:
-    """The model the deferred pass uses: ``deferred_model`` if set, else the realtime model
-    for English transcription, else the multilingual default (``base``)."""
+    """The model the deferred pass uses.
+
+    ``deferred_model`` if set, else the realtime model for English transcription, else the
+    multilingual default (``base``).
+    """
     if deferred_model is not None:
         return deferred_model
     if Task(task) is Task.TRANSLATE or language is None or language.lower() != "en":

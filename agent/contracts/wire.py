@@ -50,8 +50,10 @@ def bearer(token: str) -> dict[str, str]:
 
 
 def bearer_token(authorization: str | None) -> str | None:
-    """The token of an ``Authorization`` header value (``Bearer <token>``, scheme in any
-    case), or None when it is absent or another scheme."""
+    """The token of an ``Authorization`` header value (``Bearer <token>``, scheme in any case).
+
+    None when the value is absent or names another scheme.
+    """
     if not authorization:
         return None
     scheme, _, token = authorization.partition(" ")

@@ -207,8 +207,10 @@ class SelectorAdapter:
     passcode_param: ClassVar[str | None] = None
 
     def meeting_url(self, url: str, passcode: str | None = None) -> str:
-        """The meeting URL, with the passcode added when the platform carries it in the link
-        and the link lacks it."""
+        """The meeting URL, with the passcode added where the platform wants it.
+
+        The passcode is added when the platform carries it in the link and the link lacks it.
+        """
         if not passcode or not self.passcode_param:
             return url
         parts = urlsplit(url)

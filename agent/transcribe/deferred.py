@@ -112,8 +112,9 @@ def transcribe_tracks(
     id_prefix: str = "df",
     metrics: TranscribeMetrics | None = None,
 ) -> list[Segment]:
-    """Transcribe whole tracks accurately. Blocking (minutes for long meetings): run it in a
-    worker thread.
+    """Transcribe whole tracks accurately.
+
+    Blocking (minutes for long meetings): run it in a worker thread.
 
     Args:
         engine: Loaded model (``options.deferred_model_for(...)`` picks which).

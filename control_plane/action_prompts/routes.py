@@ -31,8 +31,10 @@ class ActionPromptCreate(BaseModel):
 
 
 class ActionPromptOut(BaseModel):
-    """One prompt version; ``id`` is what ``prompt_version_id`` and
-    ``settings.default_prompt_version_id`` name."""
+    """One prompt version.
+
+    Its ``id`` is what ``prompt_version_id`` and ``settings.default_prompt_version_id`` name.
+    """
 
     id: str
     name: str

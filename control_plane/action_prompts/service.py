@@ -96,9 +96,11 @@ async def version_of_workspace(
 async def resolve(
     session: AsyncSession, workspace_id: uuid.UUID, prompt_version_id: str | None
 ) -> ResolvedPrompt:
-    """The prompt a bot of ``workspace_id`` uses: its own version, the workspace default, or
-    :data:`SYSTEM_PROMPT` (each step only when the previous names a version of this
-    workspace)."""
+    """The prompt a bot of ``workspace_id`` uses.
+
+    Its own version, the workspace default, or :data:`SYSTEM_PROMPT` (each step only when the
+    previous names a version of this workspace).
+    """
     candidates = [prompt_version_id]
     workspace = await session.get(Workspace, workspace_id)
     if workspace is not None:
@@ -115,8 +117,10 @@ async def resolve(
 
 
 async def prompt_step(session: AsyncSession, meeting: Meeting, config: BotConfig) -> BotConfig:
-    """The ``action_prompt`` config step: the resolved prompt into ``BotConfig.action_prompt``
-    (only with ``enable_actions``), read in the launch batch's ``session``."""
+    """The ``action_prompt`` config step: the resolved prompt into ``BotConfig.action_prompt``.
+
+    Only with ``enable_actions``; the prompt is read in the launch batch's ``session``.
+    """
     if not config.settings.enable_actions:
         return config
     prompt = await resolve(session, meeting.workspace_id, config.settings.prompt_version_id)

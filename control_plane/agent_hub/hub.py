@@ -234,8 +234,10 @@ class AgentHub:
         return True
 
     async def resolve(self, result: CommandResult) -> None:
-        """Hand a ``command_result`` to the request waiting for it, here or on the replica that
-        asked (late results are dropped)."""
+        """Hand a ``command_result`` to the request waiting for it.
+
+        The request waits here or on the replica that asked; late results are dropped.
+        """
         future = self._pending.get(result.ref_id)
         if future is not None and not future.done():
             future.set_result(result)

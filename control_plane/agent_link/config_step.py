@@ -1,5 +1,8 @@
-"""The ``agent_token`` config step: each launched bot gets a fresh agent token and the stream
-public key; the token's digest is stored (``agent_links``) in the launch batch's transaction."""
+"""The ``agent_token`` config step: a fresh agent token for each launched bot.
+
+Each launched bot gets a fresh agent token and the stream public key; the token's digest is stored
+(``agent_links``) in the launch batch's transaction.
+"""
 
 from __future__ import annotations
 

@@ -37,8 +37,10 @@ from control_plane.storage.factory import build_storage
 
 
 def agent_commander(hub: AgentHub) -> AgentCommander:
-    """Send a command to a bot's agent (linked here or, through the relay, to another replica);
-    return whether it went out."""
+    """Send a command to a bot's agent; return whether it went out.
+
+    The agent is linked here or, through the relay, to another replica.
+    """
 
     async def send(bot_id: uuid.UUID, command: Command) -> bool:
         try:

@@ -96,8 +96,10 @@ def created_view(key: ApiKey, secret: str) -> ApiKeyCreated:
     errors=(403,),
 )
 async def create_api_key(request: web.Request) -> web.Response:
-    """A new key of the caller, bound to the caller's workspace; 403 ``key_not_bound`` for an
-    unbound caller; 422 ``expires_at_in_past``."""
+    """Create a key of the caller, bound to the caller's workspace.
+
+    403 ``key_not_bound`` for an unbound caller; 422 ``expires_at_in_past``.
+    """
     caller = auth_of(request)
     workspace_id = caller.require_workspace()
     body = await read_body(request, ApiKeyCreate)
@@ -157,8 +159,11 @@ async def list_api_keys(request: web.Request) -> web.Response:
     path_types={"key_id": int},
 )
 async def delete_api_key(request: web.Request) -> web.Response:
-    """The key stops working at once. The caller's own keys; owners may delete any key of
-    their workspace; anything else is 404 ``api_key_not_found``."""
+    """Delete an API key: it stops working at once.
+
+    The caller's own keys; owners may delete any key of their workspace; anything else is 404
+    ``api_key_not_found``.
+    """
     caller = auth_of(request)
     key_id = path_int(request, "key_id", code="api_key_not_found")
     condition = [ApiKey.id == key_id, _same_workspace(caller)]

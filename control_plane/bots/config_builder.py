@@ -149,8 +149,10 @@ CONFIG_BUILDER = web.AppKey("bot_config_builder", BotConfigBuilder)
 
 
 async def _outcome(work: Awaitable[BotConfig]) -> BotConfig | BaseException:
-    """``await work``, with an exception returned instead of raised (one bot's failure must
-    not cancel its batch's TaskGroup)."""
+    """``await work``, with an exception returned instead of raised.
+
+    One bot's failure must not cancel its batch's TaskGroup.
+    """
     try:
         return await work
     except asyncio.CancelledError:

@@ -1,5 +1,6 @@
-"""Live routes of a bot (docs/api.md Part 1, 2.5 and 2.7): stream subscription, participants,
-screenshot, avatar, hand, chat, speech and screen share.
+"""Live routes of a bot (docs/api.md Part 1, 2.5 and 2.7).
+
+Stream subscription, participants, screenshot, avatar, hand, chat, speech and screen share.
 
 Each command route builds its typed command (``agent.contracts.link.AgentCommand``) and sends
 it through :class:`~control_plane.bots.live_commands.LiveCommands`, which waits for the agent's
@@ -124,9 +125,11 @@ async def _stream_url(request: web.Request, meeting_id: int) -> tuple[str | None
     path_types=_BOT_TYPES,
 )
 async def subscribe(request: web.Request) -> web.Response:
-    """Wait up to 30 s for the bot's agent to register its stream, then return the stream URL
-    and a fresh token (15 minutes). 404 ``bot_not_active`` when the bot does not register in
-    time or is not (or no longer) in a meeting; retry after a few seconds."""
+    """Return the bot's stream URL and a fresh token (15 minutes) once the stream is registered.
+
+    Waits up to 30 s for the bot's agent to register its stream. 404 ``bot_not_active`` when the bot
+    does not register in time or is not (or no longer) in a meeting; retry after a few seconds.
+    """
     meeting = await _bot(request)
     app = request.app
     settings = app[SETTINGS]
@@ -192,8 +195,10 @@ async def participants(request: web.Request) -> web.Response:
     path_types=_BOT_TYPES,
 )
 async def screenshot(request: web.Request) -> web.Response:
-    """The agent captures a PNG of its current view and uploads it to artifact storage; the
-    answer holds a presigned download URL valid 1 hour."""
+    """The agent captures a PNG of its current view and uploads it to artifact storage.
+
+    The answer holds a presigned download URL valid 1 hour.
+    """
     meeting = await _active_bot(request)
     shot = await live_commands(request.app).screenshot(meeting)
     return json_response(
@@ -345,8 +350,11 @@ async def _voice_bot(request: web.Request) -> Meeting:
     path_types=_BOT_TYPES,
 )
 async def speak(request: web.Request) -> web.Response:
-    """Sent to the agent, which answers 422 ``capability_not_supported`` on every platform
-    for now (after the 404 ``bot_not_active`` and 409 ``voice_agent_disabled`` checks)."""
+    """Sent to the agent: 422 ``capability_not_supported`` on every platform for now.
+
+    The agent gives that answer after the 404 ``bot_not_active`` and 409 ``voice_agent_disabled``
+    checks.
+    """
     body = await read_body(request, SpeakRequest)
     meeting = await _voice_bot(request)
     command = SpeakCommand(text=body.text, voice=body.voice, audio_url=body.audio_url)

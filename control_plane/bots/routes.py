@@ -36,8 +36,9 @@ BOT = "/api/v1/bots/{bot_id}"
     idempotent=True,
 )
 async def create_bot(request: web.Request) -> web.Response:
-    """Send a bot into a meeting (status ``requested``), or schedule it (``scheduled``) when
-    ``scheduled_at`` is in the future.
+    """Send a bot into a meeting (``requested``), or schedule it (``scheduled``).
+
+    The bot is scheduled when ``scheduled_at`` is in the future.
 
     400: neither ``meeting_url`` nor ``native_meeting_id`` (``missing_meeting_reference``), an
     id invalid for the platform (``invalid_meeting_id``), ``zoom_token_required``; 403
@@ -76,8 +77,9 @@ async def get_bot(request: web.Request) -> web.Response:
     errors=(404, 409, 422, 502, 503, 504),
 )
 async def patch_bot(request: web.Request) -> web.Response:
-    """Change options of a ``requested`` or ``scheduled`` bot; 409 ``bot_not_updatable``
-    otherwise.
+    """Change options of a ``requested`` or ``scheduled`` bot.
+
+    409 ``bot_not_updatable`` in any other status.
 
     A bot already launched (its agent is starting or running) gets the change live and all or
     nothing: its agent applies every given field or none, and the change is stored only once
@@ -102,8 +104,10 @@ async def patch_bot(request: web.Request) -> web.Response:
     errors=(404, 409),
 )
 async def delete_bot(request: web.Request) -> web.Response:
-    """Stop the bot: 202 ``stopping`` (``cancelled`` when it was scheduled); 200 unchanged when
-    it is already stopping; 409 ``bot_finished`` when final."""
+    """Stop the bot: 202 ``stopping`` (``cancelled`` when it was scheduled).
+
+    200 unchanged when it is already stopping; 409 ``bot_finished`` when final.
+    """
     bot_id = path_uuid(request, "bot_id", code="bot_not_found")
     status, record = await request.app[BOT_SERVICE].stop_bot(auth_of(request), bot_id)
     return json_response(record, status=status)

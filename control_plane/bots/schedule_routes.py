@@ -1,5 +1,7 @@
-"""Scheduled bots (docs/api.md Part 1 "Scheduled bots", 2.4). Registered before ``bots.routes`` so
-``/api/v1/bots/schedule`` is not taken for a bot id."""
+"""Scheduled bots (docs/api.md Part 1 "Scheduled bots", 2.4).
+
+Registered before ``bots.routes`` so ``/api/v1/bots/schedule`` is not taken for a bot id.
+"""
 
 from __future__ import annotations
 

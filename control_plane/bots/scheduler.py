@@ -97,8 +97,10 @@ class Scheduler:
         self._loop.wake()
 
     def stop(self) -> None:
-        """Ask :meth:`run` to return after the current pass (never cancelled mid-pass; see
-        :mod:`control_plane.background`)."""
+        """Ask :meth:`run` to return after the current pass.
+
+        The pass is never cancelled midway; see :mod:`control_plane.background`.
+        """
         self._loop.request_stop()
 
     async def run(self) -> None:
@@ -106,8 +108,10 @@ class Scheduler:
         await self._loop.run()
 
     async def step(self) -> bool:
-        """One pass: launch one batch (and, once a minute, :meth:`maintain`); True when the
-        batch was full, so more may be due at once."""
+        """One pass: launch one batch (and, once a minute, :meth:`maintain`).
+
+        Returns True when the batch was full, so more may be due at once.
+        """
         launched = await self.run_once()
         if time.monotonic() - self._last_maintenance >= _MAINTENANCE_EVERY_S:
             await self.maintain()

@@ -76,8 +76,10 @@ class BotCreate(_LaunchOptions):
 
 
 class ScheduledBotCreate(_LaunchOptions):
-    """Body of ``POST /api/v1/bots/schedule``: launches at ``scheduled_start_at +
-    join_offset_seconds`` (seconds, −3600 to 3600)."""
+    """Body of ``POST /api/v1/bots/schedule``.
+
+    The bot launches at ``scheduled_start_at + join_offset_seconds`` (seconds, −3600 to 3600).
+    """
 
     scheduled_start_at: UtcDateTime
     join_offset_seconds: int = Field(default=0, ge=JOIN_OFFSET_S[0], le=JOIN_OFFSET_S[1])

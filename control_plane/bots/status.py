@@ -130,8 +130,11 @@ async def record_creation(
     hooks: Sequence[StatusHook] = (),
     at: datetime | None = None,
 ) -> StatusChange:
-    """Store a new bot (added to ``session``, status ``requested`` or ``scheduled``) with its
-    first audit row (``from_status`` null) and run the hooks, within the caller's transaction."""
+    """Store a new bot with its first audit row and run the hooks, in the caller's transaction.
+
+    The bot is added to ``session`` with status ``requested`` or ``scheduled``; its first audit row
+    has ``from_status`` null.
+    """
     session.add(meeting)
     status = BotStatus(meeting.status)
     return await _apply(session, meeting, None, status, reason, hooks, at or datetime.now(UTC))

@@ -34,6 +34,10 @@ class UtcDateTime(TypeDecorator[datetime]):
     cache_ok = True
 
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        """``value`` as stored: aware UTC on PostgreSQL, naive UTC on SQLite; None stays None.
+
+        A naive ``value`` is taken as UTC; an aware one is converted to UTC.
+        """
         if value is None:
             return None
         aware = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
@@ -42,6 +46,11 @@ class UtcDateTime(TypeDecorator[datetime]):
         return aware
 
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        """A stored ``value`` as an aware UTC datetime; None stays None.
+
+        Raises:
+            TypeError: The database returned something other than a datetime.
+        """
         if value is None:
             return None
         if not isinstance(value, datetime):

@@ -130,8 +130,9 @@ def _ping_idle_connections(engine: AsyncEngine, idle_after: float) -> None:
 def create_database(
     url: str, *, pool_size: int = 20, idle_ping_after: float = IDLE_PING_AFTER_S
 ) -> Database:
-    """Create the engine and session factory for ``url`` (``sqlite+aiosqlite`` or
-    ``postgresql+asyncpg``). Connections open lazily.
+    """Create the engine and session factory for ``url``.
+
+    The URL is ``sqlite+aiosqlite`` or ``postgresql+asyncpg``. Connections open lazily.
 
     Args:
         url: SQLAlchemy URL.

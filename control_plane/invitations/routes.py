@@ -113,8 +113,11 @@ def _view(invitation: Invitation) -> InvitationOut:
     path_types=_WS,
 )
 async def create_invitation(request: web.Request) -> web.Response:
-    """Owner only. The ``token`` in the answer is shown once; the invitation expires after 7
-    days. 409 ``already_member`` when the address already belongs to a member."""
+    """Invite someone to the workspace (owner only).
+
+    The ``token`` in the answer is shown once; the invitation expires after 7 days. 409
+    ``already_member`` when the address already belongs to a member.
+    """
     workspace_id = await workspace_of_path(request, owner_only=True)
     body = await read_body(request, InvitationCreate)
     email = str(body.email).strip().lower()
@@ -178,8 +181,11 @@ async def list_invitations(request: web.Request) -> web.Response:
     path_types={**_WS, "invitation_id": uuid.UUID},
 )
 async def revoke_invitation(request: web.Request) -> web.Response:
-    """Sets status ``revoked``. 403 for role ``member``; 404 ``invitation_not_found``; 400
-    ``invitation_not_pending`` when already accepted or revoked."""
+    """Revoke an invitation: its status becomes ``revoked``.
+
+    403 for role ``member``; 404 ``invitation_not_found``; 400 ``invitation_not_pending`` when
+    already accepted or revoked.
+    """
     workspace_id = await workspace_of_path(request, owner_only=True)
     invitation_id = path_uuid(request, "invitation_id", code="invitation_not_found")
     async with request.app[DB].sessions.begin() as session:
@@ -205,10 +211,12 @@ async def revoke_invitation(request: web.Request) -> web.Response:
     auth=False,
 )
 async def accept_invitation(request: web.Request) -> web.Response:
-    """No API key: the token is the credential. The invitee becomes a member (an existing
-    member keeps the role they have) and gets a first ``edit`` key bound to the workspace.
-    400 ``invitation_not_pending`` for an expired, revoked or accepted token; 404
-    ``invitation_not_found`` for a token never issued."""
+    """Accept an invitation; no API key: the token is the credential.
+
+    The invitee becomes a member (an existing member keeps the role they have) and gets a first
+    ``edit`` key bound to the workspace. 400 ``invitation_not_pending`` for an expired, revoked or
+    accepted token; 404 ``invitation_not_found`` for a token never issued.
+    """
     body = await read_body(request, InvitationAccept)
     digest = api_keys.digest_of(body.token)
     now = datetime.now(UTC)

@@ -40,8 +40,10 @@ _DROPPED_PREFIXES = ("MEETBOT_", "AWS_")
 
 
 def agent_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """The environment an agent process gets: ``environ`` without control-plane settings and
-    cloud credentials (``MEETBOT_AGENT_*`` passes)."""
+    """The environment an agent process gets: ``environ`` without the control plane's own.
+
+    Control-plane settings and cloud credentials are left out; ``MEETBOT_AGENT_*`` passes.
+    """
     return {
         key: value
         for key, value in environ.items()

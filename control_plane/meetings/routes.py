@@ -119,8 +119,10 @@ async def list_meetings_route(request: web.Request) -> web.Response:
 
 @routes.get(MEETING, summary="Get a meeting", response=MeetingRecord, errors=(404,), path_types=_ID)
 async def get_meeting(request: web.Request) -> web.Response:
-    """The full record: bot record, recordings and screenshots (presigned URLs valid 1 hour),
-    transcript summary, ``redacted``."""
+    """The full record: bot record, recordings and screenshots, transcript summary, ``redacted``.
+
+    Recordings and screenshots come as presigned URLs valid 1 hour.
+    """
     async with request.app[DB].reads() as session:
         meeting = await _find(session, request)
         lister = request.app.get(ARTIFACT_LISTER)
@@ -176,9 +178,11 @@ async def get_transcript(request: web.Request) -> web.Response:
     MEETING, summary="Purge a meeting", response=Message, errors=(404, 409), path_types=_ID
 )
 async def purge_meeting(request: web.Request) -> web.Response:
-    """Remove segments, recordings, screenshots, chat and participant names of a finalized
-    meeting; the row stays with ``redacted: true``. 409 ``meeting_active`` before it is final.
-    Purging twice answers 200 again."""
+    """Remove segments, recordings, screenshots, chat and participant names of a meeting.
+
+    Only a finalized meeting: 409 ``meeting_active`` before it is final. The row stays with
+    ``redacted: true``. Purging twice answers 200 again.
+    """
     meeting_id = path_int(request, "meeting_id", code="meeting_not_found")
     async with request.app[DB].sessions.begin() as session:
         meeting = await lock_meeting(session, meeting_id=meeting_id)

@@ -20,8 +20,10 @@ depends_on: str | Sequence[str] | None = ${repr(depends_on)}
 
 
 def upgrade() -> None:
+    """Apply this revision (the module docstring says what it changes)."""
     ${upgrades if upgrades else "pass"}
 
 
 def downgrade() -> None:
+    """Revert this revision."""
     ${downgrades if downgrades else "pass"}

@@ -93,8 +93,9 @@ async def list_meeting_rows(
     query: MeetingQuery,
     columns: Sequence[InstrumentedAttribute[Any]],
 ) -> Sequence[Row[Any]]:
-    """Like :func:`list_meetings`, but only ``columns``, as plain rows (attribute access by
-    column name), not ORM objects.
+    """Like :func:`list_meetings`, but only ``columns``, as plain rows, not ORM objects.
+
+    The rows give attribute access by column name.
 
     A list page needs a few columns of up to 200 rows; building an ORM instance per row (its
     state, identity-map entry and load guards) was a fifth of a list request's CPU

@@ -1,4 +1,4 @@
-"""Local artifact storage: files under ``{data_dir}/artifacts`` and HMAC-signed URLs.
+r"""Local artifact storage: files under ``{data_dir}/artifacts`` and HMAC-signed URLs.
 
 The control plane serves the URLs itself (``control_plane.storage.routes``):
 
@@ -7,7 +7,7 @@ The control plane serves the URLs itself (``control_plane.storage.routes``):
   needs the bot's agent token (``Authorization: Bearer``), and ``key`` must lie under that
   bot's prefix.
 
-``signature`` is HMAC-SHA256 over ``"{METHOD}\\n{key}\\n{expires}"`` with a 256-bit secret
+``signature`` is HMAC-SHA256 over ``"{METHOD}\n{key}\n{expires}"`` with a 256-bit secret
 generated once into ``{data_dir}/keys/artifact_urls.key``.
 """
 

@@ -156,8 +156,10 @@ class DeliveryWorker:
                 await self._store(self._take_results())
 
     def stop(self) -> None:
-        """Ask :meth:`run` to finish its attempts in flight, store them and return (the pass
-        in progress is never cancelled; see :mod:`control_plane.background`)."""
+        """Ask :meth:`run` to finish its attempts in flight, store them and return.
+
+        The pass in progress is never cancelled; see :mod:`control_plane.background`.
+        """
         self._loop.request_stop()
 
     async def step(self) -> float:

@@ -71,8 +71,10 @@ def create_provider(
 
 
 def status_hook(outbox: Outbox) -> StatusHook:
-    """A status hook writing ``bot.status_changed`` through ``outbox``, inside the status
-    change's transaction."""
+    """A status hook writing ``bot.status_changed`` through ``outbox``.
+
+    The event is written inside the status change's transaction.
+    """
 
     async def hook(session: AsyncSession, change: StatusChange) -> None:
         await _status_changed(outbox, session, change)

@@ -124,8 +124,11 @@ async def get_workspace(request: web.Request) -> web.Response:
     path_types=_WS,
 )
 async def update_workspace(request: web.Request) -> web.Response:
-    """Owner only. ``settings.default_prompt_version_id`` must name a prompt version of this
-    workspace (422 ``unknown_prompt_version``) or be null."""
+    """Update the workspace's name and settings (owner only).
+
+    ``settings.default_prompt_version_id`` must name a prompt version of this workspace (422
+    ``unknown_prompt_version``) or be null.
+    """
     workspace_id = await workspace_of_path(request, owner_only=True)
     patch = await read_body(request, WorkspacePatch)
     async with request.app[DB].sessions.begin() as session:

@@ -24,8 +24,10 @@ _BASE = "/api/v1/workspace/integrations/zoom/connections"
 
 
 class ZoomConnectionOut(BaseModel):
-    """A stored connection; ``expires_at`` is when its current access token expires (it is
-    refreshed on use)."""
+    """A stored connection.
+
+    ``expires_at`` is when its current access token expires (it is refreshed on use).
+    """
 
     id: int
     zoom_user_id: str
@@ -74,9 +76,11 @@ async def list_zoom_connections(request: web.Request) -> web.Response:
     errors=(403, 502, 503),
 )
 async def create_zoom_connection(request: web.Request) -> web.Response:
-    """Exchange the code with Zoom (settings ``zoom_client_id``/``zoom_client_secret``) and
-    store the tokens encrypted. 400 ``zoom_authorization_failed`` when Zoom refuses the code;
-    502 ``zoom_provider_error``; 503 ``zoom_not_configured``."""
+    """Exchange the code with Zoom and store the tokens encrypted.
+
+    Uses settings ``zoom_client_id``/``zoom_client_secret``. 400 ``zoom_authorization_failed`` when
+    Zoom refuses the code; 502 ``zoom_provider_error``; 503 ``zoom_not_configured``.
+    """
     caller = auth_of(request)
     workspace_id = caller.require_workspace()
     body = await read_body(request, ZoomConnectionCreate)
@@ -94,8 +98,11 @@ async def create_zoom_connection(request: web.Request) -> web.Response:
     path_types={"connection_id": int},
 )
 async def delete_zoom_connection(request: web.Request) -> web.Response:
-    """Removes the stored tokens. The caller's own connections; owners may delete any of the
-    workspace; anything else is 404 ``zoom_connection_not_found``."""
+    """Delete a Zoom connection: its stored tokens are removed.
+
+    The caller's own connections; owners may delete any of the workspace; anything else is 404
+    ``zoom_connection_not_found``.
+    """
     caller = auth_of(request)
     workspace_id = caller.require_workspace()
     connection_id = path_int(request, "connection_id", code="zoom_connection_not_found")

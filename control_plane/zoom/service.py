@@ -63,8 +63,9 @@ class ZoomConnections:
         authorization_code: str,
         redirect_uri: str,
     ) -> ZoomConnection:
-        """Exchange an OAuth code and store the connection (replacing the tokens of an existing
-        connection of the same Zoom user in this workspace).
+        """Exchange an OAuth code and store the connection.
+
+        An existing connection of the same Zoom user in this workspace gets the new tokens in place.
 
         Raises:
             NotConfigured: 503 ``zoom_not_configured`` — no client id/secret set.
@@ -155,8 +156,11 @@ class ZoomConnections:
     async def usable_connection(
         self, workspace_id: uuid.UUID, user_id: int | None, connection_id: int | None
     ) -> int | None:
-        """The connection a launch would use: ``connection_id`` when it is one of the
-        workspace's, else (when not given) the user's newest one; None when there is none."""
+        """The connection a launch would use, or None when there is none.
+
+        ``connection_id`` when it is one of the workspace's, else (when not given) the user's newest
+        one.
+        """
         query = select(ZoomConnection.id).where(ZoomConnection.workspace_id == workspace_id)
         if connection_id is not None:
             query = query.where(ZoomConnection.id == connection_id)

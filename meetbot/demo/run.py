@@ -119,9 +119,10 @@ class DemoRun:
     # ---- the run --------------------------------------------------------------------
 
     async def run(self, report: Callable[[DemoSummary], None]) -> DemoSummary:
-        """Run every step, hand the summary to ``report``, then (with ``keep_running``) wait
-        for cancellation before stopping everything. Failures of the steps go into the
-        summary; nothing is raised for them.
+        """Run every step, hand the summary to ``report``, then stop everything.
+
+        With ``keep_running``, wait for cancellation before stopping. Failures of the steps go into
+        the summary; nothing is raised for them.
         """
         error: str | None = None
         async with contextlib.AsyncExitStack() as stack:

@@ -325,8 +325,9 @@ class RoomState:
         await self.broadcast_participants()
 
     async def leave(self, participant_id: str) -> None:
-        """A participant leaves (pressed leave, their page went away, or the host API says a
-        simulated one leaves). Idempotent.
+        """A participant leaves. Idempotent.
+
+        They pressed leave, their page went away, or the host API says a simulated one leaves.
 
         Raises:
             ParticipantNotFound: No such participant.

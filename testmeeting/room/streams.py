@@ -1,5 +1,7 @@
-"""The room's media: audio sources, the audio slots (remote tracks) pages hold, speech and
-microphone blocks out to the pages, and what browser participants send in.
+"""The room's media: audio from and to the pages.
+
+Audio sources, the audio slots (remote tracks) pages hold, speech and microphone blocks out to the
+pages, and what browser participants send in.
 
 Audio slots: Google Meet gives every remote participant an audio track of their own, so each
 page prepares one slot per possible speaker — ``sim-<index>`` per scripted simulated
@@ -118,10 +120,12 @@ class RoomMedia:
     # ---- audio slots -----------------------------------------------------------------
 
     def audio_slot_ids(self, for_participant: str | None = None) -> list[str]:
-        """Audio slots (remote tracks on Google Meet) a page should hold: scripted simulated
-        participants as ``sim-<index>`` in script order, then participants added later and
-        browser participants who entered the meeting, by participant id — except the page's
-        own participant."""
+        """Audio slots (remote tracks on Google Meet) a page should hold.
+
+        Scripted simulated participants as ``sim-<index>`` in script order, then participants added
+        later and browser participants who entered the meeting, by participant id — except the
+        page's own participant.
+        """
         return self._scripted + [slot for slot in self._extra if slot != for_participant]
 
     def bind_scripted(self, participant_id: str, index: int) -> None:
@@ -177,8 +181,10 @@ class RoomMedia:
             await link.send_bytes(message)
 
     async def relay_audio(self, participant_id: str, pcm: bytes) -> None:
-        """Send a browser participant's microphone block to every other page in the meeting,
-        as the platforms do; nothing is relayed from the lobby or with the microphone off."""
+        """Send a browser participant's microphone block to every other page in the meeting.
+
+        This is what the platforms do; nothing is relayed from the lobby or with the microphone off.
+        """
         participant = self._state.participants[participant_id]
         if participant.state is not ParticipantState.IN_MEETING or not participant.mic_on:
             return

@@ -1,10 +1,11 @@
-"""The agent-link aggregate: each bot's link credentials and liveness, the ledger of agent
-frames already stored, the meeting chat, and uploaded artifacts (recordings, screenshots).
+"""The agent-link aggregate: link credentials, frame ledger, chat and artifacts of each bot.
+
+Each bot's link credentials and liveness, the ledger of agent frames already stored, the meeting
+chat, and uploaded artifacts (recordings, screenshots).
 
 Idempotency of the link (docs/architecture.md §5) rests on :class:`AgentFrameReceipt`: a
-frame's effects
-and its receipt row commit in one transaction, so a frame resent from the agent's outbox finds
-its receipt and is only acked again.
+frame's effects and its receipt row commit in one transaction, so a frame resent from the agent's
+outbox finds its receipt and is only acked again.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
+    """Create the tenancy, meeting, status audit, idempotency and segment tables and indexes."""
     op.create_table(
         "users",
         sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
@@ -225,6 +226,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    """Drop every table and index of the initial schema, dependants first."""
     op.drop_index("ix_segments_meeting_start", table_name="segments")
     op.drop_table("segments")
     op.drop_index("ix_idempotency_records_created_at", table_name="idempotency_records")

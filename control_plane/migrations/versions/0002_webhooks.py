@@ -21,7 +21,7 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-
+    """Create the webhook endpoint, message (outbox), delivery and attempt tables and indexes."""
     op.create_table(
         "webhook_endpoints",
         sa.Column("id", sa.String(length=40), nullable=False),
@@ -140,7 +140,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-
+    """Drop the webhook tables and their indexes, attempts first."""
     with op.batch_alter_table("webhook_attempts", schema=None) as batch_op:
         batch_op.drop_index("ix_webhook_attempts_endpoint_time")
         batch_op.drop_index(batch_op.f("ix_webhook_attempts_delivery_id"))

@@ -19,6 +19,7 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
+    """Create the action prompt, invitation and Zoom connection tables with their indexes."""
     op.create_table(
         "action_prompts",
         sa.Column("id", sa.String(length=64), nullable=False),
@@ -123,6 +124,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    """Drop the Zoom connection, invitation and action prompt tables and their indexes."""
     op.drop_index("ix_zoom_connections_workspace_user", table_name="zoom_connections")
     op.drop_table("zoom_connections")
     op.drop_index("ix_invitations_workspace_status_created", table_name="invitations")

@@ -21,6 +21,7 @@ _MEETING_FK = "meetings.id"
 
 
 def upgrade() -> None:
+    """Create the agent link, frame receipt, chat message and artifact tables with their indexes."""
     op.create_table(
         "agent_links",
         sa.Column("meeting_id", sa.Integer(), nullable=False),
@@ -102,6 +103,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    """Drop the artifact, chat message, frame receipt and agent link tables."""
     op.drop_index("ix_artifacts_meeting_kind", table_name="artifacts")
     op.drop_table("artifacts")
     op.drop_index("ix_chat_messages_meeting_timestamp", table_name="chat_messages")

@@ -38,6 +38,7 @@ def _trigram_available(bind: sa.Connection) -> bool:
 
 
 def upgrade() -> None:
+    """Replace the meeting-list indexes; add the trigram index where PostgreSQL allows it."""
     op.drop_index("ix_meetings_workspace_status", table_name="meetings")
     op.drop_index("ix_meetings_workspace_name", table_name="meetings")
     op.drop_index("ix_meetings_workspace_created", table_name="meetings")
@@ -63,6 +64,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    """Restore the 0004 meeting-list indexes; drop the trigram index on PostgreSQL if present."""
     if op.get_bind().dialect.name == "postgresql":
         op.execute("DROP INDEX IF EXISTS ix_meetings_name_trgm")
     op.drop_index("ix_meetings_workspace_created", table_name="meetings")

@@ -1,0 +1,1 @@
+"""Alembic revisions, applied in order; each module's docstring says what it changes."""
