@@ -39,6 +39,8 @@ WRONG_IMPORTS = [
         "control_plane layers",
     ),
     ("control_plane/records/wrong_agent.py", "import agent.bot", "imports nothing of the agent"),
+    ("agent/transcribe/wrong_up.py", "import agent.media", "agent layers"),
+    ("agent/platforms/wrong_up.py", "import agent.bot", "agent layers"),
     ("agent/link/wrong_cp.py", "import control_plane.settings", "agent never imports"),
     ("testmeeting/wrong_agent.py", "import agent.contracts.status", "testmeeting imports neither"),
     ("control_plane/meetings/wrong_meetbot.py", "import meetbot.cli", "nothing imports it"),
