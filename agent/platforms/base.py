@@ -44,14 +44,30 @@ class MeetingState(StrEnum):
     NOT_FOUND = "not_found"
     REMOVED = "removed"
     ENDED = "ended"
+    LOGIN_REQUIRED = "login_required"
+    CANT_JOIN = "cant_join"
+    PASSCODE = "passcode"
 
 
 @dataclass(frozen=True, slots=True)
 class Probe:
-    """Evidence of one state: any visible text (case-insensitive substring) or CSS match."""
+    """Evidence of one state, any one candidate suffices.
+
+    Attributes:
+        texts: Case-insensitive substrings of the page's visible text (full page, banner,
+            dialog or modal alike; the chat and people lists excluded, see
+            :attr:`PlatformSelectors.quoted`), or of a visible dialog's/alert's ``aria-label``.
+        css: CSS selectors of which one visible match suffices.
+        scoped: ``(css, text)`` pairs: a visible element matching ``css`` whose text or
+            ``aria-label`` contains ``text`` (a short text such as "Meeting ended" counts only
+            in a heading, dialog or button, never in a sentence elsewhere).
+        urls: Substrings of the page's URL (a redirect to a sign-in host).
+    """
 
     texts: tuple[str, ...] = ()
     css: tuple[str, ...] = ()
+    scoped: tuple[tuple[str, str], ...] = ()
+    urls: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +109,16 @@ class PlatformSelectors:
     chat_send: Target = field(default_factory=Target)
     hand_raise: Target = field(default_factory=Target)
     hand_lower: Target = field(default_factory=Target)
+    # Where participants' own words appear (chat messages, names): excluded from text probes,
+    # so a chat line "the meeting has ended" never ends the bot.
+    quoted: tuple[str, ...] = ()
+    # Passcode prompts: the passcode input and its submit button (and a meeting-ID input for
+    # forms that ask for both).
+    passcode_input: Target = field(default_factory=Target)
+    meeting_id_input: Target = field(default_factory=Target)
+    passcode_submit: Target = field(default_factory=Target)
+    # The meeting's title as the page shows it once joined (first non-empty match wins).
+    title_css: tuple[str, ...] = ()
 
 
 # Terminal screens first: a removal dialog can sit on top of the meeting's toolbar.
@@ -102,28 +128,59 @@ STATE_ORDER: tuple[MeetingState, ...] = (
     MeetingState.DENIED,
     MeetingState.NO_ANSWER,
     MeetingState.NOT_FOUND,
+    MeetingState.CANT_JOIN,
+    MeetingState.LOGIN_REQUIRED,
+    MeetingState.PASSCODE,
     MeetingState.LOBBY,
     MeetingState.IN_MEETING,
     MeetingState.PREJOIN,
 )
 
+TERMINAL_STATES: frozenset[MeetingState] = frozenset(
+    {
+        MeetingState.REMOVED,
+        MeetingState.ENDED,
+        MeetingState.DENIED,
+        MeetingState.NO_ANSWER,
+        MeetingState.NOT_FOUND,
+        MeetingState.CANT_JOIN,
+        MeetingState.LOGIN_REQUIRED,
+    }
+)
+"""Screens after which the bot cannot stay: the watchdog ends the bot on any of them."""
+
 EVALUATE_TIMEOUT_S = 20.0
 """Longest a page evaluation may take before the page counts as hung."""
 
 _PROBE_JS = """
-([texts, selectors]) => {
-  const body = document.body ? document.body.innerText.toLowerCase() : '';
+([texts, selectors, scoped, urls, quoted]) => {
   const visible = (el) => {
     if (!el.getClientRects().length) return false;
     const style = getComputedStyle(el);
     return style.visibility !== 'hidden' && style.display !== 'none';
   };
+  const all = (s) => {
+    try { return Array.from(document.querySelectorAll(s)).filter(visible); }
+    catch (err) { return []; }
+  };
+  let body = document.body ? document.body.innerText : '';
+  for (const s of quoted) {
+    for (const el of all(s)) {
+      const said = el.innerText || '';
+      if (said) body = body.split(said).join(' ');
+    }
+  }
+  const labels = all('[role="dialog"], [role="alertdialog"], [role="alert"]')
+    .map((el) => el.getAttribute('aria-label') || '');
+  const corpus = (body + '\\n' + labels.join('\\n')).toLowerCase();
+  const own = (el) => ((el.innerText || '') + ' ' + (el.getAttribute('aria-label') || ''))
+    .toLowerCase();
+  const href = location.href.toLowerCase();
   return {
-    texts: texts.map((t) => body.includes(t.toLowerCase())),
-    css: selectors.map((s) => {
-      try { return Array.from(document.querySelectorAll(s)).some(visible); }
-      catch (err) { return false; }
-    }),
+    texts: texts.map((t) => corpus.includes(t.toLowerCase())),
+    css: selectors.map((s) => all(s).length > 0),
+    scoped: scoped.map(([s, t]) => all(s).some((el) => own(el).includes(t.toLowerCase()))),
+    urls: urls.map((u) => href.includes(u.toLowerCase())),
   };
 }
 """
@@ -150,6 +207,10 @@ class PlatformAdapter(Protocol):
 
     async def click_join(self, page: Page) -> None:
         """Click "Join now" / "Ask to join" / "Join"."""
+        ...
+
+    async def enter_passcode(self, page: Page, meeting_id: str, passcode: str | None) -> bool:
+        """Fill a passcode prompt (and its meeting-ID field) and submit; False without one."""
         ...
 
     async def state(self, page: Page) -> MeetingState:
@@ -292,23 +353,63 @@ class SelectorAdapter:
         except PlaywrightError as exc:
             raise BrowserError("join button not clickable") from exc
 
+    async def enter_passcode(self, page: Page, meeting_id: str, passcode: str | None) -> bool:
+        """Type the passcode (and the meeting ID, on forms that ask for both) and submit.
+
+        Args:
+            page: The meeting page showing a passcode prompt (:attr:`MeetingState.PASSCODE`).
+            meeting_id: The native meeting ID, for forms that ask for it.
+            passcode: The bot's passcode.
+
+        Returns:
+            False when there is no passcode to type or the platform has no passcode prompt.
+
+        Raises:
+            BrowserError: The prompt's fields or button were not usable.
+        """
+        s = self.selectors
+        if not passcode or not s.passcode_input:
+            return False
+        try:
+            if s.meeting_id_input and await self.visible(page, s.meeting_id_input):
+                await self.locate(page, s.meeting_id_input).fill(meeting_id, timeout=2_000)
+            await self.locate(page, s.passcode_input).fill(passcode, timeout=2_000)
+            await self.locate(page, s.passcode_submit).click(timeout=5_000)
+        except PlaywrightError as exc:
+            raise BrowserError("passcode prompt not usable") from exc
+        log.info("passcode typed", extra={"platform": self.platform.value})
+        return True
+
     async def state(self, page: Page) -> MeetingState:
         """Probe the page once (one evaluation) and name its screen."""
         probes = self.selectors.probes
         texts: list[str] = []
         css: list[str] = []
+        scoped: list[tuple[str, str]] = []
+        urls: list[str] = []
         for state in STATE_ORDER:
             probe = probes.get(state, Probe())
             texts += probe.texts
             css += probe.css
-        found = await self._evaluate(page, _PROBE_JS, [texts, css])
+            scoped += probe.scoped
+            urls += probe.urls
+        found = await self._evaluate(
+            page, _PROBE_JS, [texts, css, scoped, urls, list(self.selectors.quoted)]
+        )
         if not found:
             return MeetingState.LOADING
         text_hits = dict(zip(texts, found["texts"], strict=True))
         css_hits = dict(zip(css, found["css"], strict=True))
+        scoped_hits = dict(zip(scoped, found["scoped"], strict=True))
+        url_hits = dict(zip(urls, found["urls"], strict=True))
         for state in STATE_ORDER:
             probe = probes.get(state, Probe())
-            if any(text_hits[t] for t in probe.texts) or any(css_hits[c] for c in probe.css):
+            if (
+                any(text_hits[t] for t in probe.texts)
+                or any(css_hits[c] for c in probe.css)
+                or any(scoped_hits[pair] for pair in probe.scoped)
+                or any(url_hits[u] for u in probe.urls)
+            ):
                 return state
         return MeetingState.LOADING
 
