@@ -132,7 +132,12 @@ class Bot:
             refine_after_meeting=config.refine_after_meeting,
         )
         self.watch = MeetingWatch(
-            self.adapter, config.settings.bot_name, self.timers, self.media, speaker_sink
+            self.adapter,
+            config.settings.bot_name,
+            self.timers,
+            self.media,
+            speaker_sink,
+            audio=self.capture.stats,
         )
         self.uploader = ArtifactUploader(config.agent_token, settings.data_dir / "artifacts")
         self.commands = CommandHandler(
@@ -400,9 +405,10 @@ class Bot:
             await self._pause(self.settings.poll_interval_seconds)
 
     async def _in_meeting(self, page: Page) -> None:
+        # Who is there first (the moment of admission), then the chat panel.
+        await self.watch.read_participants(page, self.events, _now(), initial=True)
         with contextlib.suppress(Exception):
             await self.adapter.open_chat(page)
-        await self.watch.read_participants(page, self.events, _now(), initial=True)
         tick = 0
         while True:
             state = await self.adapter.state(page)

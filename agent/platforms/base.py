@@ -91,6 +91,31 @@ class ChatLine:
     text: str
 
 
+@dataclass(frozen=True, slots=True)
+class Presence:
+    """Who else is in the meeting, by every signal the page gives.
+
+    Attributes:
+        names: Other participants' names from the tiles and lists, the bot excluded.
+        count: The platform's own participant count, the bot included, if it shows one.
+        only_you: The page says the bot is the only one there.
+    """
+
+    names: list[str]
+    count: int | None = None
+    only_you: bool = False
+
+    def others(self) -> int:
+        """How many others are present: the "only you" text wins, then the platform's count,
+        then the names (a list can lag or hold stale tiles; a count or text is the platform's
+        word)."""
+        if self.only_you:
+            return 0
+        if self.count is not None:
+            return max(self.count - 1, 0)
+        return len(self.names)
+
+
 @dataclass(frozen=True)
 class PlatformSelectors:
     """One platform's elements and texts. Sources are cited beside each entry in the modules."""
@@ -119,6 +144,8 @@ class PlatformSelectors:
     passcode_submit: Target = field(default_factory=Target)
     # The meeting's title as the page shows it once joined (first non-empty match wins).
     title_css: tuple[str, ...] = ()
+    # Visible texts meaning nobody else is in the meeting ("You're the only one here").
+    alone_texts: tuple[str, ...] = ()
 
 
 # Terminal screens first: a removal dialog can sit on top of the meeting's toolbar.
@@ -186,6 +213,21 @@ _PROBE_JS = """
 """
 
 
+_TITLE_JS = """
+(selectors) => {
+  for (const s of selectors) {
+    let found = [];
+    try { found = Array.from(document.querySelectorAll(s)); } catch (err) { continue; }
+    for (const el of found) {
+      const text = el.getAttribute('data-meeting-title') || el.innerText || el.textContent || '';
+      if (text.trim()) return text.trim();
+    }
+  }
+  return null;
+}
+"""
+
+
 class PlatformAdapter(Protocol):
     """What the bot needs from a platform's web client (docs/architecture.md §4).
 
@@ -219,6 +261,14 @@ class PlatformAdapter(Protocol):
 
     async def participants(self, page: Page, bot_name: str) -> list[str]:
         """Other participants' names, in page order, the bot excluded."""
+        ...
+
+    async def presence(self, page: Page, bot_name: str) -> Presence:
+        """Other participants by every signal: names, the platform's count, "only you" texts."""
+        ...
+
+    async def meeting_title(self, page: Page) -> str | None:
+        """The meeting's title as the page shows it, if it shows one."""
         ...
 
     async def speakers(self, page: Page) -> set[str]:
@@ -261,6 +311,8 @@ class SelectorAdapter:
     speakers_js: ClassVar[str] = ""
     # () => [[key, sender, text], ...] oldest first.
     chat_js: ClassVar[str] = ""
+    # () => the platform's participant count (the bot included), or null when not shown.
+    count_js: ClassVar[str] = ""
     # Texts that mark the bot's own entry in lists ("(You)").
     self_markers: ClassVar[tuple[str, ...]] = ("(you)",)
 
@@ -428,6 +480,31 @@ class SelectorAdapter:
             if name and not self._is_self(name, bot_name) and name not in result:
                 result.append(name)
         return result
+
+    async def meeting_title(self, page: Page) -> str | None:
+        """The first non-empty title of :attr:`PlatformSelectors.title_css` (an element's
+        ``data-meeting-title`` attribute, else its text), whitespace collapsed; None if none."""
+        if not self.selectors.title_css:
+            return None
+        raw = await self._evaluate(page, _TITLE_JS, list(self.selectors.title_css))
+        title = " ".join(str(raw or "").split())[:300]
+        return title or None
+
+    async def presence(self, page: Page, bot_name: str) -> Presence:
+        """Names, the platform's count (:attr:`count_js`) and its "only you" texts."""
+        names = await self.participants(page, bot_name)
+        count: int | None = None
+        if self.count_js:
+            raw = await self._evaluate(page, self.count_js)
+            if isinstance(raw, int | float) and raw >= 0:
+                count = int(raw)
+        only_you = False
+        if self.selectors.alone_texts:
+            found = await self._evaluate(page, _PROBE_JS, [
+                list(self.selectors.alone_texts), [], [], [], list(self.selectors.quoted)
+            ])
+            only_you = bool(found) and any(found["texts"])
+        return Presence(names, count, only_you)
 
     async def speakers(self, page: Page) -> set[str]:
         """Names whose speaking indicator is lit."""

@@ -84,6 +84,8 @@ SELECTORS = PlatformSelectors(
     },
     # Chat messages (VC) and participant tiles (V09) hold participants' own words.
     quoted=("[data-message-id]", "[data-participant-id]"),
+    alone_texts=("You're the only one here",),  # not confirmed (Meet's empty-call text)
+    title_css=("[data-meeting-title]",),  # not confirmed (the call's title, bottom left)
     prejoin_dismiss=(),
     name_input=Target(
         labels=("Your name",),  # V09: input[type="text"][aria-label="Your name"]

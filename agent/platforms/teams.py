@@ -76,6 +76,7 @@ SELECTORS = PlatformSelectors(
     },
     # Chat messages (V09) and video tiles named in data-tid (VH) hold participants' own words.
     quoted=('[data-tid="chat-pane-message"]', "[data-stream-type][data-tid]"),
+    alone_texts=("Waiting for others to join",),  # not confirmed (Teams' empty-call text)
     meeting_id_input=Target(
         css=('input[aria-label="Meeting ID"]',),  # not confirmed
     ),

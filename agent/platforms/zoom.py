@@ -172,6 +172,17 @@ _CHAT_JS = """
 }
 """
 
+# The participants button's label carries the count, bot included: VH selects
+# button[aria-label*="participants list"]; public Zoom-web automation code records the label
+# "open the participants list pane,[2] particpants" (testmeeting README, Zoom's spelling).
+_COUNT_JS = """
+() => {
+  const button = document.querySelector('button[aria-label*="participants list" i]');
+  const match = button && /\\[(\\d+)\\]/.exec(button.getAttribute('aria-label') || '');
+  return match ? Number(match[1]) : null;
+}
+"""
+
 _JOIN_PATH = re.compile(r"^/j/(\d{9,11})/?$")
 
 
@@ -183,6 +194,7 @@ class ZoomAdapter(SelectorAdapter):
     participants_js: ClassVar[str] = _PARTICIPANTS_JS
     speakers_js: ClassVar[str] = _SPEAKERS_JS
     chat_js: ClassVar[str] = _CHAT_JS
+    count_js: ClassVar[str] = _COUNT_JS
 
     passcode_param: ClassVar[str | None] = "pwd"
 
