@@ -97,7 +97,12 @@ async def start(server: TestMeetingServer, tmp_path: Path) -> AsyncIterator[Star
     runs: list[Run] = []
 
     async def _start(
-        platform: str, scenario: str, passcode: str | None = None, **settings: Any
+        platform: str,
+        scenario: str,
+        passcode: str | None = None,
+        url: str | None = None,
+        host: dict[str, Any] | None = None,
+        **settings: Any,
     ) -> Run:
         room_id = next(_IDS)[platform]
         passcode_line = f"passcode: '{passcode}'\n" if passcode else ""
@@ -112,7 +117,7 @@ async def start(server: TestMeetingServer, tmp_path: Path) -> AsyncIterator[Star
             bot_id=uuid.UUID(peer.bot_id),
             meeting_id=1,
             platform=platform,
-            meeting_url=server.meeting_url(platform, room_id),
+            meeting_url=url or server.meeting_url(platform, room_id),
             native_meeting_id=room_id,
             passcode=passcode,
             settings=BotSettings(
@@ -136,6 +141,7 @@ async def start(server: TestMeetingServer, tmp_path: Path) -> AsyncIterator[Star
             drain_timeout_seconds=5.0,
             join_timeout_seconds=20.0,
             models_dir=tmp_path / "models",
+            **(host or {}),
         )
         bot = Bot(config, agent_settings)
         run = Run(room, bot, peer, asyncio.create_task(bot.run()))
@@ -253,3 +259,20 @@ async def test_max_meeting_duration_caps_a_meeting_that_never_empties(start: Sta
     active = next(e for e in run.peer.events_of("status") if e.status.value == "active")
     waited = run.stopping_at() - active.ts.timestamp()
     assert 60 * SCALE <= waited <= 60 * SCALE + 2 * POLL + 1.0
+
+
+async def test_a_page_showing_no_known_screen_ends_the_bot_with_page_lost(start: Start) -> None:
+    # A plain "404: Not Found" page on the meeting's host: no screen any adapter knows.
+    run: Run = await start(
+        "google_meet",
+        "lobby: false\n",
+        url="https://meet.google.com/_tm/static/no-such-page.js",
+        host={"lost_page_seconds": 1.5},
+    )
+    assert await run.finish() is BotStatus.FAILED
+    assert run.statuses()[-2:] == [("stopping", "page_lost"), ("failed", "page_lost")]
+    joining = next(e for e in run.peer.events_of("status") if e.status.value == "joining")
+    waited = run.stopping_at() - joining.ts.timestamp()
+    # lost_page_seconds after the page opened (Chromium's launch comes first), long before the
+    # 20 s join timeout would have said join_error.
+    assert 1.5 <= waited <= 12.0
