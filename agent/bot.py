@@ -17,6 +17,10 @@ Exit reasons (``status_reason`` codes of docs/architecture.md §3):
 |---|---|
 | platform says the meeting does not exist | failed / meeting_not_found |
 | join button never appeared, page failed | failed / join_error |
+| platform asks the bot to sign in | failed / login_required |
+| platform refuses the bot (blocked, captcha, anti-bot wall) | failed / join_refused_by_platform |
+| page crashed, closed, or unknown for ``lost_page_seconds`` | failed / page_lost |
+| in the meeting ``max_meeting_duration_seconds`` | completed / max_duration |
 | host denied the request | failed / admission_denied |
 | lobby longer than the admission timeout | failed / admission_timeout |
 | host removed the bot | completed / removed_by_host |
@@ -34,6 +38,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from urllib.parse import urlsplit
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
@@ -60,24 +65,10 @@ from agent.sse.log import EventLog
 from agent.sse.server import SseServer, StreamAuth, create_sse_app
 from agent.transcribe.options import TranscribeOptions
 from agent.watch import MeetingWatch, SpeakerSink
+from agent.watchdog import PageWatchdog, screen_exit
 
 log = logging.getLogger(__name__)
 
-# Screens that end an attempt to join (before admission) and their reasons.
-_JOIN_FAILURES: dict[MeetingState, StatusReason] = {
-    MeetingState.NOT_FOUND: StatusReason.MEETING_NOT_FOUND,
-    MeetingState.DENIED: StatusReason.ADMISSION_DENIED,
-    MeetingState.NO_ANSWER: StatusReason.ADMISSION_TIMEOUT,
-    MeetingState.REMOVED: StatusReason.ADMISSION_DENIED,
-    MeetingState.ENDED: StatusReason.MEETING_ENDED,
-}
-# Screens that end a meeting the bot was in.
-_MEETING_ENDS: dict[MeetingState, StatusReason] = {
-    MeetingState.REMOVED: StatusReason.REMOVED_BY_HOST,
-    MeetingState.ENDED: StatusReason.MEETING_ENDED,
-    MeetingState.NOT_FOUND: StatusReason.MEETING_ENDED,
-    MeetingState.DENIED: StatusReason.REMOVED_BY_HOST,
-}
 LEAVE_TIMEOUT_S = 10.0
 # A pre-join screen still showing this long after the join click means the click did not take.
 REJOIN_CLICK_AFTER_S = 3.0
@@ -115,6 +106,9 @@ class Bot:
         self._observer = observer
         self._stop = asyncio.Event()
         self._stop_reason: StatusReason = StatusReason.STOPPED_BY_API
+        # An exit found outside the attendance's own loops (the watchdog), if any.
+        self._exit: MeetingExit | None = None
+        self._watchdog_task: asyncio.Task[None] | None = None
         self._outbox: Outbox | None = None
         self.link: LinkClient | None = None
         self.sse: SseServer | None = None
@@ -138,7 +132,12 @@ class Bot:
             refine_after_meeting=config.refine_after_meeting,
         )
         self.watch = MeetingWatch(
-            self.adapter, config.settings.bot_name, self.timers, self.media, speaker_sink
+            self.adapter,
+            config.settings.bot_name,
+            self.timers,
+            self.media,
+            speaker_sink,
+            audio=self.capture.stats,
         )
         self.uploader = ArtifactUploader(config.agent_token, settings.data_dir / "artifacts")
         self.commands = CommandHandler(
@@ -166,6 +165,16 @@ class Bot:
             self._stop_reason = reason
             self._stop.set()
 
+    def _end(self, exit_: MeetingExit) -> None:
+        """End the attendance with ``exit_`` (the watchdog's verdict); the first cause wins."""
+        if not self._stop.is_set():
+            self._exit = exit_
+            self._stop.set()
+
+    def _stopped(self) -> MeetingExit:
+        """The exit of a stopped attendance: the watchdog's, else the stop request's."""
+        return self._exit if self._exit is not None else MeetingLeft(self._stop_reason)
+
     async def _pause(self, seconds: float) -> None:
         """Sleep up to ``seconds`` (less when a timer is due); leave at once when asked to."""
         deadline = self.timers.next_deadline()
@@ -174,7 +183,7 @@ class Bot:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._stop.wait(), timeout=seconds)
         if self._stop.is_set():
-            raise MeetingLeft(self._stop_reason)
+            raise self._stopped()
 
     # ---- run ------------------------------------------------------------------------
 
@@ -236,7 +245,7 @@ class Bot:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await attend
         if cut_short:
-            raise MeetingLeft(self._stop_reason)
+            raise self._stopped()
         attend.result()
 
     async def _start_services(self) -> None:
@@ -285,6 +294,7 @@ class Bot:
         await self.machine.move(BotStatus.JOINING, StatusReason.JOIN_STARTED)
         page = await self.browser.start()
         url = self.adapter.meeting_url(self.config.meeting_url, self.config.passcode)
+        self._start_watchdog(page, url)
         timeout_ms = self.settings.join_timeout_seconds * 1000
         try:
             await page.goto(url, wait_until="domcontentloaded", timeout=timeout_ms)
@@ -294,12 +304,41 @@ class Bot:
         await self._admission(page)
         await self._in_meeting(page)
 
+    def _start_watchdog(self, page: Page, url: str) -> None:
+        watchdog = PageWatchdog(
+            self.adapter,
+            admitted=lambda: self.joined_at is not None,
+            on_exit=self._end,
+            interval=self.settings.watchdog_interval_seconds,
+            lost_after=self.settings.lost_page_seconds,
+            grace=2 * self.settings.poll_interval_seconds,
+        )
+        watchdog.attach(page)
+        self._watchdog_task = asyncio.create_task(
+            watchdog.run(page, urlsplit(url).hostname or ""), name="watchdog"
+        )
+
+    async def _stop_watchdog(self) -> None:
+        task, self._watchdog_task = self._watchdog_task, None
+        if task is None:
+            return
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+
+    def _screen_exit(self, state: MeetingState) -> None:
+        """Raise the exit ``state`` means (see :func:`agent.watchdog.screen_exit`)."""
+        exit_ = screen_exit(state, admitted=self.joined_at is not None)
+        if exit_ is not None:
+            raise exit_
+
     async def _join(self, page: Page) -> None:
         deadline = _now() + self.settings.join_timeout_seconds
         while True:
             state = await self.adapter.state(page)
-            if state in _JOIN_FAILURES:
-                raise JoinFailed(_JOIN_FAILURES[state])
+            self._screen_exit(state)
+            if state is MeetingState.PASSCODE:
+                await self._passcode(page)
             if state in (MeetingState.LOBBY, MeetingState.IN_MEETING):
                 return
             if await self.adapter.prepare(page, self.config.settings.bot_name):
@@ -312,15 +351,27 @@ class Bot:
                 raise JoinFailed(StatusReason.JOIN_ERROR, "no join button")
             await self._pause(self.settings.poll_interval_seconds)
 
+    async def _passcode(self, page: Page) -> None:
+        """Answer the platform's passcode prompt with the bot's passcode.
+
+        Raises:
+            JoinFailed: ``join_error`` when the bot has no passcode to give.
+        """
+        given = await self.adapter.enter_passcode(
+            page, self.config.native_meeting_id or "", self.config.passcode
+        )
+        if not given:
+            raise JoinFailed(StatusReason.JOIN_ERROR, "the meeting asks for a passcode")
+
     async def _admission(self, page: Page) -> None:
         deadline = _now() + self.settings.join_timeout_seconds
         last_click = _now()
+        passcode_at = -REJOIN_CLICK_AFTER_S
         not_in_yet = time.time()
         while True:
             probed_at = time.time()
             state = await self.adapter.state(page)
-            if state in _JOIN_FAILURES:
-                raise JoinFailed(_JOIN_FAILURES[state])
+            self._screen_exit(state)
             if state is MeetingState.IN_MEETING:
                 was_waiting = self.machine.status is BotStatus.AWAITING_ADMISSION
                 reason = StatusReason.ADMITTED if was_waiting else StatusReason.JOINED
@@ -332,6 +383,9 @@ class Bot:
                 self.media.start(self.joined_at)
                 return
             not_in_yet = probed_at
+            if state is MeetingState.PASSCODE and _now() - passcode_at >= REJOIN_CLICK_AFTER_S:
+                passcode_at = _now()
+                await self._passcode(page)
             if (
                 state is MeetingState.PREJOIN
                 and _now() - last_click >= REJOIN_CLICK_AFTER_S
@@ -351,14 +405,14 @@ class Bot:
             await self._pause(self.settings.poll_interval_seconds)
 
     async def _in_meeting(self, page: Page) -> None:
+        # Who is there first (the moment of admission), then the chat panel.
+        await self.watch.read_participants(page, self.events, _now(), initial=True)
         with contextlib.suppress(Exception):
             await self.adapter.open_chat(page)
-        await self.watch.read_participants(page, self.events, _now(), initial=True)
         tick = 0
         while True:
             state = await self.adapter.state(page)
-            if state in _MEETING_ENDS:
-                raise MeetingLeft(_MEETING_ENDS[state])
+            self._screen_exit(state)
             await self.watch.speakers(page)
             if tick % 2 == 0:
                 await self.watch.read_participants(page, self.events, _now())
@@ -379,6 +433,7 @@ class Bot:
     # ---- leaving --------------------------------------------------------------------
 
     async def _finish(self, exit_: MeetingExit) -> None:
+        await self._stop_watchdog()
         was_active = self.machine.status is BotStatus.ACTIVE
         final = exit_.status
         if exit_.reason == StatusReason.MEETING_ENDED and not was_active:

@@ -46,7 +46,7 @@ def build_config(args: argparse.Namespace) -> BotConfig:
     path = urlsplit(args.meeting_url).path.rstrip("/")
     options: dict[str, Any] = {"bot_name": args.name}
     for key in ("admission_timeout_seconds", "left_alone_timeout_seconds",
-                "startup_alone_timeout_seconds"):
+                "startup_alone_timeout_seconds", "max_meeting_duration_seconds"):
         value = getattr(args, key)
         if value is not None:
             options[key] = value
@@ -74,6 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ignore-https-errors", action="store_true")
     parser.add_argument("--admission-timeout-seconds", type=int)
     parser.add_argument("--left-alone-timeout-seconds", type=int)
+    parser.add_argument("--max-meeting-duration-seconds", type=int)
     parser.add_argument("--startup-alone-timeout-seconds", type=int)
     parser.add_argument("--stream-public-key", type=argparse.FileType("r"),
                         help="PEM Ed25519 key verifying SSE stream tokens")

@@ -80,9 +80,18 @@ class BotEvents:
         await self._to_link(frame)
         await self._to_stream("bot_status", payload)
 
-    async def participants(self, names: list[str], joined: list[str], left: list[str]) -> None:
-        """The participant list changed (names exclude the bot)."""
-        frame = ParticipantsEvent(participants=names, joined=joined, left=left)
+    async def participants(
+        self,
+        names: list[str],
+        joined: list[str],
+        left: list[str],
+        meeting_name: str | None = None,
+    ) -> None:
+        """The participant list changed (names exclude the bot); ``meeting_name`` is the
+        meeting's title when it was just read from the page."""
+        frame = ParticipantsEvent(
+            participants=names, joined=joined, left=left, meeting_name=meeting_name
+        )
         payload = {"participants": names, "joined": joined, "left": left}
         self._observe("participant_update", payload)
         await self._to_link(frame)

@@ -4,8 +4,8 @@
 (docs/architecture.md §3)
 and reports every change with its reason; an illegal move is refused, never sent.
 :class:`MeetingTimers` decides, from the participant counts the bot observes, when the
-admission, startup-alone and left-alone timeouts expire; it is plain logic over a clock value
-so it is tested without waiting.
+admission, startup-alone and left-alone timeouts and the ``max_duration`` cap expire; it is
+plain logic over a clock value so it is tested without waiting.
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ class Timeouts:
     admission: float
     startup_alone: float
     left_alone: float
+    max_duration: float = float("inf")
 
     @classmethod
     def from_settings(cls, settings: BotSettings, scale: float = 1.0) -> Timeouts:
@@ -73,6 +74,7 @@ class Timeouts:
             admission=settings.admission_timeout_seconds * scale,
             startup_alone=settings.startup_alone_timeout_seconds * scale,
             left_alone=settings.left_alone_timeout_seconds * scale,
+            max_duration=settings.max_meeting_duration_seconds * scale,
         )
 
 
@@ -123,6 +125,12 @@ class MeetingTimers:
             return self.alone_since + self.timeouts.left_alone, StatusReason.LEFT_ALONE
         return None
 
+    def max_duration_deadline(self) -> float | None:
+        """Clock value at which the bot leaves whatever happens (``max_duration``), once in."""
+        if self.active_since is None:
+            return None
+        return self.active_since + self.timeouts.max_duration
+
     def expired(self, now: float) -> StatusReason | None:
         """The reason to leave now, if a timeout has run out."""
         admission = self.admission_deadline()
@@ -131,11 +139,14 @@ class MeetingTimers:
         alone = self.alone_deadline()
         if alone is not None and now >= alone[0]:
             return alone[1]
+        cap = self.max_duration_deadline()
+        if cap is not None and now >= cap:
+            return StatusReason.MAX_DURATION
         return None
 
     def next_deadline(self) -> float | None:
         """The earliest running deadline (the bot wakes up for it exactly)."""
-        candidates = [self.admission_deadline()]
+        candidates = [self.admission_deadline(), self.max_duration_deadline()]
         alone = self.alone_deadline()
         candidates.append(alone[0] if alone else None)
         running = [c for c in candidates if c is not None]

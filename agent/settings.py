@@ -158,6 +158,12 @@ class AgentSettings(BaseSettings):
     poll_interval_seconds: float = Field(default=0.25, gt=0)
     # Time allowed to load the meeting page and reach its join button.
     join_timeout_seconds: float = Field(default=60.0, gt=0)
+    # How often the watchdog checks the page for end, denial and not-found screens (the bot
+    # ends within this plus one page probe of such a screen appearing), and how long the page
+    # may show no screen the adapter knows (or a page off the meeting's host) before the bot
+    # leaves with ``page_lost``.
+    watchdog_interval_seconds: float = Field(default=0.5, gt=0, le=2.0)
+    lost_page_seconds: float = Field(default=60.0, gt=0)
     # Test-only multiplier of the BotConfig timeouts (see the module docstring).
     timeout_scale: float = Field(default=1.0, gt=0, le=1.0)
 

@@ -14,6 +14,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
 
 from agent.audio import SpeakerActivity
+from agent.capture.pcm import CaptureStats
 from agent.contracts.link import ChatMessageEvent, utc_now
 from agent.errors import BrowserError, CapabilityNotSupported
 from agent.events import BotEvents
@@ -33,6 +34,8 @@ class MeetingWatch:
         timers: Told how many others are present (alone timers).
         media: Receives active-speaker changes.
         speaker_sink: Optional extra consumer of active-speaker changes.
+        audio: The capture's per-track statistics (remote audio tracks ending is one signal
+            of being alone).
     """
 
     def __init__(
@@ -42,22 +45,41 @@ class MeetingWatch:
         timers: MeetingTimers,
         media: MeetingMedia,
         speaker_sink: SpeakerSink | None = None,
+        audio: CaptureStats | None = None,
     ) -> None:
         self._adapter = adapter
         self._bot_name = bot_name
         self._timers = timers
         self._media = media
         self._speaker_sink = speaker_sink
+        self._audio = audio
         self.participants: list[str] = []
+        # The meeting's title as the page shows it (read on the first read after joining).
+        self.meeting_name: str | None = None
         self._speaking: set[str] = set()
         self._chat_seen: set[str] = set()
+
+    def _remote_audio_gone(self) -> bool:
+        if self._audio is None:
+            return False
+        tracks = self._audio.tracks.values()
+        return bool(tracks) and all(track.ended for track in tracks)
 
     async def read_participants(
         self, page: Page, events: BotEvents, now: float, initial: bool = False
     ) -> None:
-        """Read the participants; report joins and leaves (always on the ``initial`` read)."""
-        names = await self._adapter.participants(page, self._bot_name)
-        self._timers.observe(len(names), now)
+        """Read the participants; report joins and leaves (always on the ``initial`` read).
+
+        The alone timers hear the cross-checked count (:meth:`Presence.others`: the page's
+        "only you" text, else the platform's own count, else the names), and zero once every
+        remote audio track the bot received has ended (the meeting's media is gone).
+        """
+        presence = await self._adapter.presence(page, self._bot_name)
+        names = presence.names
+        others = presence.others()
+        if self._remote_audio_gone():
+            others = 0
+        self._timers.observe(others, now)
         if names == self.participants and not initial:
             return
         joined = [n for n in names if n not in self.participants]
@@ -66,7 +88,9 @@ class MeetingWatch:
             self.participants = names  # only the order changed
             return
         self.participants = names
-        await events.participants(names, joined, left)
+        if initial and self.meeting_name is None:
+            self.meeting_name = await self._adapter.meeting_title(page)
+        await events.participants(names, joined, left, self.meeting_name if initial else None)
 
     async def speakers(self, page: Page) -> None:
         """Read the speaking indicators; pass changes to the transcription and the sink."""

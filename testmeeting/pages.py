@@ -42,6 +42,20 @@ async def page_socket(request: web.Request) -> web.StreamResponse:
     return await handle_page_socket(request, request.app[ROOMS])
 
 
+@routes.post("/_tm/shown")
+async def screen_shown(request: web.Request) -> web.Response:
+    """A skin page reports the screen it shows; the room records it (``page_screen``)."""
+    query = request.query
+    try:
+        platform = Platform(query.get("platform", ""))
+    except ValueError as exc:
+        raise web.HTTPBadRequest() from exc
+    room = request.app[ROOMS].find(platform, query.get("meeting_id", ""))
+    if room is not None:
+        room.note_screen(query.get("screen", "")[:64])
+    return web.Response(status=204)
+
+
 @routes.get("/_tm/static/{name}")
 async def static_file(request: web.Request) -> web.Response:
     """A page script (``meeting.js``, ``capture-worklet.js``)."""
@@ -84,6 +98,8 @@ async def platform_page(request: web.Request) -> web.StreamResponse:
         "exists": room is not None,
         "lobby": room.scenario.lobby if room else False,
         "title": room.scenario.title if room else "",
+        "variant": room.scenario.variant if room else None,
+        "passcode": room.scenario.passcode if room else None,
         "ws": f"/_tm/ws?platform={target.platform.value}"
         f"&meeting_id={quote(target.meeting_id or '', safe='')}",
         "static": "/_tm/static/",

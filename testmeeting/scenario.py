@@ -130,6 +130,16 @@ class Removal(_Model):
     name: str | None = None
 
 
+VARIANTS: dict[Platform, frozenset[str]] = {
+    Platform.GOOGLE_MEET: frozenset({"end_dialog", "cant_join", "sign_in"}),
+    Platform.ZOOM: frozenset(
+        {"legacy_form", "invalid_id_modal", "passcode_prompt", "bot_wall"}
+    ),
+    Platform.TEAMS: frozenset({"sign_in_redirect", "id_passcode_form", "captcha"}),
+}
+"""Skin variants per platform (each skin's ``data-tm-variant`` templates say what they show)."""
+
+
 class Scenario(_Model):
     """One room and its script. See the module docstring for the clock and an example.
 
@@ -145,6 +155,7 @@ class Scenario(_Model):
         participants: Simulated participants.
         removals: Host removals.
         end_at: When the host ends the meeting for everyone.
+        variant: A skin variant of :data:`VARIANTS` (another join path or end screen).
     """
 
     platform: Platform
@@ -157,9 +168,14 @@ class Scenario(_Model):
     participants: list[SimulatedParticipant] = Field(default_factory=list)
     removals: list[Removal] = Field(default_factory=list)
     end_at: float | None = Field(default=None, ge=0)
+    variant: str | None = None
 
     @model_validator(mode="after")
     def _check(self) -> Self:
+        if self.variant is not None and self.variant not in VARIANTS[self.platform]:
+            raise ValueError(
+                f"variant {self.variant!r} is not one of {sorted(VARIANTS[self.platform])}"
+            )
         if not valid_meeting_id(self.platform, self.meeting_id):
             raise ValueError(
                 f"meeting_id {self.meeting_id!r} has the wrong shape for {self.platform}"

@@ -54,6 +54,8 @@ class RecordingFormat(StrEnum):
 LEFT_ALONE_TIMEOUT_S = (10, 3600, 10)
 STARTUP_ALONE_TIMEOUT_S = (60, 7200, 1200)
 ADMISSION_TIMEOUT_S = (30, 600, 300)
+# Part 2 (docs/api.md 2.3): the hard cap on a bot's time in a meeting, from admission.
+MAX_MEETING_DURATION_S = (60, 86400, 14400)
 
 
 class BotSettings(BaseModel):
@@ -86,6 +88,11 @@ class BotSettings(BaseModel):
     )
     admission_timeout_seconds: int = Field(
         default=ADMISSION_TIMEOUT_S[2], ge=ADMISSION_TIMEOUT_S[0], le=ADMISSION_TIMEOUT_S[1]
+    )
+    max_meeting_duration_seconds: int = Field(
+        default=MAX_MEETING_DURATION_S[2],
+        ge=MAX_MEETING_DURATION_S[0],
+        le=MAX_MEETING_DURATION_S[1],
     )
 
 

@@ -99,12 +99,18 @@ class TranscriptionReady(_Frame):
 
 
 class ParticipantsEvent(_Frame):
-    """The current participant names (the bot excluded) and who joined or left since last."""
+    """The current participant names (the bot excluded) and who joined or left since last.
+
+    ``meeting_name`` is the meeting's title as the platform's page shows it, read once the bot
+    is in (sent with the first participants frame after it was read; null otherwise). The
+    control plane stores it as the meeting's ``data.name``.
+    """
 
     type: Literal["participants"] = "participants"
     participants: list[str]
     joined: list[str] = Field(default_factory=list)
     left: list[str] = Field(default_factory=list)
+    meeting_name: str | None = Field(default=None, max_length=300)
 
 
 class ActionType(StrEnum):

@@ -44,14 +44,30 @@ class MeetingState(StrEnum):
     NOT_FOUND = "not_found"
     REMOVED = "removed"
     ENDED = "ended"
+    LOGIN_REQUIRED = "login_required"
+    CANT_JOIN = "cant_join"
+    PASSCODE = "passcode"
 
 
 @dataclass(frozen=True, slots=True)
 class Probe:
-    """Evidence of one state: any visible text (case-insensitive substring) or CSS match."""
+    """Evidence of one state, any one candidate suffices.
+
+    Attributes:
+        texts: Case-insensitive substrings of the page's visible text (full page, banner,
+            dialog or modal alike; the chat and people lists excluded, see
+            :attr:`PlatformSelectors.quoted`), or of a visible dialog's/alert's ``aria-label``.
+        css: CSS selectors of which one visible match suffices.
+        scoped: ``(css, text)`` pairs: a visible element matching ``css`` whose text or
+            ``aria-label`` contains ``text`` (a short text such as "Meeting ended" counts only
+            in a heading, dialog or button, never in a sentence elsewhere).
+        urls: Substrings of the page's URL (a redirect to a sign-in host).
+    """
 
     texts: tuple[str, ...] = ()
     css: tuple[str, ...] = ()
+    scoped: tuple[tuple[str, str], ...] = ()
+    urls: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +91,31 @@ class ChatLine:
     text: str
 
 
+@dataclass(frozen=True, slots=True)
+class Presence:
+    """Who else is in the meeting, by every signal the page gives.
+
+    Attributes:
+        names: Other participants' names from the tiles and lists, the bot excluded.
+        count: The platform's own participant count, the bot included, if it shows one.
+        only_you: The page says the bot is the only one there.
+    """
+
+    names: list[str]
+    count: int | None = None
+    only_you: bool = False
+
+    def others(self) -> int:
+        """How many others are present: the "only you" text wins, then the platform's count,
+        then the names (a list can lag or hold stale tiles; a count or text is the platform's
+        word)."""
+        if self.only_you:
+            return 0
+        if self.count is not None:
+            return max(self.count - 1, 0)
+        return len(self.names)
+
+
 @dataclass(frozen=True)
 class PlatformSelectors:
     """One platform's elements and texts. Sources are cited beside each entry in the modules."""
@@ -93,6 +134,18 @@ class PlatformSelectors:
     chat_send: Target = field(default_factory=Target)
     hand_raise: Target = field(default_factory=Target)
     hand_lower: Target = field(default_factory=Target)
+    # Where participants' own words appear (chat messages, names): excluded from text probes,
+    # so a chat line "the meeting has ended" never ends the bot.
+    quoted: tuple[str, ...] = ()
+    # Passcode prompts: the passcode input and its submit button (and a meeting-ID input for
+    # forms that ask for both).
+    passcode_input: Target = field(default_factory=Target)
+    meeting_id_input: Target = field(default_factory=Target)
+    passcode_submit: Target = field(default_factory=Target)
+    # The meeting's title as the page shows it once joined (first non-empty match wins).
+    title_css: tuple[str, ...] = ()
+    # Visible texts meaning nobody else is in the meeting ("You're the only one here").
+    alone_texts: tuple[str, ...] = ()
 
 
 # Terminal screens first: a removal dialog can sit on top of the meeting's toolbar.
@@ -102,29 +155,75 @@ STATE_ORDER: tuple[MeetingState, ...] = (
     MeetingState.DENIED,
     MeetingState.NO_ANSWER,
     MeetingState.NOT_FOUND,
+    MeetingState.CANT_JOIN,
+    MeetingState.LOGIN_REQUIRED,
+    MeetingState.PASSCODE,
     MeetingState.LOBBY,
     MeetingState.IN_MEETING,
     MeetingState.PREJOIN,
 )
 
+TERMINAL_STATES: frozenset[MeetingState] = frozenset(
+    {
+        MeetingState.REMOVED,
+        MeetingState.ENDED,
+        MeetingState.DENIED,
+        MeetingState.NO_ANSWER,
+        MeetingState.NOT_FOUND,
+        MeetingState.CANT_JOIN,
+        MeetingState.LOGIN_REQUIRED,
+    }
+)
+"""Screens after which the bot cannot stay: the watchdog ends the bot on any of them."""
+
 EVALUATE_TIMEOUT_S = 20.0
 """Longest a page evaluation may take before the page counts as hung."""
 
 _PROBE_JS = """
-([texts, selectors]) => {
-  const body = document.body ? document.body.innerText.toLowerCase() : '';
+([texts, selectors, scoped, urls, quoted]) => {
   const visible = (el) => {
     if (!el.getClientRects().length) return false;
     const style = getComputedStyle(el);
     return style.visibility !== 'hidden' && style.display !== 'none';
   };
-  return {
-    texts: texts.map((t) => body.includes(t.toLowerCase())),
-    css: selectors.map((s) => {
-      try { return Array.from(document.querySelectorAll(s)).some(visible); }
-      catch (err) { return false; }
-    }),
+  const all = (s) => {
+    try { return Array.from(document.querySelectorAll(s)).filter(visible); }
+    catch (err) { return []; }
   };
+  let body = document.body ? document.body.innerText : '';
+  for (const s of quoted) {
+    for (const el of all(s)) {
+      const said = el.innerText || '';
+      if (said) body = body.split(said).join(' ');
+    }
+  }
+  const labels = all('[role="dialog"], [role="alertdialog"], [role="alert"]')
+    .map((el) => el.getAttribute('aria-label') || '');
+  const corpus = (body + '\\n' + labels.join('\\n')).toLowerCase();
+  const own = (el) => ((el.innerText || '') + ' ' + (el.getAttribute('aria-label') || ''))
+    .toLowerCase();
+  const href = location.href.toLowerCase();
+  return {
+    texts: texts.map((t) => corpus.includes(t.toLowerCase())),
+    css: selectors.map((s) => all(s).length > 0),
+    scoped: scoped.map(([s, t]) => all(s).some((el) => own(el).includes(t.toLowerCase()))),
+    urls: urls.map((u) => href.includes(u.toLowerCase())),
+  };
+}
+"""
+
+
+_TITLE_JS = """
+(selectors) => {
+  for (const s of selectors) {
+    let found = [];
+    try { found = Array.from(document.querySelectorAll(s)); } catch (err) { continue; }
+    for (const el of found) {
+      const text = el.getAttribute('data-meeting-title') || el.innerText || el.textContent || '';
+      if (text.trim()) return text.trim();
+    }
+  }
+  return null;
 }
 """
 
@@ -152,12 +251,24 @@ class PlatformAdapter(Protocol):
         """Click "Join now" / "Ask to join" / "Join"."""
         ...
 
+    async def enter_passcode(self, page: Page, meeting_id: str, passcode: str | None) -> bool:
+        """Fill a passcode prompt (and its meeting-ID field) and submit; False without one."""
+        ...
+
     async def state(self, page: Page) -> MeetingState:
         """Which screen the page shows now."""
         ...
 
     async def participants(self, page: Page, bot_name: str) -> list[str]:
         """Other participants' names, in page order, the bot excluded."""
+        ...
+
+    async def presence(self, page: Page, bot_name: str) -> Presence:
+        """Other participants by every signal: names, the platform's count, "only you" texts."""
+        ...
+
+    async def meeting_title(self, page: Page) -> str | None:
+        """The meeting's title as the page shows it, if it shows one."""
         ...
 
     async def speakers(self, page: Page) -> set[str]:
@@ -200,6 +311,8 @@ class SelectorAdapter:
     speakers_js: ClassVar[str] = ""
     # () => [[key, sender, text], ...] oldest first.
     chat_js: ClassVar[str] = ""
+    # () => the platform's participant count (the bot included), or null when not shown.
+    count_js: ClassVar[str] = ""
     # Texts that mark the bot's own entry in lists ("(You)").
     self_markers: ClassVar[tuple[str, ...]] = ("(you)",)
 
@@ -294,23 +407,63 @@ class SelectorAdapter:
         except PlaywrightError as exc:
             raise BrowserError("join button not clickable") from exc
 
+    async def enter_passcode(self, page: Page, meeting_id: str, passcode: str | None) -> bool:
+        """Type the passcode (and the meeting ID, on forms that ask for both) and submit.
+
+        Args:
+            page: The meeting page showing a passcode prompt (:attr:`MeetingState.PASSCODE`).
+            meeting_id: The native meeting ID, for forms that ask for it.
+            passcode: The bot's passcode.
+
+        Returns:
+            False when there is no passcode to type or the platform has no passcode prompt.
+
+        Raises:
+            BrowserError: The prompt's fields or button were not usable.
+        """
+        s = self.selectors
+        if not passcode or not s.passcode_input:
+            return False
+        try:
+            if s.meeting_id_input and await self.visible(page, s.meeting_id_input):
+                await self.locate(page, s.meeting_id_input).fill(meeting_id, timeout=2_000)
+            await self.locate(page, s.passcode_input).fill(passcode, timeout=2_000)
+            await self.locate(page, s.passcode_submit).click(timeout=5_000)
+        except PlaywrightError as exc:
+            raise BrowserError("passcode prompt not usable") from exc
+        log.info("passcode typed", extra={"platform": self.platform.value})
+        return True
+
     async def state(self, page: Page) -> MeetingState:
         """Probe the page once (one evaluation) and name its screen."""
         probes = self.selectors.probes
         texts: list[str] = []
         css: list[str] = []
+        scoped: list[tuple[str, str]] = []
+        urls: list[str] = []
         for state in STATE_ORDER:
             probe = probes.get(state, Probe())
             texts += probe.texts
             css += probe.css
-        found = await self._evaluate(page, _PROBE_JS, [texts, css])
+            scoped += probe.scoped
+            urls += probe.urls
+        found = await self._evaluate(
+            page, _PROBE_JS, [texts, css, scoped, urls, list(self.selectors.quoted)]
+        )
         if not found:
             return MeetingState.LOADING
         text_hits = dict(zip(texts, found["texts"], strict=True))
         css_hits = dict(zip(css, found["css"], strict=True))
+        scoped_hits = dict(zip(scoped, found["scoped"], strict=True))
+        url_hits = dict(zip(urls, found["urls"], strict=True))
         for state in STATE_ORDER:
             probe = probes.get(state, Probe())
-            if any(text_hits[t] for t in probe.texts) or any(css_hits[c] for c in probe.css):
+            if (
+                any(text_hits[t] for t in probe.texts)
+                or any(css_hits[c] for c in probe.css)
+                or any(scoped_hits[pair] for pair in probe.scoped)
+                or any(url_hits[u] for u in probe.urls)
+            ):
                 return state
         return MeetingState.LOADING
 
@@ -329,6 +482,31 @@ class SelectorAdapter:
             if name and not self._is_self(name, bot_name) and name not in result:
                 result.append(name)
         return result
+
+    async def meeting_title(self, page: Page) -> str | None:
+        """The first non-empty title of :attr:`PlatformSelectors.title_css` (an element's
+        ``data-meeting-title`` attribute, else its text), whitespace collapsed; None if none."""
+        if not self.selectors.title_css:
+            return None
+        raw = await self._evaluate(page, _TITLE_JS, list(self.selectors.title_css))
+        title = " ".join(str(raw or "").split())[:300]
+        return title or None
+
+    async def presence(self, page: Page, bot_name: str) -> Presence:
+        """Names, the platform's count (:attr:`count_js`) and its "only you" texts."""
+        names = await self.participants(page, bot_name)
+        count: int | None = None
+        if self.count_js:
+            raw = await self._evaluate(page, self.count_js)
+            if isinstance(raw, int | float) and raw >= 0:
+                count = int(raw)
+        only_you = False
+        if self.selectors.alone_texts:
+            found = await self._evaluate(page, _PROBE_JS, [
+                list(self.selectors.alone_texts), [], [], [], list(self.selectors.quoted)
+            ])
+            only_you = bool(found) and any(found["texts"])
+        return Presence(names, count, only_you)
 
     async def speakers(self, page: Page) -> set[str]:
         """Names whose speaking indicator is lit."""

@@ -16,6 +16,10 @@ from typing import ClassVar
 from agent.contracts.bot_config import Platform
 from agent.platforms.base import MeetingState, PlatformSelectors, Probe, SelectorAdapter, Target
 
+# Where short terminal texts count: headings, dialogs, alerts and banners (not a sentence in the
+# middle of the meeting page).
+_HEADS = 'h1, h2, [role="heading"], [role="dialog"], [role="alertdialog"], [role="alert"]'
+
 SELECTORS = PlatformSelectors(
     probes={
         MeetingState.REMOVED: Probe(
@@ -26,28 +30,43 @@ SELECTORS = PlatformSelectors(
         ),
         MeetingState.ENDED: Probe(
             texts=("Your host ended the meeting for everyone",),  # AT
-            css=('[role="dialog"][aria-label*="Meeting has ended"]',),  # V09 (dialog)
+            css=('[role="dialog"][aria-label*="Meeting has ended"]',),  # V09 (dialog, by label)
+            scoped=(
+                ('[role="dialog"]', "Meeting has ended"),  # V09 [role="dialog"]:has-text(...)
+                (_HEADS, "Meeting has ended"),  # V09, as a banner or full page
+                (_HEADS, "Meeting ended"),  # V09 removal check text="Meeting ended"
+            ),
         ),
         MeetingState.DENIED: Probe(
             texts=(
                 "denied your request",  # VH; AT "Someone in the call denied your request to join"
             ),
+            scoped=(("button", "Ask to join again"),),  # VH rejection indicator
         ),
         MeetingState.NO_ANSWER: Probe(
             texts=("No one responded to your request to join the call",),  # AT
         ),
         MeetingState.NOT_FOUND: Probe(
             texts=(
-                "You can't join this video call",  # AT
                 "Meeting not found",  # V09
                 "Can't join the meeting",  # V09
+                "Check your meeting code",  # not confirmed (testmeeting's unknown-code page)
             ),
+        ),
+        MeetingState.CANT_JOIN: Probe(
+            texts=("You can't join this video call",),  # AT (blocked; PF §5.1 reports)
+            css=('iframe[src*="recaptcha"]',),  # VH (needs_human_help)
+        ),
+        MeetingState.LOGIN_REQUIRED: Probe(
+            scoped=(("h1", "Sign in"),),  # AT (a Sign-in h1: login required)
+            urls=("accounts.google.com/",),  # not confirmed (Google's sign-in host)
         ),
         MeetingState.LOBBY: Probe(
             texts=(
                 "Asking to be let in",  # V09, AT
                 "You'll join the call when someone lets you in",  # V09
                 "Please wait until a meeting host brings you into the call",  # V09
+                "Waiting for the host to join",  # AT (host-wait)
             ),
             css=('[aria-label*="waiting room"]',),  # V09
         ),
@@ -63,6 +82,10 @@ SELECTORS = PlatformSelectors(
             texts=("Ask to join", "Join now"),  # V09, VH, AT
         ),
     },
+    # Chat messages (VC) and participant tiles (V09) hold participants' own words.
+    quoted=("[data-message-id]", "[data-participant-id]"),
+    alone_texts=("You're the only one here",),  # not confirmed (Meet's empty-call text)
+    title_css=("[data-meeting-title]",),  # not confirmed (the call's title, bottom left)
     prejoin_dismiss=(),
     name_input=Target(
         labels=("Your name",),  # V09: input[type="text"][aria-label="Your name"]

@@ -19,12 +19,13 @@ SELECTORS = PlatformSelectors(
     probes={
         MeetingState.REMOVED: Probe(
             texts=(
-                "You've been removed from this meeting",  # AT (#calling-retry-screen-title)
-                "you've been removed from this meeting",  # V09 (body text)
+                "You've been removed from this meeting",  # AT (#calling-retry-screen-title), V09
             ),
+            scoped=(("#calling-retry-screen-title", "removed"),),  # AT
         ),
         MeetingState.ENDED: Probe(
             texts=("The meeting has ended",),  # not confirmed (testmeeting README)
+            scoped=(("#calling-retry-screen-title", "meeting has ended"),),  # not confirmed
         ),
         MeetingState.DENIED: Probe(
             texts=(
@@ -36,6 +37,19 @@ SELECTORS = PlatformSelectors(
         ),
         MeetingState.NOT_FOUND: Probe(
             texts=("we couldn't connect you",),  # AT
+        ),
+        MeetingState.CANT_JOIN: Probe(
+            texts=("Verify you're a real person",),  # AT (captcha; attendee#741)
+        ),
+        MeetingState.LOGIN_REQUIRED: Probe(
+            css=('input[name="loginfmt"]',),  # AT (the loginfmt sign-in form)
+            urls=("login.microsoftonline.com",),  # Vexa #915 (redirect to sign-in)
+        ),
+        MeetingState.PASSCODE: Probe(
+            css=(
+                'input[aria-label="Meeting ID"]',  # not confirmed (Join with an ID form)
+                'input[aria-label="Meeting passcode"]',  # not confirmed
+            ),
         ),
         MeetingState.LOBBY: Probe(
             texts=(
@@ -60,6 +74,19 @@ SELECTORS = PlatformSelectors(
             texts=("Continue on this browser",),  # V09
         ),
     },
+    # Chat messages (V09) and video tiles named in data-tid (VH) hold participants' own words.
+    quoted=('[data-tid="chat-pane-message"]', "[data-stream-type][data-tid]"),
+    alone_texts=("Waiting for others to join",),  # not confirmed (Teams' empty-call text)
+    meeting_id_input=Target(
+        css=('input[aria-label="Meeting ID"]',),  # not confirmed
+    ),
+    passcode_input=Target(
+        css=('input[aria-label="Meeting passcode"]',),  # not confirmed
+    ),
+    passcode_submit=Target(
+        roles=(("button", "Join meeting"),),  # not confirmed
+    ),
+    title_css=('[data-tid="call-title"]', '[data-tid="meeting-title"]'),  # not confirmed
     prejoin_dismiss=(
         Target(
             roles=(("button", "Continue on this browser"),),

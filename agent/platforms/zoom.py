@@ -21,6 +21,10 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 from agent.contracts.bot_config import Platform
 from agent.platforms.base import MeetingState, PlatformSelectors, Probe, SelectorAdapter, Target
 
+# Zoom's modals put their message in .zm-modal-body-title (VH, PF "ended modal"); a dialog or
+# heading elsewhere counts too.
+_MODAL = '.zm-modal-body-title, [role="dialog"], [role="alertdialog"], h1, h2'
+
 SELECTORS = PlatformSelectors(
     probes={
         MeetingState.REMOVED: Probe(
@@ -28,6 +32,7 @@ SELECTORS = PlatformSelectors(
         ),
         MeetingState.ENDED: Probe(
             texts=("This meeting has been ended by host",),  # VH (.zm-modal-body-title)
+            scoped=((_MODAL, "meeting has been ended"),),  # PF (ended modal)
         ),
         MeetingState.DENIED: Probe(
             texts=("removed you from the waiting room",),  # not confirmed (testmeeting README)
@@ -35,8 +40,27 @@ SELECTORS = PlatformSelectors(
         MeetingState.NOT_FOUND: Probe(
             texts=(
                 "This meeting link is invalid",  # VH ("(3,001)")
-                "detected you may be a bot",  # VH anti-bot wall: cannot join
             ),
+            scoped=(
+                (_MODAL, "Invalid meeting ID"),  # issue #13 (the modal a user met)
+                (_MODAL, "meeting ID is not valid"),  # not confirmed
+                (_MODAL, "Meeting does not exist"),  # not confirmed
+            ),
+        ),
+        MeetingState.CANT_JOIN: Probe(
+            texts=(
+                "detected you may be a bot",  # VH anti-bot wall (zoom_requires_rtms)
+                "must use Zoom RTMS",  # VH anti-bot wall
+            ),
+        ),
+        MeetingState.LOGIN_REQUIRED: Probe(
+            scoped=(
+                (_MODAL, "Sign in to join"),  # not confirmed (Vexa #1289 auth_session_missing)
+                (_MODAL, "authorized attendees only"),  # not confirmed
+            ),
+        ),
+        MeetingState.PASSCODE: Probe(
+            css=("#input-for-pwd", 'input[type="password"][placeholder*="passcode" i]'),  # NC
         ),
         MeetingState.LOBBY: Probe(
             texts=("Please wait, the meeting host will let you in soon",),  # VH
@@ -48,6 +72,16 @@ SELECTORS = PlatformSelectors(
             css=("#input-for-name", "#inputname", "button.preview-join-button", "#joinBtn"),  # VH
         ),
     },
+    # Chat messages and video-tile name footers (VH) hold participants' own words.
+    quoted=(".new-chat-message__container", ".video-avatar__avatar-footer"),
+    passcode_input=Target(
+        css=("#input-for-pwd", 'input[type="password"][placeholder*="passcode" i]'),  # NC
+    ),
+    passcode_submit=Target(
+        css=("button.preview-join-button", "#joinBtn"),  # VH (the same join button)
+        roles=(("button", "Join"),),
+    ),
+    title_css=(".meeting-info-container__topic", ".meeting-topic"),  # not confirmed
     prejoin_dismiss=(
         Target(
             roles=(("button", "Continue without microphone and camera"),),  # VH
@@ -138,6 +172,17 @@ _CHAT_JS = """
 }
 """
 
+# The participants button's label carries the count, bot included: VH selects
+# button[aria-label*="participants list"]; public Zoom-web automation code records the label
+# "open the participants list pane,[2] particpants" (testmeeting README, Zoom's spelling).
+_COUNT_JS = """
+() => {
+  const button = document.querySelector('button[aria-label*="participants list" i]');
+  const match = button && /\\[(\\d+)\\]/.exec(button.getAttribute('aria-label') || '');
+  return match ? Number(match[1]) : null;
+}
+"""
+
 _JOIN_PATH = re.compile(r"^/j/(\d{9,11})/?$")
 
 
@@ -149,6 +194,7 @@ class ZoomAdapter(SelectorAdapter):
     participants_js: ClassVar[str] = _PARTICIPANTS_JS
     speakers_js: ClassVar[str] = _SPEAKERS_JS
     chat_js: ClassVar[str] = _CHAT_JS
+    count_js: ClassVar[str] = _COUNT_JS
 
     passcode_param: ClassVar[str | None] = "pwd"
 

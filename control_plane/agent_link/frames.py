@@ -229,6 +229,9 @@ class FrameStore:
     async def _participants(self, session: AsyncSession, frame: ParticipantsEvent) -> None:
         meeting = await self._meeting(session)
         meeting.participants = list(frame.participants)
+        if frame.meeting_name:
+            # The title the bot read from the page (data.name; purge nulls it again).
+            meeting.name = frame.meeting_name
         common = {"bot_id": str(meeting.bot_id), "meeting_id": meeting.id}
         for name in frame.joined:
             await self._outbox.emit(

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agent.contracts.bot_config import (
     ADMISSION_TIMEOUT_S,
     LEFT_ALONE_TIMEOUT_S,
+    MAX_MEETING_DURATION_S,
     STARTUP_ALONE_TIMEOUT_S,
     BotSettings,
     CaptureMode,
@@ -66,6 +67,14 @@ class _LaunchOptions(_EditableOptions):
     )
     admission_timeout_seconds: int | None = Field(
         default=None, ge=ADMISSION_TIMEOUT_S[0], le=ADMISSION_TIMEOUT_S[1]
+    )
+    max_meeting_duration_seconds: int | None = Field(
+        default=None,
+        ge=MAX_MEETING_DURATION_S[0],
+        le=MAX_MEETING_DURATION_S[1],
+        description="Hard cap on the bot's time in the meeting (from admission), in seconds; "
+        "the bot then leaves with `max_duration`. Default: the workspace's setting, else "
+        f"{MAX_MEETING_DURATION_S[2]}.",
     )
 
 

@@ -131,6 +131,8 @@ def _settings_from(body: BotCreate | ScheduledBotCreate, workspace: Workspace) -
     }
     given.setdefault("recording_enabled", workspace.recording_enabled)
     given.setdefault("transcribe_enabled", workspace.transcribe_enabled)
+    if workspace.max_meeting_duration_seconds is not None:
+        given.setdefault("max_meeting_duration_seconds", workspace.max_meeting_duration_seconds)
     if workspace.default_prompt_version_id is not None:
         given.setdefault("prompt_version_id", workspace.default_prompt_version_id)
     return BotSettings.model_validate(given)

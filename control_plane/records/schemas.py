@@ -12,7 +12,7 @@ import uuid
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.contracts.bot_config import BotSettings, Platform
-from agent.contracts.status import BotStatus
+from agent.contracts.status import BotStatus, StatusReason
 from control_plane.timestamps import UtcDateTime
 
 
@@ -55,7 +55,11 @@ class BotRecord(BaseModel):
     native_meeting_id: str
     constructed_meeting_url: str
     status: BotStatus
-    status_reason: str | None
+    status_reason: str | None = Field(
+        description="Why the bot is in its status (open-ended; docs/api.md 2.3). Codes today: "
+        + ", ".join(f"`{reason.value}`" for reason in StatusReason)
+        + "."
+    )
     bot_container_id: str | None
     start_time: UtcDateTime | None
     end_time: UtcDateTime | None

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from agent.contracts.bot_config import MAX_MEETING_DURATION_S
 from control_plane.api.http import json_response, read_body
 from control_plane.api.routes import ApiRoutes
 from control_plane.db.engine import DB
@@ -32,6 +33,9 @@ class WorkspaceSettings(BaseModel):
     recording_enabled: bool
     transcribe_enabled: bool
     default_prompt_version_id: str | None
+    max_meeting_duration_seconds: int = Field(
+        description="Default cap on a bot's time in a meeting, in seconds (`max_duration`)."
+    )
 
 
 class WorkspaceDetails(BaseModel):
@@ -48,7 +52,8 @@ class WorkspaceSettingsPatch(BaseModel):
     """Settings to change; absent (or null booleans) leave a value as it is.
 
     ``default_prompt_version_id``: a prompt version id of this workspace, or null to fall back
-    to the built-in system prompt.
+    to the built-in system prompt. ``max_meeting_duration_seconds``: the bots' default cap, or
+    null for the built-in default.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -56,6 +61,9 @@ class WorkspaceSettingsPatch(BaseModel):
     recording_enabled: bool | None = None
     transcribe_enabled: bool | None = None
     default_prompt_version_id: str | None = Field(default=None, max_length=64)
+    max_meeting_duration_seconds: int | None = Field(
+        default=None, ge=MAX_MEETING_DURATION_S[0], le=MAX_MEETING_DURATION_S[1]
+    )
 
 
 class WorkspacePatch(BaseModel):
@@ -97,6 +105,8 @@ async def _details(session: AsyncSession, workspace_id: uuid.UUID) -> WorkspaceD
             recording_enabled=workspace.recording_enabled,
             transcribe_enabled=workspace.transcribe_enabled,
             default_prompt_version_id=workspace.default_prompt_version_id,
+            max_meeting_duration_seconds=workspace.max_meeting_duration_seconds
+            or MAX_MEETING_DURATION_S[2],
         ),
     )
 
@@ -151,6 +161,8 @@ async def _apply_settings(
         workspace.recording_enabled = settings.recording_enabled
     if settings.transcribe_enabled is not None:
         workspace.transcribe_enabled = settings.transcribe_enabled
+    if "max_meeting_duration_seconds" in settings.model_fields_set:
+        workspace.max_meeting_duration_seconds = settings.max_meeting_duration_seconds
     if "default_prompt_version_id" in settings.model_fields_set:
         version_id = settings.default_prompt_version_id
         if version_id is not None:

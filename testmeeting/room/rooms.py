@@ -185,6 +185,10 @@ class Room:
 
     # ---- queries --------------------------------------------------------------------------
 
+    def note_screen(self, screen: str) -> None:
+        """Record that a page of this room shows ``screen`` (timeline ``page_screen``)."""
+        self._timeline.record("page_screen", text=screen)
+
     def timeline(self) -> list[TimelineEvent]:
         """Everything that happened so far, in order."""
         return self._timeline.events()

@@ -19,7 +19,7 @@ class TimelineEvent(BaseModel):
         type: ``room_created``, ``clock_started``, ``joined``, ``lobby_entered``, ``admitted``,
             ``denied``, ``no_answer``, ``left``, ``removed``, ``speech``, ``chat``,
             ``hand_raised``, ``hand_lowered``, ``mic``, ``camera``, ``screen``,
-            ``meeting_ended``.
+            ``meeting_ended``, ``page_screen`` (a page showed the screen in ``text``).
         t: UNIX epoch seconds when it happened (for ``speech``: when the audio was sent to
             the pages).
         end: For ``speech``: ``t`` plus the clip's duration.

@@ -52,7 +52,13 @@
   };
 
   const root = document.getElementById("tm-root");
-  const flow = (document.body.dataset.tmFlow || "prejoin").split(",");
+  // A skin variant (scenario `variant`) may have its own flow (data-tm-flow-<variant>) and its
+  // own templates (data-tm-variant="<variant> …"), which win over the plain ones.
+  const flow = (
+    (CFG.variant && document.body.getAttribute(`data-tm-flow-${CFG.variant}`)) ||
+    document.body.dataset.tmFlow ||
+    "prejoin"
+  ).split(",");
 
   // ---- helpers ---------------------------------------------------------------------------
 
@@ -77,8 +83,27 @@
     for (const el of scope.querySelectorAll(`[data-tm-field="${field}"]`)) el.textContent = text;
   }
 
+  function screenTemplate(screen) {
+    const own = CFG.variant && template(`[data-tm-screen="${screen}"][data-tm-variant~="${CFG.variant}"]`);
+    return own || template(`[data-tm-screen="${screen}"]:not([data-tm-variant])`);
+  }
+
+  // Tell the room which screen the page shows (ground truth for "time from screen to status").
+  function reportShown(screen) {
+    const url = `/_tm/shown?platform=${encodeURIComponent(CFG.platform)}` +
+      `&meeting_id=${encodeURIComponent(CFG.meeting_id || "")}&screen=${encodeURIComponent(screen)}`;
+    fetch(url, { method: "POST" }).catch(() => {});
+  }
+
   function show(screen) {
-    const tpl = template(`[data-tm-screen="${screen}"]`) || template('[data-tm-screen="ended"]');
+    const tpl = screenTemplate(screen) || screenTemplate("ended");
+    reportShown(screen);
+    if (tpl.hasAttribute("data-tm-overlay") && state.screen === "meeting") {
+      // A dialog over the meeting (the meeting stays visible beneath it).
+      root.appendChild(tpl.content.cloneNode(true));
+      state.screen = screen;
+      return;
+    }
     root.replaceChildren(tpl.content.cloneNode(true));
     state.screen = screen;
     state.panel = null;
@@ -272,7 +297,7 @@
     const action = el.dataset.tmAction || `toggle-${el.dataset.tmToggle}`;
     switch (action) {
       case "next":
-        show(flow[flow.indexOf(state.screen) + 1] || "prejoin");
+        if (checkExpected()) show(flow[flow.indexOf(state.screen) + 1] || "prejoin");
         break;
       case "join":
         join();
@@ -341,10 +366,29 @@
     state.ws.send(body);
   }
 
+  // Inputs a form expects a value in (data-tm-expect="meeting_id" | "passcode"): all must
+  // match the room's, else the form shows its error (data-tm-error) and stays.
+  function checkExpected() {
+    for (const input of root.querySelectorAll("[data-tm-expect]")) {
+      const want = String(CFG[input.dataset.tmExpect] || "");
+      if (input.value.trim() !== want) {
+        for (const el of root.querySelectorAll("[data-tm-error]")) el.hidden = false;
+        return false;
+      }
+    }
+    return true;
+  }
+
   function join() {
     const input = root.querySelector("[data-tm-name]");
-    state.name = input ? input.value.trim() : "";
-    if (!state.name) return;
+    if (input) state.name = input.value.trim();
+    if (!state.name || !checkExpected()) return;
+    // Variant flows may put a screen after the join click (a passcode prompt, an error modal).
+    const next = flow[flow.indexOf(state.screen) + 1];
+    if (next) {
+      show(next);
+      return;
+    }
     // The click is the user gesture that lets these audio contexts run.
     ensureLoopback();
     const ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}${CFG.ws}`);

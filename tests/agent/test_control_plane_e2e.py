@@ -237,6 +237,7 @@ async def test_through_the_api_lobby_participants_chat_hand_screenshot_and_end(
         f"""
 platform: {platform}
 meeting_id: '{IDS[platform]}'
+title: 'Quarterly planning on {platform}'
 lobby: true
 admission: {{decision: admit, after_s: 0.5}}
 participants:
@@ -259,6 +260,13 @@ participants:
             await _until(
                 lambda: _is(_participants(http, cp, bot_id), ["Alice"]), "participants"
             )
+
+            # The meeting's name is the title the bot read from the page; the list finds it.
+            wanted = {"name": f"planning on {platform}"}
+            async with http.get(f"{cp.api}/meetings", params=wanted) as r:
+                found = (await r.json())["meetings"]
+            assert [m["bot_id"] for m in found] == [bot_id]
+            assert found[0]["data"]["name"] == f"Quarterly planning on {platform}"
 
             # Chat both ways.
             async with http.post(f"{cp.api}/bots/{bot_id}/chat", json={"text": "Notes on."}) as r:

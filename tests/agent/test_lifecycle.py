@@ -77,3 +77,21 @@ def test_left_alone_counts_from_when_the_last_other_participant_left() -> None:
     assert timers.expired(70.0) is None
     timers.observe(0, 80.0)
     assert timers.expired(90.0) is StatusReason.LEFT_ALONE
+
+
+def test_max_duration_caps_the_meeting_even_with_others_present() -> None:
+    timers = MeetingTimers(Timeouts(admission=30, startup_alone=60, left_alone=10, max_duration=90))
+    assert timers.max_duration_deadline() is None  # not admitted yet: no cap running
+    timers.admitted(100.0)
+    timers.observe(2, 101.0)
+    assert timers.next_deadline() == 190.0
+    assert timers.expired(189.9) is None
+    assert timers.expired(190.0) is StatusReason.MAX_DURATION
+
+
+def test_max_duration_comes_from_the_bot_settings() -> None:
+    settings = BotSettings(max_meeting_duration_seconds=3600)
+    assert Timeouts.from_settings(settings, 0.5).max_duration == 1800
+    assert BotSettings().max_meeting_duration_seconds == 14400
+    with pytest.raises(ValueError):
+        BotSettings(max_meeting_duration_seconds=59)

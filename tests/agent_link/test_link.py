@@ -118,7 +118,9 @@ async def test_frames_resent_after_a_reconnect_are_acked_but_stored_once(
     frames: list[AgentFrame] = [
         StatusEvent(status=BotStatus.JOINING, status_reason="join_started"),
         StatusEvent(status=BotStatus.ACTIVE, status_reason="joined"),
-        ParticipantsEvent(participants=["Ada", "Grace"], joined=["Ada", "Grace"]),
+        ParticipantsEvent(
+            participants=["Ada", "Grace"], joined=["Ada", "Grace"], meeting_name="Weekly sync"
+        ),
         TranscriptSegmentEvent(
             segment=Segment(
                 id="seg-1",
@@ -147,6 +149,8 @@ async def test_frames_resent_after_a_reconnect_are_acked_but_stored_once(
     meeting = await _meeting(client, bot.meeting_id)
     assert meeting.status == "active"
     assert meeting.participants == ["Ada"]
+    # The title the agent read stays the meeting's name; frames without one leave it.
+    assert meeting.name == "Weekly sync"
     assert await _count(client, BotStatusChange, bot.meeting_id) == 2
     assert await _count(client, SegmentRow, bot.meeting_id) == 1
     assert await _count(client, ChatMessage, bot.meeting_id) == 1

@@ -67,6 +67,7 @@ async def test_launch_answers_the_creation_record_and_the_scheduler_launches_it(
     assert bot["settings"]["left_alone_timeout_seconds"] == 10
     assert bot["settings"]["startup_alone_timeout_seconds"] == 1200
     assert bot["settings"]["admission_timeout_seconds"] == 300
+    assert bot["settings"]["max_meeting_duration_seconds"] == 14400
     assert bot["settings"]["recording_enabled"] is False  # the workspace default
     uuid.UUID(bot["bot_id"])
     await until_launched(launcher, 1)
@@ -196,6 +197,7 @@ async def test_launch_errors_of_the_errors_table(
         ("left_alone_timeout_seconds", 9, 10, 3600, 3601),
         ("startup_alone_timeout_seconds", 59, 60, 7200, 7201),
         ("admission_timeout_seconds", 29, 30, 600, 601),
+        ("max_meeting_duration_seconds", 59, 60, 86400, 86401),
     ]
     for field, below, low, high, above in edges:
         cases += [({**MEET, field: below}, 422, "validation_error")]

@@ -31,6 +31,7 @@ async def test_details_show_defaults_and_member_count(
         "recording_enabled": False,
         "transcribe_enabled": True,
         "default_prompt_version_id": None,
+        "max_meeting_duration_seconds": 14400,
     }
 
 
@@ -136,3 +137,28 @@ async def test_members_list_roles_newest_first(
         (owner.user_id, "owner"),
     ]
     assert set(members[0]) == {"user_id", "email", "name", "role", "joined_at"}
+
+
+async def test_max_meeting_duration_is_a_workspace_default_for_launches(
+    client: Client, owner: Caller
+) -> None:
+    path = f"/api/v1/workspaces/{owner.workspace_id}"
+    out_of_range = await client.patch(
+        path, json={"settings": {"max_meeting_duration_seconds": 59}}, headers=owner.headers
+    )
+    assert out_of_range.status == 422
+    set_ = await client.patch(
+        path, json={"settings": {"max_meeting_duration_seconds": 1800}}, headers=owner.headers
+    )
+    assert (await set_.json())["settings"]["max_meeting_duration_seconds"] == 1800
+    meet = {"platform": "google_meet", "native_meeting_id": "abc-defg-hij"}
+    launched = await client.post("/api/v1/bots", json=meet, headers=owner.headers)
+    assert (await launched.json())["settings"]["max_meeting_duration_seconds"] == 1800
+    explicit = await client.post(
+        "/api/v1/bots", json={**meet, "max_meeting_duration_seconds": 600}, headers=owner.headers
+    )
+    assert (await explicit.json())["settings"]["max_meeting_duration_seconds"] == 600
+    reset = await client.patch(
+        path, json={"settings": {"max_meeting_duration_seconds": None}}, headers=owner.headers
+    )
+    assert (await reset.json())["settings"]["max_meeting_duration_seconds"] == 14400

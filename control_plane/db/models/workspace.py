@@ -13,7 +13,8 @@ from control_plane.enums import Permission
 
 
 class Workspace(Base):
-    """A tenant. ``recording_enabled``/``transcribe_enabled`` are the bot launch defaults."""
+    """A tenant. ``recording_enabled``/``transcribe_enabled`` and
+    ``max_meeting_duration_seconds`` (null: the built-in default) are bot launch defaults."""
 
     __tablename__ = "workspaces"
 
@@ -22,6 +23,7 @@ class Workspace(Base):
     recording_enabled: Mapped[bool] = mapped_column(Boolean, default=False)
     transcribe_enabled: Mapped[bool] = mapped_column(Boolean, default=True)
     default_prompt_version_id: Mapped[str | None] = mapped_column(String(64), default=None)
+    max_meeting_duration_seconds: Mapped[int | None] = mapped_column(Integer, default=None)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utc_now)
 
 

@@ -1,0 +1,278 @@
+"""Every platform screen variant of the simulator against the real agent (issue #13).
+
+Each test opens a room wearing a skin variant (``variant`` of the scenario: the end dialog over
+Meet's meeting, Zoom's legacy join form, its invalid-id modal and passcode prompt, Teams'
+sign-in redirect and meeting-ID-and-passcode form, …), runs ``agent.bot.Bot`` against it with a
+real link peer, and checks the final status and reason, and for terminal screens the time from
+the page showing the screen (the room's ``page_screen`` event, reported by the page) to the
+bot's ``stopping`` status: at most 2 s (the watchdog's interval plus one probe, with room for a
+loaded CI box).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from agent.bot import Bot
+from agent.contracts.bot_config import BotConfig, BotSettings
+from agent.contracts.status import BotStatus
+from agent.settings import AgentSettings
+from testmeeting import Room, TestMeetingServer, parse_scenario
+from tests.agent.link_peer import LinkPeer
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.asyncio(loop_scope="module"),
+]
+
+BOT_NAME = "Notetaker"
+TOKEN = "agent-token-for-screens"
+PASSCODE = "314159"
+SCALE = 0.05  # left-alone 10 s → 0.5 s, max duration 60 s → 3 s
+POLL = 0.25
+SCREEN_TO_STATUS_S = 2.0
+
+
+def _meeting_ids() -> Iterator[dict[str, str]]:
+    for n in itertools.count(1):
+        letters = "".join(chr(ord("a") + (n // 26**k) % 26) for k in range(3))
+        yield {
+            "google_meet": f"{letters}-scrn-{letters}",
+            "zoom": f"{820000000 + n}",
+            "teams": f"{4200000000 + n}",
+        }
+
+
+_IDS = _meeting_ids()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def server() -> AsyncIterator[TestMeetingServer]:
+    async with TestMeetingServer() as running:
+        yield running
+
+
+@dataclass
+class Run:
+    """One agent run against one room."""
+
+    room: Room
+    bot: Bot
+    peer: LinkPeer
+    task: asyncio.Task[BotStatus]
+
+    def statuses(self) -> list[tuple[str, str | None]]:
+        return [(e.status.value, e.status_reason) for e in self.peer.events_of("status")]
+
+    def stopping_at(self) -> float:
+        event = next(e for e in self.peer.events_of("status") if e.status.value == "stopping")
+        at: float = event.ts.timestamp()
+        return at
+
+    def screen_at(self, screen: str) -> float:
+        shown: float = next(
+            e.t for e in self.room.timeline() if e.type == "page_screen" and e.text == screen
+        )
+        return shown
+
+    async def finish(self) -> BotStatus:
+        return await asyncio.wait_for(self.task, 40)
+
+
+Start = Callable[..., Any]
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def start(server: TestMeetingServer, tmp_path: Path) -> AsyncIterator[Start]:
+    runs: list[Run] = []
+
+    async def _start(
+        platform: str,
+        scenario: str,
+        passcode: str | None = None,
+        url: str | None = None,
+        host: dict[str, Any] | None = None,
+        **settings: Any,
+    ) -> Run:
+        room_id = next(_IDS)[platform]
+        passcode_line = f"passcode: '{passcode}'\n" if passcode else ""
+        room = await server.create_room(
+            parse_scenario(
+                f"platform: {platform}\nmeeting_id: '{room_id}'\n{passcode_line}{scenario}"
+            )
+        )
+        peer = LinkPeer(str(uuid.uuid4()), TOKEN)
+        await peer.start()
+        config = BotConfig(
+            bot_id=uuid.UUID(peer.bot_id),
+            meeting_id=1,
+            platform=platform,
+            meeting_url=url or server.meeting_url(platform, room_id),
+            native_meeting_id=room_id,
+            passcode=passcode,
+            settings=BotSettings(
+                bot_name=BOT_NAME,
+                admission_timeout_seconds=30,
+                startup_alone_timeout_seconds=60,
+                left_alone_timeout_seconds=10,
+                transcribe_enabled=False,
+                **settings,
+            ),
+            control_plane_url=peer.url,
+            agent_token=TOKEN,
+        )
+        agent_settings = AgentSettings(
+            extra_browser_args=server.browser_args(),
+            ignore_https_errors=True,
+            data_dir=tmp_path,
+            timeout_scale=SCALE,
+            poll_interval_seconds=POLL,
+            heartbeat_interval_seconds=1.0,
+            drain_timeout_seconds=5.0,
+            join_timeout_seconds=20.0,
+            models_dir=tmp_path / "models",
+            **(host or {}),
+        )
+        bot = Bot(config, agent_settings)
+        run = Run(room, bot, peer, asyncio.create_task(bot.run()))
+        runs.append(run)
+        return run
+
+    yield _start
+    for run in runs:
+        if not run.task.done():
+            run.bot.request_stop()
+            await asyncio.wait_for(run.task, 30)
+        await run.peer.stop()
+
+
+# (platform, variant, scenario, page screen, final status, reason)
+TERMINAL_SCREENS = [
+    pytest.param(
+        "google_meet",
+        "end_dialog",
+        "lobby: false\nparticipants: [{name: Alice}]\nend_at: 1.5\n",
+        "ended",
+        "completed",
+        "meeting_ended",
+        id="meet-end-dialog-over-the-meeting",
+    ),
+    pytest.param(
+        "google_meet", "cant_join", "", "cantjoin", "failed", "join_refused_by_platform",
+        id="meet-cant-join-this-video-call",
+    ),
+    pytest.param(
+        "google_meet", "sign_in", "", "signin", "failed", "login_required", id="meet-sign-in"
+    ),
+    pytest.param(
+        "zoom", "invalid_id_modal", "", "invalid", "failed", "meeting_not_found",
+        id="zoom-invalid-meeting-id-modal",
+    ),
+    pytest.param(
+        "zoom", "bot_wall", "", "botwall", "failed", "join_refused_by_platform",
+        id="zoom-anti-bot-wall",
+    ),
+    pytest.param(
+        "teams", "sign_in_redirect", "", "signin", "failed", "login_required",
+        id="teams-sign-in-redirect",
+    ),
+    pytest.param(
+        "teams", "captcha", "", "captcha", "failed", "join_refused_by_platform",
+        id="teams-captcha",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("platform", "variant", "scenario", "screen", "status", "reason"), TERMINAL_SCREENS
+)
+async def test_terminal_screen_ends_the_bot_within_two_seconds(
+    start: Start,
+    platform: str,
+    variant: str,
+    scenario: str,
+    screen: str,
+    status: str,
+    reason: str,
+) -> None:
+    run: Run = await start(platform, f"variant: {variant}\n{scenario or 'lobby: false'}\n")
+    assert (await run.finish()).value == status
+    assert run.statuses()[-2:] == [("stopping", reason), (status, reason)]
+    delay = run.stopping_at() - run.screen_at(screen)
+    assert 0 <= delay <= SCREEN_TO_STATUS_S, f"{screen} → stopping took {delay:.2f} s"
+
+
+# (platform, variant or None, scenario extras, passcode): every join path, then everyone leaves.
+JOIN_PATHS = [
+    pytest.param(
+        "zoom",
+        "legacy_form",
+        "lobby: true\nadmission: {decision: admit, after_s: 0.5}\n",
+        None,
+        id="zoom-legacy-form-permission-waiting-room",
+    ),
+    pytest.param("zoom", "passcode_prompt", "lobby: false\n", PASSCODE, id="zoom-passcode"),
+    pytest.param(
+        "teams", "id_passcode_form", "lobby: false\n", PASSCODE, id="teams-id-passcode-form"
+    ),
+]
+
+
+@pytest.mark.parametrize(("platform", "variant", "scenario", "passcode"), JOIN_PATHS)
+async def test_every_join_path_leaves_when_everyone_else_left(
+    start: Start, platform: str, variant: str, scenario: str, passcode: str | None
+) -> None:
+    run: Run = await start(
+        platform,
+        f"variant: {variant}\n{scenario}participants: [{{name: Alice, leave_at: 1.0}}]\n",
+        passcode=passcode,
+    )
+    assert await run.finish() is BotStatus.COMPLETED
+    assert run.statuses()[-2:] == [("stopping", "left_alone"), ("completed", "left_alone")]
+    left = next(e.t for e in run.room.timeline() if e.type == "left" and e.name == "Alice")
+    waited = run.stopping_at() - left
+    assert 10 * SCALE <= waited <= 10 * SCALE + 2 * POLL + 1.5
+    if passcode:
+        # The bot got in only through the prompt: the page checks the typed passcode.
+        prompts = {"passcode", "idform"}
+        assert any(e.type == "page_screen" and e.text in prompts for e in run.room.timeline())
+
+
+async def test_max_meeting_duration_caps_a_meeting_that_never_empties(start: Start) -> None:
+    run: Run = await start(
+        "google_meet",
+        "lobby: false\nparticipants: [{name: Alice}]\n",
+        max_meeting_duration_seconds=60,
+    )
+    assert await run.finish() is BotStatus.COMPLETED
+    assert run.statuses()[-2:] == [("stopping", "max_duration"), ("completed", "max_duration")]
+    active = next(e for e in run.peer.events_of("status") if e.status.value == "active")
+    waited = run.stopping_at() - active.ts.timestamp()
+    assert 60 * SCALE <= waited <= 60 * SCALE + 2 * POLL + 1.0
+
+
+async def test_a_page_showing_no_known_screen_ends_the_bot_with_page_lost(start: Start) -> None:
+    # A plain "404: Not Found" page on the meeting's host: no screen any adapter knows.
+    run: Run = await start(
+        "google_meet",
+        "lobby: false\n",
+        url="https://meet.google.com/_tm/static/no-such-page.js",
+        host={"lost_page_seconds": 1.5},
+    )
+    assert await run.finish() is BotStatus.FAILED
+    assert run.statuses()[-2:] == [("stopping", "page_lost"), ("failed", "page_lost")]
+    joining = next(e for e in run.peer.events_of("status") if e.status.value == "joining")
+    waited = run.stopping_at() - joining.ts.timestamp()
+    # lost_page_seconds after the page opened (Chromium's launch comes first), long before the
+    # 20 s join timeout would have said join_error.
+    assert 1.5 <= waited <= 12.0
