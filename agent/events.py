@@ -87,8 +87,10 @@ class BotEvents:
         left: list[str],
         meeting_name: str | None = None,
     ) -> None:
-        """The participant list changed (names exclude the bot); ``meeting_name`` is the
-        meeting's title when it was just read from the page."""
+        """Report that the participant list changed (names exclude the bot).
+
+        ``meeting_name`` is the meeting's title when it was just read from the page.
+        """
         frame = ParticipantsEvent(
             participants=names, joined=joined, left=left, meeting_name=meeting_name
         )

@@ -106,9 +106,11 @@ class Presence:
     only_you: bool = False
 
     def others(self) -> int:
-        """How many others are present: the "only you" text wins, then the platform's count,
-        then the names (a list can lag or hold stale tiles; a count or text is the platform's
-        word)."""
+        """Return how many others are present.
+
+        The "only you" text wins, then the platform's count, then the names (a list can lag
+        or hold stale tiles; a count or text is the platform's word).
+        """
         if self.only_you:
             return 0
         if self.count is not None:
@@ -484,8 +486,11 @@ class SelectorAdapter:
         return result
 
     async def meeting_title(self, page: Page) -> str | None:
-        """The first non-empty title of :attr:`PlatformSelectors.title_css` (an element's
-        ``data-meeting-title`` attribute, else its text), whitespace collapsed; None if none."""
+        """Read the meeting's title from the page; None if none is shown.
+
+        The first non-empty title of :attr:`PlatformSelectors.title_css` (an element's
+        ``data-meeting-title`` attribute, else its text), whitespace collapsed.
+        """
         if not self.selectors.title_css:
             return None
         raw = await self._evaluate(page, _TITLE_JS, list(self.selectors.title_css))

@@ -13,8 +13,11 @@ from control_plane.enums import Permission
 
 
 class Workspace(Base):
-    """A tenant. ``recording_enabled``/``transcribe_enabled`` and
-    ``max_meeting_duration_seconds`` (null: the built-in default) are bot launch defaults."""
+    """A tenant.
+
+    ``recording_enabled``/``transcribe_enabled`` and ``max_meeting_duration_seconds`` (null:
+    the built-in default) are bot launch defaults.
+    """
 
     __tablename__ = "workspaces"
 
