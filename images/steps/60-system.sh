@@ -14,6 +14,10 @@ datasource_list: [NoCloud, Ec2, GCE, None]
 # Host keys are made at first boot; the image ships none.
 ssh_deletekeys: true
 ssh_genkeytypes: [ed25519, ecdsa, rsa]
+# /etc/hosts names this machine as its seed does (sudo and others resolve the hostname).
+manage_etc_hosts: true
+# No locale generation: the image has no locales package and runs in C.UTF-8.
+locale: false
 CFG
 
 # The agent's settings that depend on where the image put things (agent/settings.py). The
