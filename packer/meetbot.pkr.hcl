@@ -118,7 +118,7 @@ build {
   provisioner "shell" {
     inline = [
       "sudo MEETBOT_DIST_DIR=${local.stage}/dist bash ${local.stage}/images/install.sh",
-      "sudo bash ${local.stage}/images/selftest.sh",
+      "sudo SELFTEST_TIMEOUT=${var.selftest_timeout} bash ${local.stage}/images/selftest.sh",
     ]
   }
 

@@ -106,6 +106,12 @@ variable "ssh_timeout" {
   description = "How long to wait for the VM's SSH; software emulation boots slowly."
 }
 
+variable "selftest_timeout" {
+  type        = number
+  default     = 1800
+  description = "Time limit of each self-test check, in seconds; whisper alone takes many minutes under software emulation."
+}
+
 variable "serial_log" {
   type        = string
   default     = "/dev/null"

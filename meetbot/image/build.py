@@ -254,13 +254,20 @@ def build_image(
         hit = cached(root, key)  # another build may have finished while we waited
         if hit is not None:
             return BuildResult(hit[0], hit[1], from_cache=True)
+        for stale in root.glob(f"{key}.partial-*"):
+            shutil.rmtree(stale, ignore_errors=True)  # an earlier failed build of these inputs
         partial = Path(tempfile.mkdtemp(prefix=f"{key}.partial-", dir=root))
-        with (partial / "build.log").open("w") as log:
-            progress = Progress(log, out)
-            progress.say(f"building image {key[:16]} in {partial}")
-            manifest = _build(checkout, root, partial, key, options, progress)
-        for leftover in ("dist", "seed", "template", "output", "packer_cache"):
-            shutil.rmtree(partial / leftover, ignore_errors=True)
+        try:
+            with (partial / "build.log").open("w") as log:
+                progress = Progress(log, out)
+                progress.say(f"building image {key[:16]} in {partial}")
+                manifest = _build(checkout, root, partial, key, options, progress)
+        except BuildFailed as exc:
+            raise BuildFailed(f"{exc}\nlogs: {partial}/build.log, {partial}/serial.log") from exc
+        finally:
+            # Keep only the logs of a failed build; the disk images are gigabytes.
+            for leftover in ("dist", "seed", "template", "output", "packer_cache"):
+                shutil.rmtree(partial / leftover, ignore_errors=True)
         final = root / key
         partial.rename(final)
         return BuildResult(final / manifest.image, manifest, from_cache=False)
