@@ -17,6 +17,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "agent": ("agent.cli:main", "send one bot into a meeting from this machine"),
     "test-meeting": ("testmeeting.cli:main", "run the local meeting simulator"),
     "demo": ("meetbot.demo.cli:main", "the whole product on real speech, all local"),
+    "image": ("meetbot.image.cli:main", "the bot VM image: `image build`, `image path`"),
 }
 
 

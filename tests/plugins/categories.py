@@ -7,7 +7,8 @@ The categories say what a test needs around it, so a developer can pick a cheap 
   local subprocesses;
 - ``api``: the control plane's HTTP API or link against a real database (SQLite, PostgreSQL);
 - ``model``: a real whisper model, voice or ffmpeg on real audio, no browser;
-- ``browser``: drives Debian's Chromium through Playwright (the testmeeting, the agent).
+- ``browser``: drives Debian's Chromium through Playwright (the testmeeting, the agent);
+- ``vm``: boots a qemu virtual machine (the bot image).
 
 ``slow`` (more than a few seconds) is not a category and may go beside any of them. The
 module states its category in ``pytestmark``; a marker on a single test does not count.
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import pytest
 
-CATEGORIES = ("unit", "api", "model", "browser")
+CATEGORIES = ("unit", "api", "model", "browser", "vm")
 
 
 def pytest_configure(config: pytest.Config) -> None:

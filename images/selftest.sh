@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# Self-test of a bot machine: does everything the agent needs actually work here? Run as root
+# at the end of `packer build` (and by hand on any bot machine). Each check runs with a time
+# limit and prints PASS or FAIL with its time and a detail line; the report ends with a summary
+# and the exit status is non-zero when any check failed.
+# Checks: the venv imports the agent; the bundled models resolve (base joined and verified);
+# faster-whisper loads tiny.en and transcribes a clip spoken by espeak-ng; Chromium starts
+# headless under Playwright and runs a page's script; ffmpeg encodes H.264/AAC mp4; Xvfb serves
+# a display that ffmpeg can grab; PulseAudio plays into a null sink and its monitor records
+# sound, not digital silence.
+# Usage: selftest.sh  (as root; SELFTEST_TIMEOUT=seconds per check, default 600)
+set -euo pipefail
+# shellcheck source=SCRIPTDIR/lib.sh
+. "$(dirname "$0")/lib.sh"
+require_root
+
+limit=${SELFTEST_TIMEOUT:-600}
+py=$MEETBOT_VENV/bin/python
+work=$(mktemp -d /tmp/meetbot-selftest.XXXXXX)
+chmod 0755 "$work"
+install -d -m 0700 -o "$MEETBOT_USER" -g "$MEETBOT_USER" "$work/run" "$work/bot"
+trap 'rm -rf "$work"' EXIT
+
+# Run a command as the agent's user, as the runtime will, within the time limit.
+as_bot() {
+  runuser -u "$MEETBOT_USER" -- env HOME="$MEETBOT_HOME" XDG_RUNTIME_DIR="$work/run" \
+    HF_HUB_OFFLINE=1 timeout --kill-after=10 "$limit" "$@"
+}
+
+SENTENCE="Hello everyone, thank you for joining the meeting today."
+
+check_venv() {
+  timeout "$limit" "$py" -c '
+import importlib.metadata as md
+import agent, agent.bot, control_plane, faster_whisper, meetbot, playwright
+print(", ".join(f"{name} {md.version(name)}" for name in ("meetbot", "faster-whisper", "playwright")))
+'
+}
+
+check_models() {
+  as_bot "$py" -c '
+import sys
+from pathlib import Path
+from agent.transcribe.models import resolve_model
+for name in ("tiny.en", "base"):
+    print(name, "->", resolve_model(name, Path(sys.argv[1])).path)
+' "$MEETBOT_HOME/models"
+}
+
+check_whisper() {
+  timeout "$limit" espeak-ng -s 140 -w "$work/clip.wav" "$SENTENCE"
+  chmod 0644 "$work/clip.wav"
+  as_bot "$py" -c '
+import os, re, sys, time
+from pathlib import Path
+from agent.transcribe.models import load_whisper_model, resolve_model
+t0 = time.monotonic()
+model = load_whisper_model(resolve_model("tiny.en", Path(sys.argv[1])), cpu_threads=os.cpu_count() or 1)
+t1 = time.monotonic()
+segments, _ = model.transcribe(sys.argv[2], beam_size=1, temperature=0.0)
+text = " ".join(s.text.strip() for s in segments)
+t2 = time.monotonic()
+words = lambda s: re.findall(r"[a-z]+", s.lower())
+want, got = words(sys.argv[3]), set(words(text))
+hits = sum(w in got for w in want)
+print(f"load {t1 - t0:.1f} s, transcribe {t2 - t1:.1f} s, {hits}/{len(want)} words: {text!r}")
+sys.exit(0 if hits >= len(want) * 4 // 5 else 1)
+' "$MEETBOT_HOME/models" "$work/clip.wav" "$SENTENCE"
+}
+
+check_chromium() {
+  as_bot "$py" -c '
+import time
+from playwright.sync_api import sync_playwright
+t0 = time.monotonic()
+with sync_playwright() as p:
+    browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True)
+    page = browser.new_page()
+    page.goto("data:text/html,<title>t</title><p id=x></p><script>x.textContent = 6 * 7</script>")
+    value = page.inner_text("#x")
+    version = browser.version
+    browser.close()
+print(f"Chromium {version} ran the page script: {value} in {time.monotonic() - t0:.1f} s")
+raise SystemExit(0 if value == "42" else 1)
+'
+}
+
+check_ffmpeg() {
+  local encoders
+  encoders=$(ffmpeg -hide_banner -encoders)
+  grep -q ' libx264 ' <<<"$encoders" || { echo "no libx264 encoder"; return 1; }
+  grep -q ' aac ' <<<"$encoders" || { echo "no aac encoder"; return 1; }
+  ffmpeg -hide_banner -loglevel error -f lavfi -i testsrc=size=320x240:rate=15 \
+    -f lavfi -i sine=frequency=440:sample_rate=48000 -t 2 -c:v libx264 -preset ultrafast \
+    -pix_fmt yuv420p -c:a aac -b:a 96k -movflags +faststart "$work/test.mp4"
+  local streams
+  streams=$(ffprobe -v error -show_entries stream=codec_name,sample_rate -of csv=p=0 \
+    "$work/test.mp4")
+  echo "mp4 streams: $(tr '\n' ' ' <<<"$streams")"
+  grep -qx h264 <<<"$streams" || { echo "no H.264 stream"; return 1; }
+  grep -qx aac,48000 <<<"$streams" || { echo "no 48 kHz AAC stream"; return 1; }
+}
+
+check_xvfb() {
+  local display=:97 i
+  as_bot Xvfb "$display" -screen 0 1280x720x24 -nolisten tcp >"$work/xvfb.log" 2>&1 &
+  # shellcheck disable=SC2064  # the pid is meant to be expanded now
+  trap "kill $! 2>/dev/null || true" EXIT
+  for i in $(seq 1 60); do
+    if as_bot xdpyinfo -display "$display" >/dev/null 2>&1; then break; fi
+    [ "$i" -lt 60 ] || { echo "Xvfb did not answer in 60 s"; cat "$work/xvfb.log"; return 1; }
+    sleep 1
+  done
+  as_bot xdpyinfo -display "$display" | grep -E 'dimensions|depth of root' | tr -s ' ' | tr '\n' ';'
+  echo
+  as_bot ffmpeg -hide_banner -loglevel error -f x11grab -video_size 1280x720 -i "$display" \
+    -frames:v 1 "$work/bot/screen.png"
+  [ -s "$work/bot/screen.png" ] && echo "x11grab: one 1280x720 frame"
+}
+
+check_pulseaudio() {
+  local i recorder
+  if [ ! -f "$work/clip.wav" ]; then
+    timeout "$limit" espeak-ng -s 140 -w "$work/clip.wav" "$SENTENCE"
+    chmod 0644 "$work/clip.wav"
+  fi
+  as_bot pulseaudio --daemonize=no --exit-idle-time=-1 -n \
+    --load=module-native-protocol-unix --load="module-null-sink sink_name=selftest" \
+    >"$work/pulse.log" 2>&1 &
+  # shellcheck disable=SC2064  # the pid is meant to be expanded now
+  trap "kill $! 2>/dev/null || true" EXIT
+  for i in $(seq 1 60); do
+    if as_bot pactl info >/dev/null 2>&1; then break; fi
+    [ "$i" -lt 60 ] || { echo "PulseAudio did not answer in 60 s"; cat "$work/pulse.log"; return 1; }
+    sleep 1
+  done
+  as_bot pactl set-default-sink selftest
+  as_bot pactl info | grep -E 'Server Version|Default Sink' | tr '\n' ';'
+  echo
+  # Record the sink's monitor (what a meeting's audio would be) while the clip plays into it.
+  as_bot ffmpeg -hide_banner -loglevel error -f pulse -i selftest.monitor -t 6 -ac 1 -ar 16000 \
+    -f s16le "$work/bot/monitor.raw" >"$work/rec.log" 2>&1 &
+  recorder=$!
+  sleep 1
+  as_bot paplay --device=selftest "$work/clip.wav"
+  wait "$recorder" || { echo "ffmpeg -f pulse failed"; cat "$work/rec.log"; return 1; }
+  timeout "$limit" "$py" -c '
+import sys
+import numpy as np
+pcm = np.fromfile(sys.argv[1], dtype="<i2")
+peak = int(np.abs(pcm.astype(np.int32)).max()) if pcm.size else 0
+print(f"monitor recorded {pcm.size / 16000:.1f} s, peak {peak}")
+sys.exit(0 if peak > 1000 else 1)
+' "$work/bot/monitor.raw"
+}
+
+checks=(
+  "venv imports the agent:check_venv"
+  "bundled whisper models:check_models"
+  "faster-whisper tiny.en transcribes:check_whisper"
+  "Chromium headless via Playwright:check_chromium"
+  "ffmpeg H.264/AAC mp4:check_ffmpeg"
+  "Xvfb display + x11grab:check_xvfb"
+  "PulseAudio null sink records sound:check_pulseaudio"
+)
+
+echo "meetbot image self-test on $(hostname) ($(uname -r), $(nproc) CPU, $(date -u +%FT%TZ))"
+passed=0
+failed=0
+for entry in "${checks[@]}"; do
+  name=${entry%%:*} func=${entry#*:}
+  start=$(date +%s%N)
+  # Not in an `if`: there bash would ignore errexit inside the check.
+  set +e
+  out=$(set -e; "$func" 2>&1)
+  status=$?
+  set -e
+  if [ "$status" -eq 0 ]; then
+    verdict=PASS passed=$((passed + 1))
+  else
+    verdict=FAIL failed=$((failed + 1))
+  fi
+  took_ms=$((($(date +%s%N) - start) / 1000000))
+  printf '%s  %-42s %4d.%d s\n' "$verdict" "$name" $((took_ms / 1000)) $((took_ms % 1000 / 100))
+  if [ "$verdict" = PASS ]; then
+    tail -n 2 <<<"$out" | sed 's/^/      /'
+  else
+    tail -n 25 <<<"$out" | sed 's/^/      /'
+  fi
+done
+echo "self-test: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
