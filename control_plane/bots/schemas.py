@@ -57,7 +57,7 @@ class _LaunchOptions(_EditableOptions):
     prompt_version_id: str | None = Field(default=None, min_length=1, max_length=64)
     passcode: str | None = Field(default=None, min_length=1, max_length=256)
     zoom_obf_token: str | None = Field(default=None, min_length=1, max_length=4096)
-    zoom_connection_id: int | None = Field(default=None, ge=1)
+    zoom_connection_id: int | None = Field(default=None, ge=1, le=2**31 - 1)  # INTEGER id
     left_alone_timeout_seconds: int | None = Field(
         default=None, ge=LEFT_ALONE_TIMEOUT_S[0], le=LEFT_ALONE_TIMEOUT_S[1]
     )
