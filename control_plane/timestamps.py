@@ -13,7 +13,6 @@ from typing import Annotated
 
 from pydantic import AfterValidator, PlainSerializer, WithJsonSchema
 
-
 EARLIEST = datetime(2, 1, 1, tzinfo=UTC)
 """The earliest timestamp an input may carry (inclusive)."""
 LATEST = datetime(9998, 1, 1, tzinfo=UTC)

@@ -162,6 +162,4 @@ def json_response(
         text = payload.model_dump_json()
     else:
         text = json.dumps(payload)
-    return web.Response(
-        text=text, status=status, content_type="application/json", headers=headers
-    )
+    return web.Response(text=text, status=status, content_type="application/json", headers=headers)

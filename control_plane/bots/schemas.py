@@ -95,8 +95,6 @@ class ScheduledBotUpdate(_EditableOptions):
     join_offset_seconds: int | None = Field(default=None, ge=JOIN_OFFSET_S[0], le=JOIN_OFFSET_S[1])
 
 
-
-
 class BotList(BaseModel):
     """``GET /api/v1/bots``: newest first."""
 
