@@ -142,6 +142,7 @@ def _serve(url: str, data_dir: str, ready: Any) -> None:
             launcher="memory",
             rate_limit_per_second=1e9,
             rate_limit_burst=10**9,
+            max_concurrent_bots=10**9,
             log_level="WARNING",
         )
         launcher = MemoryLauncher()

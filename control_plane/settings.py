@@ -40,6 +40,19 @@ class Settings(BaseSettings):
     key_prefix: str = "mbk"
     rate_limit_per_second: float = Field(default=20.0, gt=0)
     rate_limit_burst: int = Field(default=100, ge=1)
+    # Per client address, for requests with no key, a malformed or unknown key (before the
+    # lookup), and unauthenticated writes (invitation acceptance); docs/api.md 2.1.
+    address_rate_limit_per_second: float = Field(default=5.0, gt=0)
+    address_rate_limit_burst: int = Field(default=50, ge=1)
+    # Quotas per workspace (docs/api.md 2.10): over one, creation answers 409 quota_exceeded.
+    max_webhook_endpoints: int = Field(default=20, ge=1)
+    max_api_keys: int = Field(default=100, ge=1)
+    max_action_prompts: int = Field(default=1000, ge=1)
+    max_pending_invitations: int = Field(default=100, ge=1)
+    # Bots not yet final and not waiting for a scheduled start (requested … stopping).
+    max_concurrent_bots: int = Field(default=100, ge=1)
+    # Largest artifact (recording, screenshot) an agent may upload through the control plane.
+    max_upload_bytes: int = Field(default=4 * 1024**3, ge=1)
     # Seconds an API-key lookup is reused in-process (0 disables); see control_plane.auth.key_cache.
     auth_cache_ttl_seconds: float = Field(default=2.0, ge=0)
     stream_token_ttl_seconds: int = Field(default=900, ge=10)

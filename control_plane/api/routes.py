@@ -230,6 +230,8 @@ def _operation(spec: RouteSpec, refs: Refs) -> dict[str, Any]:
             for media in spec.text_media
         }
     error_statuses = set(spec.errors) | {500}
+    if spec.method not in ("GET", "HEAD"):
+        error_statuses.add(429)  # unauthenticated writes are throttled per client address
     if spec.auth:
         error_statuses |= {401, 429}
         if not spec.allows_read_key:

@@ -25,6 +25,7 @@ from control_plane.db.engine import DB
 from control_plane.db.models.workspace import ApiKey, User
 from control_plane.enums import Permission, Role
 from control_plane.errors import ErrorItem, NotFound, Validation
+from control_plane.quotas import enforce_quota
 from control_plane.settings import SETTINGS
 from control_plane.timestamps import UtcDateTime
 
@@ -93,11 +94,11 @@ def created_view(key: ApiKey, secret: str) -> ApiKeyCreated:
     body=ApiKeyCreate,
     response=ApiKeyCreated,
     status=201,
-    errors=(403,),
+    errors=(403, 409),
 )
 async def create_api_key(request: web.Request) -> web.Response:
     """A new key of the caller, bound to the caller's workspace; 403 ``key_not_bound`` for an
-    unbound caller; 422 ``expires_at_in_past``."""
+    unbound caller; 422 ``expires_at_in_past``; 409 ``quota_exceeded`` at ``max_api_keys``."""
     caller = auth_of(request)
     workspace_id = caller.require_workspace()
     body = await read_body(request, ApiKeyCreate)
@@ -115,6 +116,12 @@ async def create_api_key(request: web.Request) -> web.Response:
         user = await session.get(User, caller.user_id)
         if user is None:
             raise NotFound("the key's user no longer exists", code="user_not_found")
+        await enforce_quota(
+            session,
+            select(ApiKey.id).where(ApiKey.workspace_id == workspace_id),
+            request.app[SETTINGS].max_api_keys,
+            "API keys",
+        )
         issued = await issue_key(
             session,
             user=user,

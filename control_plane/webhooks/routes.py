@@ -17,6 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from control_plane.api.http import json_response, read_body, read_query
 from control_plane.api.routes import ApiRoutes
+from control_plane.auth.context import auth_of
+from control_plane.enums import Permission
+from control_plane.errors import ReadOnlyKey
+from control_plane.quotas import check_quota
 from control_plane.settings import SETTINGS
 from control_plane.webhooks.schemas import (
     DeliveryAttempt,
@@ -65,24 +69,31 @@ async def _owner_workspace(request: web.Request) -> uuid.UUID:
     body=EndpointCreate,
     response=Endpoint,
     status=201,
-    errors=_ERRORS,
+    errors=(*_ERRORS, 409),
     path_types=_PATH_TYPES,
 )
 async def create_webhook_endpoint(request: web.Request) -> web.Response:
     """Create an endpoint; it receives every event type unless ``filter_types`` narrows it.
 
     422 ``unknown_event_type`` for a type outside the catalogue; 422
-    ``webhook_url_not_allowed`` for a non-https URL or one resolving to an internal address.
+    ``webhook_url_not_allowed`` for a non-https URL or one resolving to an internal address;
+    409 ``quota_exceeded`` at ``max_webhook_endpoints``.
     """
     workspace_id = await _owner_workspace(request)
     body = await read_body(request, EndpointCreate)
+    provider = request.app[WEBHOOK_PROVIDER]
+    check_quota(
+        len(await provider.list_endpoints(workspace_id)),
+        request.app[SETTINGS].max_webhook_endpoints,
+        "webhook endpoints",
+    )
     spec = body.model_copy(
         update={
             "filter_types": checked_filter_types(body.filter_types),
             "url": await checked_url(body.url, target_policy(request.app[SETTINGS])),
         }
     )
-    endpoint = await request.app[WEBHOOK_PROVIDER].create_endpoint(workspace_id, spec)
+    endpoint = await provider.create_endpoint(workspace_id, spec)
     return json_response(endpoint, status=201)
 
 
@@ -168,8 +179,14 @@ async def delete_webhook_endpoint(request: web.Request) -> web.Response:
     path_types=_PATH_TYPES,
 )
 async def get_webhook_endpoint_secret(request: web.Request) -> web.Response:
-    """``{key: "whsec_…"}``: verify deliveries with it (Standard Webhooks)."""
+    """``{key: "whsec_…"}``: verify deliveries with it (Standard Webhooks).
+
+    Whoever holds the secret can forge deliveries, so it takes an owner's ``edit`` key: a
+    ``read`` key gets 403 ``read_only_key`` (docs/api.md 2.2).
+    """
     workspace_id = await _owner_workspace(request)
+    if auth_of(request).permission is Permission.READ:
+        raise ReadOnlyKey("the signing secret needs an edit key")
     secret = await request.app[WEBHOOK_PROVIDER].get_secret(
         workspace_id, request.match_info["endpoint_id"]
     )
