@@ -11,6 +11,7 @@ generated from them. A resource module exposes ``routes: ApiRoutes`` and is list
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from datetime import timedelta
 from importlib import metadata
 
 from aiohttp import web
@@ -146,6 +147,7 @@ async def _bots_ctx(app: web.Application) -> AsyncIterator[None]:
         status_hooks=status_hooks,
         metrics=app[METRICS],
         interval=settings.scheduler_interval_seconds,
+        lease=timedelta(seconds=settings.launch_lease_seconds),
     )
     app[SCHEDULER] = scheduler
     async with scheduler.loop.running():

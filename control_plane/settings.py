@@ -64,6 +64,12 @@ class Settings(BaseSettings):
     extra_meeting_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
     scheduler_interval_seconds: float = Field(default=1.0, gt=0)
+    # How long a scheduler's claim of a due bot holds: a bot still without a handle after it
+    # (its claimer died mid-launch) is launched again. Longer than the slowest launch.
+    launch_lease_seconds: float = Field(default=120.0, gt=0)
+    # The local launcher's agent program (comma-separated; "--config <file>" is appended).
+    # Empty: this interpreter running "-m agent". Tests use a stand-in that starts no browser.
+    local_agent_command: Annotated[list[str], NoDecode] = Field(default_factory=list)
     heartbeat_timeout_seconds: float = Field(default=30.0, gt=0)
 
     # Agent link: a launched agent that never connects within this is failed/launch_failed
@@ -113,7 +119,9 @@ class Settings(BaseSettings):
     deferred_transcription_model: str = ""
     log_level: str = "INFO"
 
-    @field_validator("extra_meeting_hosts", "webhook_retry_schedule", mode="before")
+    @field_validator(
+        "extra_meeting_hosts", "webhook_retry_schedule", "local_agent_command", mode="before"
+    )
     @classmethod
     def _comma_separated(cls, value: object) -> object:
         return _split_csv(value)
