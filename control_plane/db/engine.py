@@ -18,6 +18,13 @@ sleeping, not writing (bench/api.py: p99 1.7 s at 16 clients). With one connecti
 this process queue on the pool instead, in arrival order, and each starts the moment the
 previous one returns the connection. ``busy_timeout`` still covers writers of other processes
 (``meetbot db upgrade``, a second ``serve``).
+
+The write connection's statements run on the event loop's thread
+(:mod:`control_plane.db.inline_sqlite`): through aiosqlite's worker thread a write transaction
+took about twenty trips through the event loop, each waiting behind the reads the loop was
+serving, so creations starved beside lists (issue 18). Read connections keep their worker
+threads and are a fixed pool of ``READ_CONNECTIONS`` (SQLAlchemy's default opened and closed
+overflow connections — a thread and five PRAGMAs each — under bursts of lists).
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
-from sqlalchemy import event, text
+from sqlalchemy import event, make_url, text
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
@@ -36,7 +43,11 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from control_plane.db.inline_sqlite import inline_connector
+
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+READ_CONNECTIONS = 4
+"""SQLite read connections kept open (and the most open at once); see the module docstring."""
 IDLE_PING_AFTER_S = 10.0
 """A PostgreSQL connection unused this long is pinged before reuse (see
 :func:`_ping_idle_connections`)."""
@@ -163,6 +174,9 @@ def create_database(
             "max_overflow": 0,
             "pool_timeout": SQLITE_BUSY_TIMEOUT_MS / 1000,
         }
+    if url.startswith("sqlite") and not in_memory:
+        # Statements of the one write connection run on the loop's thread (see the module).
+        kwargs["async_creator"] = inline_connector(str(make_url(url).database))
     engine = create_async_engine(url, **kwargs)
     if engine.dialect.name != "sqlite":
         _ping_idle_connections(engine, idle_ping_after)
@@ -171,7 +185,12 @@ def create_database(
     if in_memory:
         # A second engine would open a second, empty in-memory database.
         return Database(engine=engine, sessions=async_sessionmaker(engine, expire_on_commit=False))
-    read_engine = create_async_engine(url)
+    read_engine = create_async_engine(
+        url,
+        pool_size=READ_CONNECTIONS,
+        max_overflow=0,
+        pool_timeout=SQLITE_BUSY_TIMEOUT_MS / 1000,
+    )
     _configure_sqlite(read_engine, read_only=True)
     return Database(
         engine=engine,
