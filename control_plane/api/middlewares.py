@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -84,11 +85,32 @@ def problem_response(exc: DomainError) -> web.Response:
     )
 
 
-def _from_http_exception(exc: web.HTTPException) -> DomainError:
+def _template_pattern(template: str) -> re.Pattern[str]:
+    return re.compile(re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(template)))
+
+
+def allowed_methods(request: web.Request, fallback: str) -> str:
+    """The ``Allow`` header of the request's path: the methods of the most specific route
+    template matching it (``/api/v1/bots/schedule`` is the schedule collection, not a bot id
+    of ``/api/v1/bots/{bot_id}``, whose methods aiohttp would add); ``fallback`` when no
+    declared route matches."""
+    matches: dict[str, set[str]] = {}
+    for method, template in request.app[ROUTE_SPECS]:
+        if _template_pattern(template).fullmatch(request.path):
+            matches.setdefault(template, set()).add(method)
+    if not matches:
+        return fallback
+    methods = matches[min(matches, key=lambda template: template.count("{"))]
+    if "GET" in methods:
+        methods = methods | {"HEAD"}
+    return ", ".join(sorted(methods))
+
+
+def _from_http_exception(exc: web.HTTPException, request: web.Request) -> DomainError:
     if exc.status == 404:
         return NotFound("no such path")
     if exc.status == 405:
-        allowed = exc.headers.get("Allow", "")
+        allowed = allowed_methods(request, exc.headers.get("Allow", ""))
         return MethodNotAllowed("method not allowed here", headers={"Allow": allowed})
     if exc.status == 413:
         return PayloadTooLarge("request bodies are limited to 1 MiB")
@@ -133,7 +155,7 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
-        return problem_response(_from_http_exception(exc))
+        return problem_response(_from_http_exception(exc, request))
     except asyncio.CancelledError:
         raise
     except Exception:

@@ -143,12 +143,43 @@ def spec_index(resources: Iterable[ApiRoutes]) -> dict[tuple[str, str], RouteSpe
     return {(spec.method, spec.path): spec for res in resources for spec in res.specs}
 
 
+NO_NUL = "^[^\\u0000]*$"
+"""Pattern of every input string: the server refuses NUL characters (422, docs/api.md 2.1)."""
+
+
 def _param_schema(kind: type) -> dict[str, Any]:
     if kind is int:
-        return {"type": "integer"}
+        # Ids are INTEGER columns; anything outside names no resource (404).
+        return {"type": "integer", "minimum": 1, "maximum": 2**31 - 1}
     if kind is uuid.UUID:
         return {"type": "string", "format": "uuid"}
-    return {"type": "string"}
+    return {"type": "string", "pattern": NO_NUL}
+
+
+def _forbid_nul(schema: Any, components: dict[str, Any], seen: set[str]) -> None:
+    """Add the :data:`NO_NUL` pattern to every free-form string of an input schema (following
+    ``$ref`` into ``components`` once each)."""
+    if isinstance(schema, list):
+        for item in schema:
+            _forbid_nul(item, components, seen)
+        return
+    if not isinstance(schema, dict):
+        return
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        name = ref.rsplit("/", 1)[-1]
+        if name not in seen and name in components:
+            seen.add(name)
+            _forbid_nul(components[name], components, seen)
+        return
+    if schema.get("type") == "string" and not {"enum", "const", "format", "pattern"} & set(schema):
+        schema["pattern"] = NO_NUL
+    for key, value in schema.items():
+        if key in {"properties", "$defs"} and isinstance(value, dict):
+            for item in value.values():
+                _forbid_nul(item, components, seen)
+        elif key in {"items", "anyOf", "oneOf", "allOf", "additionalProperties", "prefixItems"}:
+            _forbid_nul(value, components, seen)
 
 
 def _query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
@@ -215,9 +246,7 @@ def _operation(spec: RouteSpec, refs: Refs) -> dict[str, Any]:
     if spec.body is not None:
         op["requestBody"] = {
             "required": True,
-            "content": {
-                "application/json": {"schema": dict(refs[(spec.body, "validation")])}
-            },
+            "content": {"application/json": {"schema": dict(refs[(spec.body, "validation")])}},
         }
     success: dict[str, Any] = {"description": _STATUS_TEXT.get(spec.status, "Success")}
     if spec.response is not None:
@@ -271,8 +300,16 @@ def build_openapi(resources: Iterable[ApiRoutes], *, title: str, version: str) -
     if problem_name != "Problem":
         schemas["Problem"] = schemas[problem_name]
     paths: dict[str, dict[str, Any]] = {}
+    seen: set[str] = set()
     for spec in specs:
-        paths.setdefault(spec.path, {})[spec.method.lower()] = _operation(spec, refs)
+        operation = _operation(spec, refs)
+        paths.setdefault(spec.path, {})[spec.method.lower()] = operation
+        for param in operation.get("parameters", []):
+            if param["in"] == "query":
+                _forbid_nul(param["schema"], schemas, seen)
+        body = operation.get("requestBody", {}).get("content", {}).get("application/json")
+        if body is not None:
+            _forbid_nul(body["schema"], schemas, seen)
     return {
         "openapi": "3.1.0",
         "info": {"title": title, "version": version},

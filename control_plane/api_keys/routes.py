@@ -42,7 +42,9 @@ class ApiKeyCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, max_length=200)
-    expires_at: UtcDateTime | None = None
+    expires_at: UtcDateTime | None = Field(
+        default=None, description="Must be in the future (422 expires_at_in_past); null: never."
+    )
     permission: Literal[Permission.EDIT, Permission.READ] = Permission.EDIT
 
 
