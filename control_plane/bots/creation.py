@@ -36,8 +36,9 @@ async def create_response(
     The key's workspace binding is checked first (403), then the body (415/413/400/422), then
     the idempotency key (replay, or 422 ``idempotency_key_reused``). A bot that would launch
     now is refused with 409 ``quota_exceeded`` while the workspace has ``max_concurrent_bots``
-    bots from ``requested`` to ``stopping`` (counted on a read session, before the write
-    transaction; concurrent creations may overshoot by their number).
+    bots from ``requested`` to ``stopping`` (counted in the creating transaction, after an
+    idempotent replay: exact on SQLite; on PostgreSQL concurrent creations may overshoot by
+    their number).
     """
     auth = auth_of(request)
     auth.require_workspace()
@@ -48,18 +49,9 @@ async def create_response(
     service = request.app[BOT_SERVICE]
     zoom_connection_id = await service.require_zoom_token(auth, body)
     database = request.app[DB]
-    if isinstance(body, BotCreate) and not (
+    launches_now = isinstance(body, BotCreate) and not (
         body.scheduled_at is not None and body.scheduled_at > datetime.now(UTC)
-    ):
-        async with database.reads() as session:
-            await enforce_quota(
-                session,
-                select(Meeting.id).where(
-                    Meeting.workspace_id == auth.workspace_id, Meeting.status.in_(_LIVE)
-                ),
-                request.app[SETTINGS].max_concurrent_bots,
-                "bots at once (requested to stopping)",
-            )
+    )
     try:
         async with database.sessions.begin() as session:
             record = None
@@ -68,6 +60,15 @@ async def create_response(
                 if replay is not None:
                     return replay
                 record = await claim(session, auth.key_id, route, key, digest)
+            if launches_now:
+                await enforce_quota(
+                    session,
+                    select(Meeting.id).where(
+                        Meeting.workspace_id == auth.workspace_id, Meeting.status.in_(_LIVE)
+                    ),
+                    request.app[SETTINGS].max_concurrent_bots,
+                    "bots at once (requested to stopping)",
+                )
             meeting = await service.create_meeting(session, auth, body, zoom_connection_id)
             text = render(meeting).model_dump_json()
             if record is not None:
