@@ -93,7 +93,9 @@ class Database:
             await self.read_engine.dispose()
 
 
-def _configure_sqlite(engine: AsyncEngine, *, read_only: bool = False) -> None:
+def _configure_sqlite(
+    engine: AsyncEngine, *, read_only: bool = False, inline: bool = False
+) -> None:
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Let SQLAlchemy's "begin" event issue BEGIN itself (the driver's implicit BEGIN is
@@ -101,7 +103,9 @@ def _configure_sqlite(engine: AsyncEngine, *, read_only: bool = False) -> None:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        # An inline connection waits for the lock asynchronously (inline_sqlite), never in
+        # SQLite's busy handler, which would block the event loop.
+        cursor.execute(f"PRAGMA busy_timeout={0 if inline else SQLITE_BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA synchronous=NORMAL")
         if read_only:
@@ -176,12 +180,14 @@ def create_database(
         }
     if url.startswith("sqlite") and not in_memory:
         # Statements of the one write connection run on the loop's thread (see the module).
-        kwargs["async_creator"] = inline_connector(str(make_url(url).database))
+        kwargs["async_creator"] = inline_connector(
+            str(make_url(url).database), SQLITE_BUSY_TIMEOUT_MS / 1000
+        )
     engine = create_async_engine(url, **kwargs)
     if engine.dialect.name != "sqlite":
         _ping_idle_connections(engine, idle_ping_after)
         return Database(engine=engine, sessions=async_sessionmaker(engine, expire_on_commit=False))
-    _configure_sqlite(engine)
+    _configure_sqlite(engine, inline=not in_memory)
     if in_memory:
         # A second engine would open a second, empty in-memory database.
         return Database(engine=engine, sessions=async_sessionmaker(engine, expire_on_commit=False))
