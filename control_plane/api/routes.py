@@ -22,7 +22,8 @@ error responses: the declared ``errors`` plus the ones every route can give (401
 ``auth``; 400/413/415/422 with a body; 500).
 
 Flags read by the middlewares: ``auth=False`` makes a route public (no ``X-API-Key``);
-``read_key_ok=True`` lets ``read`` keys call a non-GET route (``POST …/subscribe``).
+``read_key_ok=True`` lets ``read`` keys call a non-GET route (``POST …/subscribe``);
+``edit_key_only=True`` refuses them on a GET (a webhook endpoint's signing secret).
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ class RouteSpec:
     errors: tuple[int, ...] = ()
     auth: bool = True
     read_key_ok: bool = False
+    edit_key_only: bool = False
     idempotent: bool = False
     path_types: Mapping[str, type] = field(default_factory=dict)
 
@@ -94,6 +96,8 @@ class RouteSpec:
     @property
     def allows_read_key(self) -> bool:
         """Whether a ``read`` key may call this route."""
+        if self.edit_key_only:
+            return False
         return self.method in {"GET", "HEAD"} or self.read_key_ok
 
 

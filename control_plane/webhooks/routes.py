@@ -17,9 +17,6 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from control_plane.api.http import json_response, read_body, read_query
 from control_plane.api.routes import ApiRoutes
-from control_plane.auth.context import auth_of
-from control_plane.enums import Permission
-from control_plane.errors import ReadOnlyKey
 from control_plane.quotas import check_quota
 from control_plane.settings import SETTINGS
 from control_plane.webhooks.schemas import (
@@ -176,17 +173,16 @@ async def delete_webhook_endpoint(request: web.Request) -> web.Response:
     summary="Get a webhook endpoint's signing secret",
     response=EndpointSecret,
     errors=_ERRORS,
+    edit_key_only=True,
     path_types=_PATH_TYPES,
 )
 async def get_webhook_endpoint_secret(request: web.Request) -> web.Response:
     """``{key: "whsec_…"}``: verify deliveries with it (Standard Webhooks).
 
     Whoever holds the secret can forge deliveries, so it takes an owner's ``edit`` key: a
-    ``read`` key gets 403 ``read_only_key`` (docs/api.md 2.2).
+    ``read`` key gets 403 ``read_only_key`` (docs/api.md 2.2; ``edit_key_only`` route).
     """
     workspace_id = await _owner_workspace(request)
-    if auth_of(request).permission is Permission.READ:
-        raise ReadOnlyKey("the signing secret needs an edit key")
     secret = await request.app[WEBHOOK_PROVIDER].get_secret(
         workspace_id, request.match_info["endpoint_id"]
     )
