@@ -65,9 +65,9 @@ from control_plane.db.models.bot import Meeting  # noqa: E402
 from control_plane.launchers.memory import MemoryLauncher  # noqa: E402
 from control_plane.settings import Settings  # noqa: E402
 
-STATUSES = ["completed"] * 70 + ["failed"] * 10 + ["cancelled"] * 5 + ["active"] * 5 + [
-    "requested"
-] * 10
+STATUSES = (
+    ["completed"] * 70 + ["failed"] * 10 + ["cancelled"] * 5 + ["active"] * 5 + ["requested"] * 10
+)
 NAMES = ["Weekly sync", "Standup", "Design review", "Customer call", "Retro", "1:1", "Planning"]
 SEED_DAYS = 100
 BATCH = 5_000
@@ -232,9 +232,7 @@ async def _measure(db: str, url: str, args: argparse.Namespace, data_dir: str) -
         print(json.dumps({"bench": "api", "db": db, "server_pid": server.pid}), flush=True)
         base = f"http://127.0.0.1:{port}"
         headers = {"X-API-Key": key}
-        connector = aiohttp.TCPConnector(
-            limit=max(*args.concurrency, args.creators + args.listers)
-        )
+        connector = aiohttp.TCPConnector(limit=max(*args.concurrency, args.creators + args.listers))
         async with aiohttp.ClientSession(base, connector=connector, headers=headers) as http:
 
             async def get(path: str) -> None:
@@ -407,9 +405,7 @@ async def main() -> None:
         default=[1, 16],
         help="comma-separated client counts, each measured (default 1,16)",
     )
-    parser.add_argument(
-        "--postgres-url", default=os.environ.get("MEETBOT_TEST_POSTGRES_URL", "")
-    )
+    parser.add_argument("--postgres-url", default=os.environ.get("MEETBOT_TEST_POSTGRES_URL", ""))
     parser.add_argument("--only", choices=["sqlite", "postgresql"], default=None)
     parser.add_argument(
         "--mixed-requests", type=int, default=1_000, help="creations of the mixed run (0: skip)"

@@ -59,9 +59,7 @@ class InvitationOut(BaseModel):
     workspace_id: uuid.UUID
     email: str
     role: str
-    status: Literal[
-        InvitationStatus.PENDING, InvitationStatus.ACCEPTED, InvitationStatus.REVOKED
-    ]
+    status: Literal[InvitationStatus.PENDING, InvitationStatus.ACCEPTED, InvitationStatus.REVOKED]
     created_at: UtcDateTime
     expires_at: UtcDateTime
 

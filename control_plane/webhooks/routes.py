@@ -146,9 +146,7 @@ async def update_webhook_endpoint(request: web.Request) -> web.Response:
     if patch.url is not None:
         updates["url"] = await checked_url(patch.url, target_policy(request.app[SETTINGS]))
     patch = patch.model_copy(update=updates)
-    endpoint = await request.app[WEBHOOK_PROVIDER].update_endpoint(
-        workspace_id, endpoint_id, patch
-    )
+    endpoint = await request.app[WEBHOOK_PROVIDER].update_endpoint(workspace_id, endpoint_id, patch)
     return json_response(endpoint)
 
 
