@@ -8,6 +8,11 @@ drives it with ``--concurrency`` concurrent HTTP clients and prints one JSON lin
   p50/p99 latency in ms;
 * ``api_list_meetings`` — ``GET /api/v1/meetings`` with one filter set per line (status;
   date window; name substring; bot_id; status + date window + offset): requests/s, p50/p99.
+* ``api_mixed`` — ``--creators`` (8) clients creating bots while ``--listers`` (8) clients list
+  ``GET /api/v1/meetings?limit=50`` as fast as they can, until ``--mixed-requests`` creations
+  are done: one line for the creations and one for the lists (requests/s, p50/p99; the server
+  CPU figure is per request of either kind). Goal (issue 18): creates ≥ 100/s with
+  p99 ≤ 250 ms on SQLite, the same or better on PostgreSQL.
 
 Every line also carries ``server_cpu_ms_per_request``: CPU time (user + system) the server
 process spent per request during that run. Unlike wall time it hardly depends on what else
@@ -60,9 +65,9 @@ from control_plane.db.models.bot import Meeting  # noqa: E402
 from control_plane.launchers.memory import MemoryLauncher  # noqa: E402
 from control_plane.settings import Settings  # noqa: E402
 
-STATUSES = ["completed"] * 70 + ["failed"] * 10 + ["cancelled"] * 5 + ["active"] * 5 + [
-    "requested"
-] * 10
+STATUSES = (
+    ["completed"] * 70 + ["failed"] * 10 + ["cancelled"] * 5 + ["active"] * 5 + ["requested"] * 10
+)
 NAMES = ["Weekly sync", "Standup", "Design review", "Customer call", "Retro", "1:1", "Planning"]
 SEED_DAYS = 100
 BATCH = 5_000
@@ -137,6 +142,7 @@ def _serve(url: str, data_dir: str, ready: Any) -> None:
             launcher="memory",
             rate_limit_per_second=1e9,
             rate_limit_burst=10**9,
+            max_concurrent_bots=10**9,
             log_level="WARNING",
         )
         launcher = MemoryLauncher()
@@ -226,7 +232,7 @@ async def _measure(db: str, url: str, args: argparse.Namespace, data_dir: str) -
         print(json.dumps({"bench": "api", "db": db, "server_pid": server.pid}), flush=True)
         base = f"http://127.0.0.1:{port}"
         headers = {"X-API-Key": key}
-        connector = aiohttp.TCPConnector(limit=max(args.concurrency))
+        connector = aiohttp.TCPConnector(limit=max(*args.concurrency, args.creators + args.listers))
         async with aiohttp.ClientSession(base, connector=connector, headers=headers) as http:
 
             async def get(path: str) -> None:
@@ -250,7 +256,7 @@ async def _measure(db: str, url: str, args: argparse.Namespace, data_dir: str) -
                     f"&date_to={window_to:{iso}}&limit=50&offset=100"
                 ),
             }
-            for concurrency in args.concurrency:
+            for concurrency in [] if args.mixed_only else args.concurrency:
                 for label, query in filters.items():
 
                     async def list_call(i: int, query: str | None = query) -> None:
@@ -285,7 +291,7 @@ async def _measure(db: str, url: str, args: argparse.Namespace, data_dir: str) -
                     assert response.status == 201, (response.status, await response.text())
 
             offset = 0
-            for concurrency in args.concurrency:
+            for concurrency in [] if args.mixed_only else args.concurrency:
 
                 async def create_at(i: int, offset: int = offset) -> None:
                     await create_call(offset + i)
@@ -303,9 +309,69 @@ async def _measure(db: str, url: str, args: argparse.Namespace, data_dir: str) -
                     meetings=args.meetings,
                     concurrency=concurrency,
                 )
+
+            if args.mixed_requests:
+                await _mixed(db, http, create_call, offset, args, process)
     finally:
         server.terminate()
         server.join(timeout=30)
+
+
+async def _mixed(
+    db: str,
+    http: aiohttp.ClientSession,
+    create_call: Callable[[int], Awaitable[None]],
+    offset: int,
+    args: argparse.Namespace,
+    server: psutil.Process,
+) -> None:
+    """Creators and listers at once: print one figure for each kind (see the docstring)."""
+    creates: list[float] = []
+    lists: list[float] = []
+    counter = iter(range(args.mixed_requests))
+    done = asyncio.Event()
+
+    async def creator() -> None:
+        for i in counter:
+            started = time.perf_counter()
+            await create_call(offset + i)
+            creates.append((time.perf_counter() - started) * 1000)
+
+    async def lister() -> None:
+        while not done.is_set():
+            started = time.perf_counter()
+            async with http.get("/api/v1/meetings?limit=50") as response:
+                await response.read()
+                assert response.status == 200, response.status
+            lists.append((time.perf_counter() - started) * 1000)
+
+    cpu_before = _cpu_seconds(server)
+    client_before = time.process_time()
+    started = time.perf_counter()
+    listers = [asyncio.create_task(lister()) for _ in range(args.listers)]
+    try:
+        await asyncio.gather(*(creator() for _ in range(args.creators)))
+    finally:
+        done.set()
+        await asyncio.gather(*listers)
+    elapsed = time.perf_counter() - started
+    count = max(1, len(creates) + len(lists))
+    cpu_ms = (_cpu_seconds(server) - cpu_before) * 1000 / count
+    client_ms = (time.process_time() - client_before) * 1000 / count
+    load = os.getloadavg()[0]
+    for kind, latencies in (("create", creates), ("list", lists)):
+        _figure(
+            "api_mixed",
+            db,
+            elapsed,
+            latencies,
+            (cpu_ms, client_ms),
+            kind=kind,
+            creators=args.creators,
+            listers=args.listers,
+            meetings=args.meetings,
+            load_1m=round(load, 2),
+        )
 
 
 async def _postgres_database(server_url: str) -> tuple[str, Callable[[], Awaitable[None]]]:
@@ -339,10 +405,14 @@ async def main() -> None:
         default=[1, 16],
         help="comma-separated client counts, each measured (default 1,16)",
     )
-    parser.add_argument(
-        "--postgres-url", default=os.environ.get("MEETBOT_TEST_POSTGRES_URL", "")
-    )
+    parser.add_argument("--postgres-url", default=os.environ.get("MEETBOT_TEST_POSTGRES_URL", ""))
     parser.add_argument("--only", choices=["sqlite", "postgresql"], default=None)
+    parser.add_argument(
+        "--mixed-requests", type=int, default=1_000, help="creations of the mixed run (0: skip)"
+    )
+    parser.add_argument("--mixed-only", action="store_true", help="run only the mixed run")
+    parser.add_argument("--creators", type=int, default=8, help="creating clients (mixed run)")
+    parser.add_argument("--listers", type=int, default=8, help="listing clients (mixed run)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="meetbot-bench-api-") as tmp:
         if args.only in (None, "sqlite"):

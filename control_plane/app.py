@@ -11,6 +11,7 @@ generated from them. A resource module exposes ``routes: ApiRoutes`` and is list
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from datetime import timedelta
 from importlib import metadata
 
 from aiohttp import web
@@ -25,7 +26,7 @@ from control_plane.api.middlewares import auth_middleware, error_middleware, obs
 from control_plane.api.routes import OPENAPI, ROUTE_SPECS, ApiRoutes, build_openapi, spec_index
 from control_plane.api_keys import routes as api_keys
 from control_plane.auth.key_cache import KEY_CACHE, KeyCache
-from control_plane.auth.ratelimit import RATE_LIMITER, RateLimiter
+from control_plane.auth.ratelimit import ADDRESS_RATE_LIMITER, RATE_LIMITER, RateLimiter
 from control_plane.bots import live_routes, schedule_routes
 from control_plane.bots import routes as bot_routes
 from control_plane.bots.config_builder import (
@@ -156,6 +157,7 @@ async def _bots_ctx(app: web.Application) -> AsyncIterator[None]:
         status_hooks=status_hooks,
         metrics=app[METRICS],
         interval=settings.scheduler_interval_seconds,
+        lease=timedelta(seconds=settings.launch_lease_seconds),
     )
     app[SCHEDULER] = scheduler
     async with scheduler.loop.running():
@@ -182,6 +184,9 @@ def create_app(settings: Settings, *, launcher: BotLauncher | None = None) -> we
     app[METRICS] = Metrics()
     app[RATE_LIMITER] = RateLimiter(
         rate=settings.rate_limit_per_second, burst=settings.rate_limit_burst
+    )
+    app[ADDRESS_RATE_LIMITER] = RateLimiter(
+        rate=settings.address_rate_limit_per_second, burst=settings.address_rate_limit_burst
     )
     app[KEY_CACHE] = KeyCache(ttl=settings.auth_cache_ttl_seconds)
     app[STATUS_HOOKS] = []

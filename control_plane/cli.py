@@ -8,8 +8,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from aiohttp import web
-
+from control_plane.api.server import run_api
 from control_plane.app import create_app
 from control_plane.auth.provisioning import bootstrap
 from control_plane.db.engine import create_database
@@ -37,9 +36,7 @@ def serve_main(argv: Sequence[str]) -> int:
     _prepare(settings)
     asyncio.run(upgrade(settings.effective_database_url))
     log.info("control plane starting", extra={"host": settings.host, "port": settings.port})
-    web.run_app(
-        create_app(settings), host=settings.host, port=settings.port, print=None, access_log=None
-    )
+    run_api(create_app(settings), host=settings.host, port=settings.port)
     return 0
 
 

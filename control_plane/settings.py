@@ -40,6 +40,19 @@ class Settings(BaseSettings):
     key_prefix: str = "mbk"
     rate_limit_per_second: float = Field(default=20.0, gt=0)
     rate_limit_burst: int = Field(default=100, ge=1)
+    # Per client address, for requests with no key, a malformed or unknown key (before the
+    # lookup), and unauthenticated writes (invitation acceptance); docs/api.md 2.1.
+    address_rate_limit_per_second: float = Field(default=5.0, gt=0)
+    address_rate_limit_burst: int = Field(default=50, ge=1)
+    # Quotas per workspace (docs/api.md 2.10): over one, creation answers 409 quota_exceeded.
+    max_webhook_endpoints: int = Field(default=20, ge=1)
+    max_api_keys: int = Field(default=100, ge=1)
+    max_action_prompts: int = Field(default=1000, ge=1)
+    max_pending_invitations: int = Field(default=100, ge=1)
+    # Bots not yet final and not waiting for a scheduled start (requested … stopping).
+    max_concurrent_bots: int = Field(default=100, ge=1)
+    # Largest artifact (recording, screenshot) an agent may upload through the control plane.
+    max_upload_bytes: int = Field(default=4 * 1024**3, ge=1)
     # Seconds an API-key lookup is reused in-process (0 disables); see control_plane.auth.key_cache.
     auth_cache_ttl_seconds: float = Field(default=2.0, ge=0)
     stream_token_ttl_seconds: int = Field(default=900, ge=10)
@@ -51,6 +64,12 @@ class Settings(BaseSettings):
     extra_meeting_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
     scheduler_interval_seconds: float = Field(default=1.0, gt=0)
+    # How long a scheduler's claim of a due bot holds: a bot still without a handle after it
+    # (its claimer died mid-launch) is launched again. Longer than the slowest launch.
+    launch_lease_seconds: float = Field(default=120.0, gt=0)
+    # The local launcher's agent program (comma-separated; "--config <file>" is appended).
+    # Empty: this interpreter running "-m agent". Tests use a stand-in that starts no browser.
+    local_agent_command: Annotated[list[str], NoDecode] = Field(default_factory=list)
     heartbeat_timeout_seconds: float = Field(default=30.0, gt=0)
 
     # Agent link: a launched agent that never connects within this is failed/launch_failed
@@ -100,7 +119,9 @@ class Settings(BaseSettings):
     deferred_transcription_model: str = ""
     log_level: str = "INFO"
 
-    @field_validator("extra_meeting_hosts", "webhook_retry_schedule", mode="before")
+    @field_validator(
+        "extra_meeting_hosts", "webhook_retry_schedule", "local_agent_command", mode="before"
+    )
     @classmethod
     def _comma_separated(cls, value: object) -> object:
         return _split_csv(value)

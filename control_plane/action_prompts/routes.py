@@ -12,6 +12,7 @@ from control_plane.api.routes import ApiRoutes
 from control_plane.auth.context import auth_of
 from control_plane.db.engine import DB
 from control_plane.db.models.action_prompt import ActionPrompt
+from control_plane.settings import SETTINGS
 from control_plane.timestamps import UtcDateTime
 
 routes = ApiRoutes("action-prompts")
@@ -79,6 +80,7 @@ async def create_action_prompt(request: web.Request) -> web.Response:
         name=body.name,
         instructions=body.instructions,
         model=body.model,
+        max_prompts=request.app[SETTINGS].max_action_prompts,
     )
     return json_response(_view(row), status=201)
 

@@ -21,6 +21,7 @@ from control_plane.db.models.action_prompt import ActionPrompt
 from control_plane.db.models.bot import Meeting
 from control_plane.db.models.workspace import Workspace
 from control_plane.errors import Conflict
+from control_plane.quotas import enforce_quota
 
 SYSTEM_PROMPT = ResolvedPrompt(
     id="system",
@@ -47,16 +48,34 @@ async def create_version(
     name: str,
     instructions: str,
     model: str | None,
+    max_prompts: int | None = None,
 ) -> ActionPrompt:
     """Store a new version of prompt ``name`` (1 for a new name, else the newest + 1).
 
+    Args:
+        database: Where the versions are stored.
+        workspace_id: The workspace that owns the prompt.
+        user_id: Who creates the version (None for a key not bound to a user).
+        name: The prompt's name; versions count per name.
+        instructions: The prompt's text for the language model.
+        model: The model the version asks for, or None for the operator's default.
+        max_prompts: Most versions (of all names) the workspace may hold; None is unlimited.
+
     Raises:
+        QuotaExceeded: 409 ``quota_exceeded``, the workspace holds ``max_prompts`` versions.
         Conflict: 409 ``prompt_version_conflict`` — other writers kept winning the race for
             the next version number.
     """
     for _ in range(_CREATE_ATTEMPTS):
         try:
             async with database.sessions.begin() as session:
+                if max_prompts is not None:
+                    await enforce_quota(
+                        session,
+                        select(ActionPrompt.id).where(ActionPrompt.workspace_id == workspace_id),
+                        max_prompts,
+                        "action prompt versions",
+                    )
                 newest = await session.scalar(
                     select(func.max(ActionPrompt.version)).where(
                         ActionPrompt.workspace_id == workspace_id, ActionPrompt.name == name

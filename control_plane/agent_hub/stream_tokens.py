@@ -10,6 +10,8 @@ receives in its ``BotConfig.stream_public_key``.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -21,6 +23,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from agent.contracts.wire import STREAM_ALGORITHM, STREAM_AUDIENCE, STREAM_REQUIRED_CLAIMS
+from control_plane.agent_hub.agent_tokens import AGENT_TOKEN_PREFIX
 
 _KEY_FILE = "stream_ed25519.pem"
 
@@ -74,6 +77,17 @@ class StreamTokenSigner:
         if not isinstance(key, Ed25519PrivateKey):
             raise ValueError(f"{path} does not hold an Ed25519 private key")
         return cls(key)
+
+    def agent_token(self, bot_id: UUID) -> str:
+        """The agent token of ``bot_id``: ``mat_`` and 43 URL-safe characters (256 bits).
+
+        Derived, not random: the SHA-256 of this key's Ed25519 signature (deterministic) over
+        the bot id, so a relaunch after a crash hands the agent that may already run the token
+        it holds, and nobody without the private key can compute it.
+        """
+        signature = self._private_key.sign(b"meetbot-agent-token:" + bot_id.bytes)
+        digest = hashlib.sha256(signature).digest()
+        return AGENT_TOKEN_PREFIX + base64.urlsafe_b64encode(digest).decode("ascii").rstrip("=")
 
     def mint(self, bot_id: UUID, ttl_seconds: int, *, now: datetime | None = None) -> StreamToken:
         """Return a token for ``bot_id`` valid for ``ttl_seconds`` from ``now`` (default: now)."""

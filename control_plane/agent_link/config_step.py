@@ -1,7 +1,9 @@
-"""The ``agent_token`` config step: a fresh agent token for each launched bot.
+"""The ``agent_token`` config step: each launched bot gets its agent token and the stream key.
 
-Each launched bot gets a fresh agent token and the stream public key; the token's digest is stored
-(``agent_links``) in the launch batch's transaction.
+The token's digest is stored (``agent_links``) in the launch batch's transaction. The token is
+derived from the bot id (:meth:`StreamTokenSigner.agent_token`), and a relaunch (after a crash
+between claim and launch, docs/api.md 2.4) updates the bot's existing link row instead of adding
+a second: the agent the first launch may have started keeps a valid token.
 """
 
 from __future__ import annotations
@@ -11,8 +13,8 @@ from datetime import UTC, datetime
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.contracts.bot_config import BotConfig
+from control_plane.agent_hub.agent_tokens import agent_token_digest
 from control_plane.agent_hub.stream_tokens import StreamTokenSigner
-from control_plane.agent_link.agent_tokens import agent_token_digest, mint_agent_token
 from control_plane.bots.config_builder import TransactionRun
 from control_plane.db.models.agent_link import AgentLink
 from control_plane.db.models.bot import Meeting
@@ -21,20 +23,24 @@ from control_plane.db.models.bot import Meeting
 def agent_token_step(signer: StreamTokenSigner) -> TransactionRun:
     """A transaction step minting the agent token and adding its ``AgentLink`` row.
 
-    No I/O happens here: the row is flushed by the batch's commit (SQLite would deadlock on a
-    second transaction while the batch's holds the write lock). One meeting is launched once
-    per batch; a second launch of it in one transaction is not supported.
+    It works inside the batch's transaction only (SQLite would deadlock on a second transaction
+    while the batch's holds the write lock): one lookup of the bot's link row, the insert or
+    update flushed by the batch's commit.
     """
 
     async def step(session: AsyncSession, meeting: Meeting, config: BotConfig) -> BotConfig:
-        token = mint_agent_token()
-        session.add(
-            AgentLink(
-                meeting_id=meeting.id,
-                token_digest=agent_token_digest(token),
-                launched_at=datetime.now(UTC),
+        token = signer.agent_token(meeting.bot_id)
+        now = datetime.now(UTC)
+        link = await session.get(AgentLink, meeting.id)
+        if link is None:
+            session.add(
+                AgentLink(
+                    meeting_id=meeting.id, token_digest=agent_token_digest(token), launched_at=now
+                )
             )
-        )
+        else:  # relaunched after a lapsed claim: same token, the connect timeout starts again
+            link.token_digest = agent_token_digest(token)
+            link.launched_at = now
         return config.model_copy(
             update={"agent_token": token, "stream_public_key": signer.public_key_pem}
         )

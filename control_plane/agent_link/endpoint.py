@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import AsyncIterator
 
 from aiohttp import WSMsgType, web
 from pydantic import ValidationError
@@ -30,14 +31,14 @@ from agent.contracts.wire import (
     AUTHORIZATION_HEADER,
     bearer_token,
 )
+from control_plane.agent_hub.agent_tokens import agent_token_digest
 from control_plane.agent_hub.keys import AGENT_HUB, STORAGE
-from control_plane.agent_link.agent_tokens import agent_token_digest
 from control_plane.agent_link.frames import FrameStore, LinkIdentity
 from control_plane.api.http import path_uuid, read_body
 from control_plane.db.engine import DB
 from control_plane.db.models.agent_link import AgentLink
 from control_plane.db.models.bot import Meeting
-from control_plane.errors import AuthError, Forbidden, NotFound
+from control_plane.errors import AuthError, Forbidden, NotFound, PayloadTooLarge
 from control_plane.hooks import STATUS_HOOKS
 from control_plane.settings import SETTINGS
 from control_plane.storage.base import InvalidArtifactKey, artifact_key, bot_prefix
@@ -156,6 +157,20 @@ def _verify(storage: LocalArtifactStorage, request: web.Request, method: str, ke
         raise Forbidden("this URL's signature is not valid", code="invalid_signature") from exc
 
 
+async def _capped(chunks: AsyncIterator[bytes], cap: int) -> AsyncIterator[bytes]:
+    """``chunks`` unchanged while their total stays within ``cap`` bytes.
+
+    Raises:
+        PayloadTooLarge: 413 once the total passes ``cap``.
+    """
+    total = 0
+    async for chunk in chunks:
+        total += len(chunk)
+        if total > cap:
+            raise PayloadTooLarge(f"artifact uploads are limited to {cap} bytes")
+        yield chunk
+
+
 @routes.put(ARTIFACT_UPLOAD_PREFIX + "{key:.+}")
 async def upload_artifact(request: web.Request) -> web.Response:
     """Local storage's upload path (signed URL + the agent token of the key's bot)."""
@@ -165,9 +180,14 @@ async def upload_artifact(request: web.Request) -> web.Response:
     identity = await authenticate_agent(request, None)
     if not key.startswith(bot_prefix(identity.bot_id)):
         raise Forbidden("the key belongs to another bot", code="invalid_signature")
+    cap = request.app[SETTINGS].max_upload_bytes
+    if request.content_length is not None and request.content_length > cap:
+        raise PayloadTooLarge(f"artifact uploads are limited to {cap} bytes")
     try:
-        # Streamed to disk: recordings are far above the API's 1 MiB body limit.
-        size = await storage.put_stream(key, request.content.iter_chunked(1 << 16))
+        # Streamed to disk: recordings are far above the API's 1 MiB body limit. The cap is
+        # counted as the body arrives (a chunked body has no Content-Length); going over it
+        # aborts the write and the partial file is removed.
+        size = await storage.put_stream(key, _capped(request.content.iter_chunked(1 << 16), cap))
     except InvalidArtifactKey as exc:
         raise NotFound("no such artifact key") from exc
     return web.json_response({"storage_key": key, "size_bytes": size}, status=201)

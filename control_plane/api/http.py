@@ -4,7 +4,8 @@ Every failure raises the domain error docs/api.md 2.1 asks for, so handlers neve
 
 * wrong ``Content-Type`` → 415 ``unsupported_media_type``
 * body over ``client_max_size`` (1 MiB) → 413 ``payload_too_large``
-* not JSON / not an object → 400 ``malformed_json``
+* not JSON / not an object / nested deeper than ``MAX_JSON_DEPTH`` → 400 ``malformed_json``
+  (a ``RecursionError`` of the parser is one of these, never a 500)
 * schema failure incl. unknown fields (models use ``extra="forbid"``) → 422 ``validation_error``
   with ``errors: [{loc, msg, type}]``
 """
@@ -32,6 +33,25 @@ M = TypeVar("M", bound=BaseModel)
 
 MAX_BODY_BYTES = 1024 * 1024
 MAX_INT_ID = 2**31 - 1
+MAX_JSON_DEPTH = 32
+"""Deepest nesting of arrays/objects a request body may have (docs/api.md 2.1)."""
+
+
+def _too_deep(data: object, limit: int) -> bool:
+    """Whether ``data`` nests arrays/objects deeper than ``limit`` (iterative: no recursion)."""
+    stack: list[tuple[object, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            children: list[object] = list(value.values())
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def error_items(exc: ValidationError, prefix: str) -> list[ErrorItem]:
@@ -54,8 +74,12 @@ async def read_json_object(request: web.Request) -> dict[str, Any]:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise MalformedJson("the request body is not valid JSON") from exc
+    except RecursionError as exc:
+        raise MalformedJson(f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from exc
     if not isinstance(data, dict):
         raise MalformedJson("the request body must be a JSON object")
+    if _too_deep(data, MAX_JSON_DEPTH):
+        raise MalformedJson(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
     return data
 
 
@@ -138,6 +162,4 @@ def json_response(
         text = payload.model_dump_json()
     else:
         text = json.dumps(payload)
-    return web.Response(
-        text=text, status=status, content_type="application/json", headers=headers
-    )
+    return web.Response(text=text, status=status, content_type="application/json", headers=headers)

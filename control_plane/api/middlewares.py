@@ -8,12 +8,17 @@
   ``api_key_expired``; per-key token bucket → 429 ``rate_limited`` + ``Retry-After``; ``read``
   keys on mutating routes → 403 ``read_only_key``; ``last_used_at`` written at most once a
   minute. It sets ``request[AUTH]`` (:class:`~control_plane.auth.context.AuthContext`).
+  A request without a key, with a malformed key, or with a key the lookup does not find takes a
+  token of its client address's bucket; an address whose bucket is empty gets 429
+  ``rate_limited`` *before* any lookup, so bad keys are throttled per address and cost no query
+  once throttled. Unauthenticated writes (invitation acceptance) take a token too.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -25,7 +30,7 @@ from control_plane.api.routes import ROUTE_SPECS, RouteSpec
 from control_plane.auth import api_keys
 from control_plane.auth.context import AUTH, AuthContext
 from control_plane.auth.key_cache import KEY_CACHE, CachedKey
-from control_plane.auth.ratelimit import RATE_LIMITER
+from control_plane.auth.ratelimit import ADDRESS_RATE_LIMITER, RATE_LIMITER
 from control_plane.db.engine import DB
 from control_plane.db.models.workspace import ApiKey, Membership
 from control_plane.enums import Permission, Role
@@ -80,11 +85,35 @@ def problem_response(exc: DomainError) -> web.Response:
     )
 
 
-def _from_http_exception(exc: web.HTTPException) -> DomainError:
+def _template_pattern(template: str) -> re.Pattern[str]:
+    return re.compile(re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(template)))
+
+
+def allowed_methods(request: web.Request, fallback: str) -> str:
+    """Return the ``Allow`` header of the request's path.
+
+    That is the methods of the most specific route template matching it
+    (``/api/v1/bots/schedule`` is the schedule collection, not a bot id of
+    ``/api/v1/bots/{bot_id}``, whose methods aiohttp would add); ``fallback`` when no declared
+    route matches.
+    """
+    matches: dict[str, set[str]] = {}
+    for method, template in request.app[ROUTE_SPECS]:
+        if _template_pattern(template).fullmatch(request.path):
+            matches.setdefault(template, set()).add(method)
+    if not matches:
+        return fallback
+    methods = matches[min(matches, key=lambda template: template.count("{"))]
+    if "GET" in methods:
+        methods = methods | {"HEAD"}
+    return ", ".join(sorted(methods))
+
+
+def _from_http_exception(exc: web.HTTPException, request: web.Request) -> DomainError:
     if exc.status == 404:
         return NotFound("no such path")
     if exc.status == 405:
-        allowed = exc.headers.get("Allow", "")
+        allowed = allowed_methods(request, exc.headers.get("Allow", ""))
         return MethodNotAllowed("method not allowed here", headers={"Allow": allowed})
     if exc.status == 413:
         return PayloadTooLarge("request bodies are limited to 1 MiB")
@@ -129,7 +158,7 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
-        return problem_response(_from_http_exception(exc))
+        return problem_response(_from_http_exception(exc, request))
     except asyncio.CancelledError:
         raise
     except Exception:
@@ -139,18 +168,37 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         return problem_response(InternalError("an internal error occurred"))
 
 
+def _throttle_address(request: web.Request, *, take: bool = True) -> None:
+    """Take (or, with ``take`` false, only look for) a token of the client address's bucket.
+
+    Raises:
+        RateLimited: 429 with ``Retry-After`` when the bucket is empty.
+    """
+    limiter = request.app[ADDRESS_RATE_LIMITER]
+    address = f"addr:{request.remote or ''}"
+    retry_after = limiter.acquire(address) if take else limiter.wait_of(address)
+    if retry_after:
+        raise RateLimited(
+            "too many requests without a valid API key from this address",
+            headers={"Retry-After": str(int(retry_after))},
+        )
+
+
 async def _authenticate(request: web.Request) -> AuthContext:
     secret = request.headers.get("X-API-Key", "")
     settings = request.app[SETTINGS]
     if not secret:
+        _throttle_address(request)
         raise AuthError("send an API key in the X-API-Key header")
     if not api_keys.well_formed(secret, settings.key_prefix):
+        _throttle_address(request)
         raise AuthError("the API key is not valid")
     digest = api_keys.digest_of(secret)
     db = request.app[DB]
     cache = request.app.get(KEY_CACHE)
     cached = cache.get(digest) if cache is not None else None
     if cached is None:
+        _throttle_address(request, take=False)
         async with db.reads() as session:
             row = (
                 await session.execute(
@@ -166,6 +214,7 @@ async def _authenticate(request: web.Request) -> AuthContext:
                 )
             ).first()
         if row is None or not api_keys.digests_match(row[0].digest, digest):
+            _throttle_address(request)
             raise AuthError("the API key is not valid")
         key, role = row[0], row[1]
         cached = CachedKey(
@@ -198,6 +247,8 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
     """Authenticate, rate-limit and permission-check routes that need a key."""
     spec = spec_of(request)
     if spec is None or not spec.auth:
+        if spec is not None and request.method not in ("GET", "HEAD", "OPTIONS"):
+            _throttle_address(request)
         return await handler(request)
     context = await _authenticate(request)
     retry_after = request.app[RATE_LIMITER].acquire(context.key_id)

@@ -22,7 +22,8 @@ error responses: the declared ``errors`` plus the ones every route can give (401
 ``auth``; 400/413/415/422 with a body; 500).
 
 Flags read by the middlewares: ``auth=False`` makes a route public (no ``X-API-Key``);
-``read_key_ok=True`` lets ``read`` keys call a non-GET route (``POST …/subscribe``).
+``read_key_ok=True`` lets ``read`` keys call a non-GET route (``POST …/subscribe``);
+``edit_key_only=True`` refuses them on a GET (a webhook endpoint's signing secret).
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ class RouteSpec:
     errors: tuple[int, ...] = ()
     auth: bool = True
     read_key_ok: bool = False
+    edit_key_only: bool = False
     idempotent: bool = False
     path_types: Mapping[str, type] = field(default_factory=dict)
 
@@ -94,6 +96,8 @@ class RouteSpec:
     @property
     def allows_read_key(self) -> bool:
         """Whether a ``read`` key may call this route."""
+        if self.edit_key_only:
+            return False
         return self.method in {"GET", "HEAD"} or self.read_key_ok
 
 
@@ -143,12 +147,45 @@ def spec_index(resources: Iterable[ApiRoutes]) -> dict[tuple[str, str], RouteSpe
     return {(spec.method, spec.path): spec for res in resources for spec in res.specs}
 
 
+NO_NUL = "^[^\\u0000]*$"
+"""Pattern of every input string: the server refuses NUL characters (422, docs/api.md 2.1)."""
+
+
 def _param_schema(kind: type) -> dict[str, Any]:
     if kind is int:
-        return {"type": "integer"}
+        # Ids are INTEGER columns; anything outside names no resource (404).
+        return {"type": "integer", "minimum": 1, "maximum": 2**31 - 1}
     if kind is uuid.UUID:
         return {"type": "string", "format": "uuid"}
-    return {"type": "string"}
+    return {"type": "string", "pattern": NO_NUL}
+
+
+def _forbid_nul(schema: Any, components: dict[str, Any], seen: set[str]) -> None:
+    """Add the :data:`NO_NUL` pattern to every free-form string of an input schema.
+
+    It follows ``$ref`` into ``components`` once each.
+    """
+    if isinstance(schema, list):
+        for item in schema:
+            _forbid_nul(item, components, seen)
+        return
+    if not isinstance(schema, dict):
+        return
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        name = ref.rsplit("/", 1)[-1]
+        if name not in seen and name in components:
+            seen.add(name)
+            _forbid_nul(components[name], components, seen)
+        return
+    if schema.get("type") == "string" and not {"enum", "const", "format", "pattern"} & set(schema):
+        schema["pattern"] = NO_NUL
+    for key, value in schema.items():
+        if key in {"properties", "$defs"} and isinstance(value, dict):
+            for item in value.values():
+                _forbid_nul(item, components, seen)
+        elif key in {"items", "anyOf", "oneOf", "allOf", "additionalProperties", "prefixItems"}:
+            _forbid_nul(value, components, seen)
 
 
 def _query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
@@ -215,9 +252,7 @@ def _operation(spec: RouteSpec, refs: Refs) -> dict[str, Any]:
     if spec.body is not None:
         op["requestBody"] = {
             "required": True,
-            "content": {
-                "application/json": {"schema": dict(refs[(spec.body, "validation")])}
-            },
+            "content": {"application/json": {"schema": dict(refs[(spec.body, "validation")])}},
         }
     success: dict[str, Any] = {"description": _STATUS_TEXT.get(spec.status, "Success")}
     if spec.response is not None:
@@ -230,6 +265,8 @@ def _operation(spec: RouteSpec, refs: Refs) -> dict[str, Any]:
             for media in spec.text_media
         }
     error_statuses = set(spec.errors) | {500}
+    if spec.method not in ("GET", "HEAD"):
+        error_statuses.add(429)  # unauthenticated writes are throttled per client address
     if spec.auth:
         error_statuses |= {401, 429}
         if not spec.allows_read_key:
@@ -269,8 +306,16 @@ def build_openapi(resources: Iterable[ApiRoutes], *, title: str, version: str) -
     if problem_name != "Problem":
         schemas["Problem"] = schemas[problem_name]
     paths: dict[str, dict[str, Any]] = {}
+    seen: set[str] = set()
     for spec in specs:
-        paths.setdefault(spec.path, {})[spec.method.lower()] = _operation(spec, refs)
+        operation = _operation(spec, refs)
+        paths.setdefault(spec.path, {})[spec.method.lower()] = operation
+        for param in operation.get("parameters", []):
+            if param["in"] == "query":
+                _forbid_nul(param["schema"], schemas, seen)
+        body = operation.get("requestBody", {}).get("content", {}).get("application/json")
+        if body is not None:
+            _forbid_nul(body["schema"], schemas, seen)
     return {
         "openapi": "3.1.0",
         "info": {"title": title, "version": version},

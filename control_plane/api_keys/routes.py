@@ -25,6 +25,7 @@ from control_plane.db.engine import DB
 from control_plane.db.models.workspace import ApiKey, User
 from control_plane.enums import Permission, Role
 from control_plane.errors import ErrorItem, NotFound, Validation
+from control_plane.quotas import enforce_quota
 from control_plane.settings import SETTINGS
 from control_plane.timestamps import UtcDateTime
 
@@ -41,7 +42,9 @@ class ApiKeyCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, max_length=200)
-    expires_at: UtcDateTime | None = None
+    expires_at: UtcDateTime | None = Field(
+        default=None, description="Must be in the future (422 expires_at_in_past); null: never."
+    )
     permission: Literal[Permission.EDIT, Permission.READ] = Permission.EDIT
 
 
@@ -93,12 +96,13 @@ def created_view(key: ApiKey, secret: str) -> ApiKeyCreated:
     body=ApiKeyCreate,
     response=ApiKeyCreated,
     status=201,
-    errors=(403,),
+    errors=(403, 409),
 )
 async def create_api_key(request: web.Request) -> web.Response:
     """Create a key of the caller, bound to the caller's workspace.
 
-    403 ``key_not_bound`` for an unbound caller; 422 ``expires_at_in_past``.
+    403 ``key_not_bound`` for an unbound caller; 422 ``expires_at_in_past``; 409
+    ``quota_exceeded`` at ``max_api_keys``.
     """
     caller = auth_of(request)
     workspace_id = caller.require_workspace()
@@ -117,6 +121,12 @@ async def create_api_key(request: web.Request) -> web.Response:
         user = await session.get(User, caller.user_id)
         if user is None:
             raise NotFound("the key's user no longer exists", code="user_not_found")
+        await enforce_quota(
+            session,
+            select(ApiKey.id).where(ApiKey.workspace_id == workspace_id),
+            request.app[SETTINGS].max_api_keys,
+            "API keys",
+        )
         issued = await issue_key(
             session,
             user=user,

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 from aiohttp import web
 from pydantic import BaseModel
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from agent.contracts.status import BotStatus
+from agent.contracts.status import LIVE_STATUSES, BotStatus
 from control_plane.api.http import read_json_object, validate
 from control_plane.api.idempotency import body_digest, claim, find_replay, idempotency_key
 from control_plane.auth.context import auth_of
@@ -17,6 +19,10 @@ from control_plane.bots.schemas import BotCreate, ScheduledBotCreate
 from control_plane.bots.service import BOT_SERVICE
 from control_plane.db.engine import DB
 from control_plane.db.models.bot import Meeting
+from control_plane.quotas import enforce_quota
+from control_plane.settings import SETTINGS
+
+_LIVE = tuple(status.value for status in LIVE_STATUSES)
 
 
 async def create_response(
@@ -28,7 +34,11 @@ async def create_response(
     """Create a bot from the request and answer 201 with ``render(meeting)``.
 
     The key's workspace binding is checked first (403), then the body (415/413/400/422), then
-    the idempotency key (replay, or 422 ``idempotency_key_reused``).
+    the idempotency key (replay, or 422 ``idempotency_key_reused``). A bot that would launch
+    now is refused with 409 ``quota_exceeded`` while the workspace has ``max_concurrent_bots``
+    bots from ``requested`` to ``stopping`` (counted in the creating transaction, after an
+    idempotent replay: exact on SQLite; on PostgreSQL concurrent creations may overshoot by
+    their number).
     """
     auth = auth_of(request)
     auth.require_workspace()
@@ -39,6 +49,9 @@ async def create_response(
     service = request.app[BOT_SERVICE]
     zoom_connection_id = await service.require_zoom_token(auth, body)
     database = request.app[DB]
+    launches_now = isinstance(body, BotCreate) and not (
+        body.scheduled_at is not None and body.scheduled_at > datetime.now(UTC)
+    )
     try:
         async with database.sessions.begin() as session:
             record = None
@@ -47,6 +60,15 @@ async def create_response(
                 if replay is not None:
                     return replay
                 record = await claim(session, auth.key_id, route, key, digest)
+            if launches_now:
+                await enforce_quota(
+                    session,
+                    select(Meeting.id).where(
+                        Meeting.workspace_id == auth.workspace_id, Meeting.status.in_(_LIVE)
+                    ),
+                    request.app[SETTINGS].max_concurrent_bots,
+                    "bots at once (requested to stopping)",
+                )
             meeting = await service.create_meeting(session, auth, body, zoom_connection_id)
             text = render(meeting).model_dump_json()
             if record is not None:

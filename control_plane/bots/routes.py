@@ -32,7 +32,7 @@ BOT = "/api/v1/bots/{bot_id}"
     body=BotCreate,
     response=BotRecord,
     status=201,
-    errors=(400,),
+    errors=(400, 409),
     idempotent=True,
 )
 async def create_bot(request: web.Request) -> web.Response:

@@ -1,12 +1,21 @@
 """The scheduler: claims due bots exactly once, launches them, and reaps stuck launches.
 
-Due bots are rows with status ``scheduled`` or ``requested``, ``launch_at <= now`` and no
-``launch_claimed_at``. A claim sets ``launch_claimed_at`` atomically — PostgreSQL:
-``SELECT … FOR UPDATE SKIP LOCKED`` then ``UPDATE``, so concurrent replicas take disjoint rows;
-SQLite: one ``UPDATE … WHERE id IN (SELECT … LIMIT n) RETURNING id`` (its transactions are
-exclusive) — and moves ``scheduled → requested`` (``scheduled_launch``) in the same transaction.
-Only the claiming loop launches a row, so each due bot is launched once, across replicas and
-restarts (the claim is in the database, not in memory).
+Due bots are rows with status ``scheduled`` or ``requested``, ``launch_at <= now``, no
+``bot_container_id`` and no live claim (``launch_lease_until`` null or past). A claim is a lease:
+it sets ``launch_claimed_at``, ``launch_claim_owner`` (this scheduler's id) and
+``launch_lease_until`` (now + ``lease``) atomically — PostgreSQL: ``SELECT … FOR UPDATE SKIP
+LOCKED`` then ``UPDATE``, so concurrent replicas take disjoint rows; SQLite: one ``UPDATE …
+WHERE id IN (SELECT … LIMIT n) RETURNING id`` (its transactions are exclusive) — and moves
+``scheduled → requested`` (``scheduled_launch``) in the same transaction.
+
+Exactly once across replicas and crashes: while a lease holds only its owner launches the row;
+a process that died between the claim and storing the handle leaves a lapsed lease, and the
+row is claimed and launched again. That second launch does not start a second VM: launchers
+are idempotent by bot id (the ``local`` launcher finds the agent it already started, the
+``memory`` launcher its record), and the agent token is derived from the bot id
+(:mod:`control_plane.agent_link.config_step`), so the agent started the first time keeps
+working. Storing a handle only fills an empty ``bot_container_id``; a handle that loses that
+race (a duplicate from a non-idempotent launcher) is terminated.
 
 After the claim commits, the batch's ``BotConfig``s are built by the
 :class:`~control_plane.bots.config_builder.BotConfigBuilder` (network steps concurrently, then
@@ -14,7 +23,7 @@ the rest for the whole batch in one transaction), each is handed to the launcher
 returned handles are stored as ``bot_container_id`` in one transaction. A launch that fails
 marks the bot ``failed``/``launch_failed``; a bot stopped while it was being launched is
 terminated right away. A claim older than
-``stale_claim`` without a handle (the process died mid-launch) is failed by the reaper.
+``stale_claim`` without a handle (relaunching never succeeded) is failed by :meth:`maintain`.
 
 :class:`Scheduler` runs in an owned :class:`~control_plane.background.BackgroundLoop` that the app
 starts and stops (after the pass in progress). ``wake()`` makes it look now (after
@@ -25,13 +34,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from aiohttp import web
-from sqlalchemy import select, update
+from sqlalchemy import ColumnElement, or_, select, update
 
 from agent.contracts.bot_config import BotConfig
 from agent.contracts.status import DUE_STATUSES, BotStatus, StatusReason
@@ -69,6 +81,8 @@ class Scheduler:
         interval: Seconds between looks when nothing wakes it.
         batch_size: Rows claimed per transaction.
         stale_claim: Age after which a claimed bot without a handle is failed.
+        lease: How long a claim holds before another scheduler may launch the bot again.
+        owner: This scheduler's id in ``launch_claim_owner`` (host, pid and a random part).
     """
 
     database: Database
@@ -79,6 +93,10 @@ class Scheduler:
     interval: float = 1.0
     batch_size: int = 50
     stale_claim: timedelta = timedelta(minutes=10)
+    lease: timedelta = timedelta(minutes=2)
+    owner: str = field(
+        default_factory=lambda: f"{socket.gethostname()[:80]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    )
     _loop: BackgroundLoop = field(init=False)
     _last_maintenance: float = field(default=0.0, init=False)
 
@@ -129,12 +147,21 @@ class Scheduler:
         configs = await self.config_builder.build_batch(claimed)
         async with asyncio.TaskGroup() as group:
             tasks = [
-                group.create_task(self._launch(meeting, configs[meeting.id]))
-                for meeting in claimed
+                group.create_task(self._launch(meeting, configs[meeting.id])) for meeting in claimed
             ]
         outcomes = {meeting.id: task.result() for meeting, task in zip(claimed, tasks, strict=True)}
         await self._record(outcomes)
         return len(claimed)
+
+    @staticmethod
+    def _due(now: datetime) -> tuple[ColumnElement[bool], ...]:
+        """Rows to launch: due, without a handle, and unclaimed or with a lapsed lease."""
+        return (
+            Meeting.status.in_(_DUE),
+            Meeting.launch_at <= now,
+            Meeting.bot_container_id.is_(None),
+            or_(Meeting.launch_lease_until.is_(None), Meeting.launch_lease_until < now),
+        )
 
     async def claim(self, now: datetime) -> list[Meeting]:
         """Atomically claim up to ``batch_size`` due bots (see the module docstring)."""
@@ -144,11 +171,7 @@ class Scheduler:
                     (
                         await session.execute(
                             select(Meeting)
-                            .where(
-                                Meeting.status.in_(_DUE),
-                                Meeting.launch_claimed_at.is_(None),
-                                Meeting.launch_at <= now,
-                            )
+                            .where(*self._due(now))
                             .order_by(Meeting.launch_at, Meeting.id)
                             .limit(self.batch_size)
                             .with_for_update(skip_locked=True)
@@ -159,15 +182,13 @@ class Scheduler:
                 )
                 for meeting in rows:
                     meeting.launch_claimed_at = now
+                    meeting.launch_claim_owner = self.owner
+                    meeting.launch_lease_until = now + self.lease
                 meetings = list(rows)
             else:
                 due = (
                     select(Meeting.id)
-                    .where(
-                        Meeting.status.in_(_DUE),
-                        Meeting.launch_claimed_at.is_(None),
-                        Meeting.launch_at <= now,
-                    )
+                    .where(*self._due(now))
                     .order_by(Meeting.launch_at, Meeting.id)
                     .limit(self.batch_size)
                     .scalar_subquery()
@@ -177,7 +198,11 @@ class Scheduler:
                         await session.execute(
                             update(Meeting)
                             .where(Meeting.id.in_(due))
-                            .values(launch_claimed_at=now)
+                            .values(
+                                launch_claimed_at=now,
+                                launch_claim_owner=self.owner,
+                                launch_lease_until=now + self.lease,
+                            )
                             .returning(Meeting.id)
                             .execution_options(synchronize_session=False)
                         )
@@ -241,6 +266,10 @@ class Scheduler:
                             StatusReason.LAUNCH_FAILED.value,
                             hooks=self.status_hooks,
                         )
+                    continue
+                if meeting.bot_container_id is not None and meeting.bot_container_id != handle.id:
+                    # Another claimer (after our lease lapsed) stored its handle first.
+                    unwanted.append(handle)
                     continue
                 meeting.bot_container_id = handle.id
                 if not requested:

@@ -49,16 +49,41 @@ class _LaunchOptions(_EditableOptions):
     """
 
     platform: Platform
-    meeting_url: str | None = Field(default=None, min_length=1, max_length=2048)
-    native_meeting_id: str | None = Field(default=None, min_length=1, max_length=512)
+    meeting_url: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=2048,
+        description=(
+            "https:// URL on the platform's own host (meet.google.com; zoom.us or *.zoom.us; "
+            "teams.live.com or teams.microsoft.com), else 422 malformed_meeting_url; with "
+            "native_meeting_id both must agree (400 invalid_meeting_id). One of the two is "
+            "required (400 missing_meeting_reference)."
+        ),
+    )
+    native_meeting_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=512,
+        description=(
+            "google_meet: abc-defg-hij; zoom: 9 to 11 digits; teams: 10 to 15 digits "
+            "(else 400 invalid_meeting_id)."
+        ),
+    )
     task: Task | None = None
     transcription_tier: TranscriptionTier | None = None
     default_avatar_url: str | None = Field(default=None, max_length=2048)
     enable_actions: bool | None = None
     prompt_version_id: str | None = Field(default=None, min_length=1, max_length=64)
     passcode: str | None = Field(default=None, min_length=1, max_length=256)
-    zoom_obf_token: str | None = Field(default=None, min_length=1, max_length=4096)
-    zoom_connection_id: int | None = Field(default=None, ge=1)
+    zoom_obf_token: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=4096,
+        description=(
+            "A zoom bot needs this or a usable stored Zoom connection (400 zoom_token_required)."
+        ),
+    )
+    zoom_connection_id: int | None = Field(default=None, ge=1, le=2**31 - 1)  # INTEGER id
     left_alone_timeout_seconds: int | None = Field(
         default=None, ge=LEFT_ALONE_TIMEOUT_S[0], le=LEFT_ALONE_TIMEOUT_S[1]
     )
@@ -90,7 +115,9 @@ class ScheduledBotCreate(_LaunchOptions):
     The bot launches at ``scheduled_start_at + join_offset_seconds`` (seconds, −3600 to 3600).
     """
 
-    scheduled_start_at: UtcDateTime
+    scheduled_start_at: UtcDateTime = Field(
+        description="Must be in the future (400 scheduled_start_in_past)."
+    )
     join_offset_seconds: int = Field(default=0, ge=JOIN_OFFSET_S[0], le=JOIN_OFFSET_S[1])
 
 
@@ -104,8 +131,6 @@ class ScheduledBotUpdate(_EditableOptions):
     meeting_url: str | None = Field(default=None, min_length=1, max_length=2048)
     scheduled_start_at: UtcDateTime | None = None
     join_offset_seconds: int | None = Field(default=None, ge=JOIN_OFFSET_S[0], le=JOIN_OFFSET_S[1])
-
-
 
 
 class BotList(BaseModel):

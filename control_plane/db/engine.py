@@ -18,6 +18,14 @@ sleeping, not writing (bench/api.py: p99 1.7 s at 16 clients). With one connecti
 this process queue on the pool instead, in arrival order, and each starts the moment the
 previous one returns the connection. ``busy_timeout`` still covers writers of other processes
 (``meetbot db upgrade``, a second ``serve``).
+
+The write connection's statements run on the event loop's thread
+(:mod:`control_plane.db.inline_sqlite`): through aiosqlite's worker thread a write transaction
+took about twenty trips through the event loop, each waiting behind the reads the loop was
+serving, so creations starved beside lists (issue 18). Read connections keep their worker
+threads; ``READ_CONNECTIONS`` of them stay open (SQLAlchemy's default of 5 opened and closed
+overflow connections — a thread and five PRAGMAs each — under every burst of lists; bench/api.py
+mixed run: 83 creations/s beside 8 listers with 16 kept, 43 with 4).
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
-from sqlalchemy import event, text
+from sqlalchemy import event, make_url, text
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
@@ -36,7 +44,14 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from control_plane.db.inline_sqlite import inline_connector
+
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+READ_CONNECTIONS = 16
+"""SQLite read connections kept open; see the module docstring."""
+READ_OVERFLOW = 8
+"""Read connections opened beyond ``READ_CONNECTIONS`` while demand exceeds them."""
+READ_TIMEOUT_S = SQLITE_BUSY_TIMEOUT_MS / 1000
 IDLE_PING_AFTER_S = 10.0
 """A PostgreSQL connection unused this long is pinged before reuse (see
 :func:`_ping_idle_connections`)."""
@@ -82,7 +97,9 @@ class Database:
             await self.read_engine.dispose()
 
 
-def _configure_sqlite(engine: AsyncEngine, *, read_only: bool = False) -> None:
+def _configure_sqlite(
+    engine: AsyncEngine, *, read_only: bool = False, inline: bool = False
+) -> None:
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Let SQLAlchemy's "begin" event issue BEGIN itself (the driver's implicit BEGIN is
@@ -90,7 +107,9 @@ def _configure_sqlite(engine: AsyncEngine, *, read_only: bool = False) -> None:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        # An inline connection waits for the lock asynchronously (inline_sqlite), never in
+        # SQLite's busy handler, which would block the event loop.
+        cursor.execute(f"PRAGMA busy_timeout={0 if inline else SQLITE_BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA synchronous=NORMAL")
         if read_only:
@@ -164,15 +183,22 @@ def create_database(
             "max_overflow": 0,
             "pool_timeout": SQLITE_BUSY_TIMEOUT_MS / 1000,
         }
+    if url.startswith("sqlite") and not in_memory:
+        # Statements of the one write connection run on the loop's thread (see the module).
+        kwargs["async_creator"] = inline_connector(
+            str(make_url(url).database), SQLITE_BUSY_TIMEOUT_MS / 1000
+        )
     engine = create_async_engine(url, **kwargs)
     if engine.dialect.name != "sqlite":
         _ping_idle_connections(engine, idle_ping_after)
         return Database(engine=engine, sessions=async_sessionmaker(engine, expire_on_commit=False))
-    _configure_sqlite(engine)
+    _configure_sqlite(engine, inline=not in_memory)
     if in_memory:
         # A second engine would open a second, empty in-memory database.
         return Database(engine=engine, sessions=async_sessionmaker(engine, expire_on_commit=False))
-    read_engine = create_async_engine(url)
+    read_engine = create_async_engine(
+        url, pool_size=READ_CONNECTIONS, max_overflow=READ_OVERFLOW, pool_timeout=READ_TIMEOUT_S
+    )
     _configure_sqlite(read_engine, read_only=True)
     return Database(
         engine=engine,

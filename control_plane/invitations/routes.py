@@ -29,6 +29,7 @@ from control_plane.db.models.invitation import Invitation
 from control_plane.db.models.workspace import Membership, User
 from control_plane.enums import InvitationStatus, Role
 from control_plane.errors import BadRequest, Conflict, NotFound
+from control_plane.quotas import enforce_quota
 from control_plane.settings import SETTINGS
 from control_plane.timestamps import UtcDateTime
 from control_plane.workspaces.access import workspace_of_path
@@ -58,9 +59,7 @@ class InvitationOut(BaseModel):
     workspace_id: uuid.UUID
     email: str
     role: str
-    status: Literal[
-        InvitationStatus.PENDING, InvitationStatus.ACCEPTED, InvitationStatus.REVOKED
-    ]
+    status: Literal[InvitationStatus.PENDING, InvitationStatus.ACCEPTED, InvitationStatus.REVOKED]
     created_at: UtcDateTime
     expires_at: UtcDateTime
 
@@ -116,7 +115,8 @@ async def create_invitation(request: web.Request) -> web.Response:
     """Invite someone to the workspace (owner only).
 
     The ``token`` in the answer is shown once; the invitation expires after 7 days. 409
-    ``already_member`` when the address already belongs to a member.
+    ``already_member`` when the address already belongs to a member; 409 ``quota_exceeded`` at
+    ``max_pending_invitations`` pending ones.
     """
     workspace_id = await workspace_of_path(request, owner_only=True)
     body = await read_body(request, InvitationCreate)
@@ -131,6 +131,16 @@ async def create_invitation(request: web.Request) -> web.Response:
         )
         if existing is not None:
             raise Conflict("this address already belongs to a member", code="already_member")
+        await enforce_quota(
+            session,
+            select(Invitation.id).where(
+                Invitation.workspace_id == workspace_id,
+                Invitation.status == InvitationStatus.PENDING.value,
+                Invitation.expires_at > now,
+            ),
+            request.app[SETTINGS].max_pending_invitations,
+            "pending invitations",
+        )
         invitation = Invitation(
             id=uuid.uuid4(),
             workspace_id=workspace_id,

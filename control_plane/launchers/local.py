@@ -10,6 +10,14 @@ launcher owns the processes it starts: :meth:`terminate` sends SIGTERM, waits
 The handle id it returns is ``local-{pid}`` (the bot's ``bot_container_id``). After a
 control-plane restart the process object is gone, so :meth:`terminate` then finds the agent
 by pid and checks with psutil that the pid still runs a bot config before signalling it.
+
+Launch is idempotent by bot id: the pid of each started agent is written to ``agent.pid`` in
+the bot's folder right after the start, and a launch of a bot whose agent still runs returns
+that agent's handle instead of starting a second one (the scheduler relaunches a bot whose
+claim lapsed because the control plane died between its claim and storing the handle). For
+the instant between the start and the pid file, a ``launching`` marker is written before the
+start; a launch that finds the marker without a pid file looks for a running agent of this
+bot's config among the processes before starting one.
 """
 
 from __future__ import annotations
@@ -96,8 +104,40 @@ class LocalLauncher:
         except OSError as exc:
             raise LaunchError(f"agent process could not start: {exc}") from exc
 
+    def _running(self, config: BotConfig) -> int | None:
+        """The pid of an agent already started for this bot and still running, else None."""
+        folder = self.bot_dir(config)
+        config_path = str(folder / "bot.json")
+        try:
+            pid_text = (folder / "agent.pid").read_text(encoding="ascii").strip()
+        except FileNotFoundError:
+            if not (folder / "launching").exists():
+                return None
+            for process in psutil.process_iter(["pid", "cmdline"]):
+                if config_path in (process.info["cmdline"] or []):
+                    return int(process.info["pid"])
+            return None
+        if not pid_text.isdigit():
+            return None
+        agent = self._orphan(f"{CONTAINER_PREFIX}{pid_text}")
+        if agent is None or config_path not in agent.cmdline():
+            return None
+        return agent.pid
+
     async def _launch(self, config: BotConfig) -> LaunchHandle:
+        running = await asyncio.to_thread(self._running, config)
+        if running is not None:
+            logger.info(
+                "agent already running",
+                extra={
+                    "bot_id": str(config.bot_id),
+                    "container_id": f"{CONTAINER_PREFIX}{running}",
+                },
+            )
+            return LaunchHandle(id=f"{CONTAINER_PREFIX}{running}")
         config_path, log_path = await asyncio.to_thread(self._write_config, config)
+        marker = config_path.with_name("launching")
+        await asyncio.to_thread(marker.touch)
         log_file = await asyncio.to_thread(log_path.open, "ab")
         try:
             process = await asyncio.create_subprocess_exec(
@@ -113,6 +153,9 @@ class LocalLauncher:
             )
         finally:
             log_file.close()  # the child holds its own copy of the descriptor
+        await asyncio.to_thread(
+            config_path.with_name("agent.pid").write_text, str(process.pid), "ascii"
+        )
         container_id = f"{CONTAINER_PREFIX}{process.pid}"
         self._processes[container_id] = process
         logger.info(
@@ -184,4 +227,4 @@ class LocalLauncher:
 
 def create(settings: Settings) -> LocalLauncher:
     """Factory used by ``Settings.launcher = "local"``: bots live under ``settings.data_dir``."""
-    return LocalLauncher(settings.data_dir)
+    return LocalLauncher(settings.data_dir, command=settings.local_agent_command or None)

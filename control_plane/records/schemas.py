@@ -29,8 +29,18 @@ class MeetingQuery(BaseModel):
     bot_id: uuid.UUID | None = None
     name: str | None = Field(default=None, max_length=300)
     status: BotStatus | None = None
-    date_from: str | None = Field(default=None, max_length=64)
-    date_to: str | None = Field(default=None, max_length=64)
+    date_from: str | None = Field(
+        default=None,
+        max_length=64,
+        description="ISO 8601 timestamp, 0002-01-01 to 9997-12-31 UTC (else 400 invalid_date).",
+        json_schema_extra={"format": "date-time"},
+    )
+    date_to: str | None = Field(
+        default=None,
+        max_length=64,
+        description="ISO 8601 timestamp, 0002-01-01 to 9997-12-31 UTC (else 400 invalid_date).",
+        json_schema_extra={"format": "date-time"},
+    )
     limit: int = Field(default=50, ge=1, le=200)
     offset: int = Field(default=0, ge=0, le=2**31 - 1)
 

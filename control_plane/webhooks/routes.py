@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from control_plane.api.http import json_response, read_body, read_query
 from control_plane.api.routes import ApiRoutes
+from control_plane.quotas import check_quota
 from control_plane.settings import SETTINGS
 from control_plane.webhooks.schemas import (
     DeliveryAttempt,
@@ -65,24 +66,31 @@ async def _owner_workspace(request: web.Request) -> uuid.UUID:
     body=EndpointCreate,
     response=Endpoint,
     status=201,
-    errors=_ERRORS,
+    errors=(*_ERRORS, 409),
     path_types=_PATH_TYPES,
 )
 async def create_webhook_endpoint(request: web.Request) -> web.Response:
     """Create an endpoint; it receives every event type unless ``filter_types`` narrows it.
 
     422 ``unknown_event_type`` for a type outside the catalogue; 422
-    ``webhook_url_not_allowed`` for a non-https URL or one resolving to an internal address.
+    ``webhook_url_not_allowed`` for a non-https URL or one resolving to an internal address;
+    409 ``quota_exceeded`` at ``max_webhook_endpoints``.
     """
     workspace_id = await _owner_workspace(request)
     body = await read_body(request, EndpointCreate)
+    provider = request.app[WEBHOOK_PROVIDER]
+    check_quota(
+        len(await provider.list_endpoints(workspace_id)),
+        request.app[SETTINGS].max_webhook_endpoints,
+        "webhook endpoints",
+    )
     spec = body.model_copy(
         update={
             "filter_types": checked_filter_types(body.filter_types),
             "url": await checked_url(body.url, target_policy(request.app[SETTINGS])),
         }
     )
-    endpoint = await request.app[WEBHOOK_PROVIDER].create_endpoint(workspace_id, spec)
+    endpoint = await provider.create_endpoint(workspace_id, spec)
     return json_response(endpoint, status=201)
 
 
@@ -138,9 +146,7 @@ async def update_webhook_endpoint(request: web.Request) -> web.Response:
     if patch.url is not None:
         updates["url"] = await checked_url(patch.url, target_policy(request.app[SETTINGS]))
     patch = patch.model_copy(update=updates)
-    endpoint = await request.app[WEBHOOK_PROVIDER].update_endpoint(
-        workspace_id, endpoint_id, patch
-    )
+    endpoint = await request.app[WEBHOOK_PROVIDER].update_endpoint(workspace_id, endpoint_id, patch)
     return json_response(endpoint)
 
 
@@ -165,10 +171,15 @@ async def delete_webhook_endpoint(request: web.Request) -> web.Response:
     summary="Get a webhook endpoint's signing secret",
     response=EndpointSecret,
     errors=_ERRORS,
+    edit_key_only=True,
     path_types=_PATH_TYPES,
 )
 async def get_webhook_endpoint_secret(request: web.Request) -> web.Response:
-    """``{key: "whsec_…"}``: verify deliveries with it (Standard Webhooks)."""
+    """``{key: "whsec_…"}``: verify deliveries with it (Standard Webhooks).
+
+    Whoever holds the secret can forge deliveries, so it takes an owner's ``edit`` key: a
+    ``read`` key gets 403 ``read_only_key`` (docs/api.md 2.2; ``edit_key_only`` route).
+    """
     workspace_id = await _owner_workspace(request)
     secret = await request.app[WEBHOOK_PROVIDER].get_secret(
         workspace_id, request.match_info["endpoint_id"]

@@ -4,9 +4,16 @@ A webhook URL is chosen by an API user, so the control plane must not become a w
 network. The rules (docs/api.md 2.8):
 
 * the scheme is ``https`` (``http`` too when ``webhook_allow_http`` is on);
+* the host is an IP literal or a valid DNS name (letters, digits and hyphens in labels of 1 to
+  63 characters, at most 253 in all, no trailing dot, a top-level label that is not all
+  digits): spellings a resolver may read as an address (``127.0.0.1.``, ``%31%32%37.0.0.1``,
+  ``2130706433``) are refused at registration;
 * every address the host resolves to must be global unicast: loopback, private, link-local,
   shared (CGNAT), multicast, reserved and unspecified addresses are refused unless
-  ``webhook_allow_private`` is on;
+  ``webhook_allow_private`` is on; so are the IPv6 forms that embed an IPv4 address and may be
+  routed to it by a gateway — IPv4-mapped (``::ffff:0:0/96``), IPv4-compatible (``::/96``),
+  6to4 (``2002::/16``), NAT64 (``64:ff9b::/96``, ``64:ff9b:1::/48``) and Teredo
+  (``2001::/32``); with ``webhook_allow_private`` the embedded IPv4 address is judged instead;
 * the check runs when the connection is made (:class:`GuardedResolver` sits inside aiohttp's
   connector and DNS caching is off), so a name that resolved to a public address when the
   endpoint was saved and to ``127.0.0.1`` later (DNS rebinding) is still refused;
@@ -17,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import re
 import socket
 from dataclasses import dataclass
 
@@ -43,14 +51,52 @@ class TargetPolicy:
     allow_private: bool = False
 
 
+_EMBEDDING_PREFIXES = tuple(
+    ipaddress.IPv6Network(prefix)
+    for prefix in ("::/96", "64:ff9b::/96", "64:ff9b:1::/48", "2002::/16", "2001::/32")
+)
+"""IPv6 ranges whose addresses carry an IPv4 address a gateway may route to (see the module
+docstring); IPv4-mapped addresses are unwrapped instead."""
+_LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
+_MAX_NAME = 253
+
+
+def _embedded_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv4-embedding IPv6 address carries (empty for others)."""
+    if ip.sixtofour is not None:
+        return [ip.sixtofour]
+    if ip.teredo is not None:
+        return list(ip.teredo)
+    if any(ip in prefix for prefix in _EMBEDDING_PREFIXES):
+        return [ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)]
+    return []
+
+
 def address_allowed(address: str, policy: TargetPolicy) -> bool:
     """Whether an IP address (v4 or v6 text) may be connected to under ``policy``."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        elif not ip.is_unspecified and not ip.is_loopback:
+            embedded = _embedded_ipv4(ip)
+            if embedded:
+                return policy.allow_private and all(
+                    address_allowed(str(inner), policy) for inner in embedded
+                )
     if policy.allow_private:
         return not ip.is_unspecified and not ip.is_multicast
     return ip.is_global and not ip.is_multicast and not ip.is_reserved
+
+
+def valid_dns_name(host: str) -> bool:
+    """Whether ``host`` (as yarl gives it: lower case, IDNA-encoded) is a valid DNS name."""
+    if not host or len(host) > _MAX_NAME:
+        return False
+    labels = host.split(".")
+    if not all(_LABEL.match(label) for label in labels):
+        return False
+    return not labels[-1].isdigit()
 
 
 def check_url(url: str, policy: TargetPolicy) -> URL:
@@ -74,6 +120,8 @@ def check_url(url: str, policy: TargetPolicy) -> URL:
     try:
         ipaddress.ip_address(host)
     except ValueError:
+        if not valid_dns_name(parsed.raw_host or ""):
+            raise TargetRefused("host is not a valid DNS name") from None
         return parsed
     if not address_allowed(host, policy):
         raise TargetRefused("address not allowed")

@@ -13,12 +13,12 @@ import jwt
 import pytest
 
 from agent.contracts.wire import bearer_token
-from control_plane.agent_hub.stream_tokens import StreamTokenSigner, verify_stream_token
-from control_plane.agent_link.agent_tokens import (
+from control_plane.agent_hub.agent_tokens import (
     agent_token_digest,
     agent_token_matches,
     mint_agent_token,
 )
+from control_plane.agent_hub.stream_tokens import StreamTokenSigner, verify_stream_token
 from control_plane.storage.base import InvalidArtifactKey, artifact_key, check_key
 from control_plane.storage.local import LocalArtifactStorage, SignatureExpired, SignatureInvalid
 

@@ -29,6 +29,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from control_plane.api.server import ApiRunner
 from control_plane.app import create_app
 from control_plane.db.engine import DB
 from control_plane.launchers.memory import MemoryLauncher
@@ -93,7 +94,7 @@ def live_app(database_url: str, tmp_path: Path) -> Iterator[LiveApp]:
             ),
             launcher=launcher,
         )
-        runner = web.AppRunner(app)
+        runner = ApiRunner(app)  # served as `meetbot serve` serves it
         await runner.setup()
         try:
             site = web.TCPSite(runner, "127.0.0.1", 0)

@@ -29,9 +29,7 @@ class ActionPrompt(Base):
     )
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True, default=_new_id)
-    workspace_id: Mapped[uuid.UUID] = mapped_column(
-        ForeignKey("workspaces.id", ondelete="CASCADE")
-    )
+    workspace_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("workspaces.id", ondelete="CASCADE"))
     name: Mapped[str] = mapped_column(String(200))
     version: Mapped[int] = mapped_column(Integer)
     instructions: Mapped[str] = mapped_column(Text)

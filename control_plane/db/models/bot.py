@@ -48,9 +48,7 @@ class Meeting(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     bot_id: Mapped[uuid.UUID] = mapped_column(Uuid, unique=True, default=uuid.uuid4)
-    workspace_id: Mapped[uuid.UUID] = mapped_column(
-        ForeignKey("workspaces.id", ondelete="CASCADE")
-    )
+    workspace_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("workspaces.id", ondelete="CASCADE"))
     user_id: Mapped[int | None] = mapped_column(
         ForeignKey("users.id", ondelete="SET NULL"), default=None
     )
@@ -68,6 +66,9 @@ class Meeting(Base):
     launch_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
     # Set atomically by the one scheduler loop that claims this bot for launch (exactly once).
     launch_claimed_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
+    # The claiming scheduler and when its claim lapses (then another may launch it again).
+    launch_claim_owner: Mapped[str | None] = mapped_column(String(128), default=None)
+    launch_lease_until: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
     bot_container_id: Mapped[str | None] = mapped_column(String(256), default=None)
     start_time: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
     end_time: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)

@@ -30,9 +30,7 @@ class Invitation(Base):
     )
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
-    workspace_id: Mapped[uuid.UUID] = mapped_column(
-        ForeignKey("workspaces.id", ondelete="CASCADE")
-    )
+    workspace_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("workspaces.id", ondelete="CASCADE"))
     email: Mapped[str] = mapped_column(String(320))
     role: Mapped[str] = mapped_column(String(16))  # Role
     status: Mapped[str] = mapped_column(String(16), default=InvitationStatus.PENDING.value)

@@ -1,0 +1,104 @@
+"""Serving the app so that aiohttp's own early errors are problem+json too.
+
+Errors of the HTTP parser (a request line or header field over 8,190 bytes, a malformed request
+line or header, a bad chunk) are answered by aiohttp before any middleware runs, as
+``400 text/plain`` echoing the request line, with a logged traceback. :class:`ApiRunner` serves
+the app through a request handler whose ``handle_error`` answers such a 4xx as problem+json
+(docs/api.md 2.1: 400 ``bad_request``, or ``request_too_long`` for an overlong line) without
+echoing the request, and logs one line without a traceback. 5xx keep aiohttp's handling.
+
+:func:`run_api` is what ``meetbot serve`` runs: the runner, one TCP site, until SIGINT/SIGTERM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+
+from aiohttp import web
+from aiohttp.http_exceptions import LineTooLong
+from aiohttp.web_protocol import RequestHandler
+from aiohttp.web_request import BaseRequest
+
+from control_plane.errors import DomainError, Problem
+
+log = logging.getLogger(__name__)
+
+
+def early_problem(status: int, exc: BaseException | None) -> Problem:
+    """The problem+json body of a parser error (never echoes the request)."""
+    if isinstance(exc, LineTooLong):
+        code, detail = "request_too_long", "a request line or header field is too long"
+    else:
+        code, detail = "bad_request", "the HTTP request is malformed"
+    error = DomainError(detail, code=code)
+    error.status = status  # type: ignore[misc]  # per-instance status of a parser error
+    return error.problem()
+
+
+class _ProblemRequestHandler(RequestHandler):
+    """aiohttp's request handler with parser errors (4xx) answered as problem+json."""
+
+    __slots__ = ()
+
+    def handle_error(
+        self,
+        request: BaseRequest,
+        status: int = 500,
+        exc: BaseException | None = None,
+        message: str | None = None,
+    ) -> web.StreamResponse:
+        """Answer a 4xx parser error with problem+json; defer anything else to aiohttp."""
+        if status >= 500 or status < 400:
+            return super().handle_error(request, status, exc, message)
+        log.info(
+            "malformed request refused",
+            extra={"status": status, "error": type(exc).__name__ if exc else None},
+        )
+        if request.writer.output_size > 0:
+            raise ConnectionError("response already started; cannot answer the error")
+        response = web.Response(
+            status=status,
+            text=early_problem(status, exc).model_dump_json(exclude_none=True),
+            content_type="application/problem+json",
+        )
+        response.force_close()
+        return response
+
+
+class _ProblemServer(web.Server):
+    """A :class:`web.Server` whose connections use :class:`_ProblemRequestHandler`."""
+
+    def __call__(self) -> RequestHandler:
+        handler = super().__call__()
+        handler.__class__ = _ProblemRequestHandler
+        return handler
+
+
+class ApiRunner(web.AppRunner):
+    """An :class:`web.AppRunner` answering parser errors as problem+json (module docstring)."""
+
+    async def _make_server(self) -> web.Server:
+        server = await super()._make_server()
+        server.__class__ = _ProblemServer
+        return server
+
+
+def run_api(app: web.Application, *, host: str, port: int) -> None:
+    """Serve ``app`` on ``host:port`` through :class:`ApiRunner` until SIGINT or SIGTERM."""
+
+    async def main() -> None:
+        runner = ApiRunner(app, access_log=None)
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, host, port).start()
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(signum, stop.set)
+            await stop.wait()
+        finally:
+            await runner.cleanup()
+
+    asyncio.run(main())

@@ -1,0 +1,86 @@
+"""Issue 18 finding 8: the OpenAPI document states the rules the server enforces, and the
+``Allow`` header of a 405 names the methods of the path's own route.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient
+
+from control_plane.api.routes import NO_NUL
+from tests.plugins.api_app import Caller
+
+pytestmark = pytest.mark.api
+
+Client = TestClient[web.Request, web.Application]
+
+
+def _strings(schema: Any, components: dict[str, Any], seen: set[str]) -> list[dict[str, Any]]:
+    if isinstance(schema, list):
+        return [s for item in schema for s in _strings(item, components, seen)]
+    if not isinstance(schema, dict):
+        return []
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[-1]
+        if name in seen:
+            return []
+        seen.add(name)
+        return _strings(components[name], components, seen)
+    found = [schema] if schema.get("type") == "string" else []
+    for key in ("properties",):
+        for item in schema.get(key, {}).values():
+            found += _strings(item, components, seen)
+    for key in ("items", "anyOf", "oneOf", "allOf"):
+        if key in schema:
+            found += _strings(schema[key], components, seen)
+    return found
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+async def test_document_states_enforced_rules(client: Client) -> None:
+    document = await (await client.get("/api/v1/openapi.json")).json()
+    components = document["components"]["schemas"]
+    free = []
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            schemas = [p["schema"] for p in operation.get("parameters", []) if p["in"] == "query"]
+            body = operation.get("requestBody", {}).get("content", {}).get("application/json")
+            if body:
+                schemas.append(body["schema"])
+            for schema in schemas:
+                for string in _strings(schema, components, set()):
+                    if not {"enum", "const", "format", "pattern"} & set(string):
+                        free.append((method, path, string))
+            for param in operation.get("parameters", []):
+                if param["in"] == "path" and param["schema"].get("type") == "integer":
+                    assert param["schema"]["maximum"] == 2**31 - 1, (path, param)
+    assert free == [], "input strings without the NUL rule"
+    bots = document["paths"]["/api/v1/meetings"]["get"]["parameters"]
+    date_from = next(p for p in bots if p["name"] == "date_from")
+    assert "date-time" in str(date_from["schema"])
+    create = components["BotCreate"]["properties"]
+    assert "2147483647" in str(create["zoom_connection_id"])
+    assert "malformed_meeting_url" in create["meeting_url"]["description"]
+    assert "zoom_token_required" in create["zoom_obf_token"]["description"]
+    assert (
+        "expires_at_in_past"
+        in components["ApiKeyCreate"]["properties"]["expires_at"]["description"]
+    )
+    assert create["bot_name"]["anyOf"][0]["pattern"] == NO_NUL
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+async def test_allow_header_names_the_paths_own_methods(client: Client, owner: Caller) -> None:
+    cases = {
+        "/api/v1/bots/schedule": "GET, HEAD, POST",
+        "/api/v1/bots": "GET, HEAD, POST",
+        "/api/v1/bots/8f0c5a8e-2f7e-4b8e-9a57-0c3a1f7b2d11": "DELETE, GET, HEAD, PATCH",
+    }
+    for path, allowed in cases.items():
+        response = await client.put(path, json={}, headers=owner.headers)
+        assert response.status == 405, path
+        assert response.content_type == "application/problem+json"
+        assert response.headers["Allow"] == allowed, path
