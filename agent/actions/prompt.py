@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agent.actions.errors import AnswerInvalid
 from agent.actions.model import DetectedAction, DetectionRequest, WindowLine
@@ -66,11 +66,17 @@ class _AnswerItem(BaseModel):
     due: str | None = None
     lines: list[int | str] = Field(default_factory=list)
 
+    @field_validator("lines", mode="before")
+    @classmethod
+    def _one_line_is_a_list(cls, value: Any) -> Any:
+        # Unconstrained models often write "lines": 2 for a single line.
+        return [value] if isinstance(value, int | str) else value
+
 
 class _Answer(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    actions: list[_AnswerItem]
+    actions: list[dict[str, Any]]
 
 
 def _line(line: WindowLine, number: int | None) -> str:
@@ -169,7 +175,12 @@ def parse_answer(content: str, request: DetectionRequest) -> tuple[list[Detected
     valid_types = {t.value for t in ActionType}
     actions: list[DetectedAction] = []
     dropped = 0
-    for item in answer.actions:
+    for raw in answer.actions:
+        try:
+            item = _AnswerItem.model_validate(raw)
+        except ValidationError:
+            dropped += 1
+            continue
         kind = item.type.strip().lower().replace(" ", "_").replace("-", "_")
         numbers = [_line_number(n) for n in item.lines]
         ids = tuple(

@@ -46,16 +46,20 @@ def test_answer_maps_line_numbers_to_segment_ids_and_drops_the_rest() -> None:
                  "lines": [1]},
                 {"type": "Follow-Up", "text": "sync with legal", "owner": "null", "due": "",
                  "lines": ["[1]"]},
+                {"text": "no type at all", "owner": "Dana", "lines": 1},
+                {"type": "question", "text": "a single line number", "lines": 2},
             ]
         }
     )
     actions, dropped = parse_answer(content, _request())
-    assert dropped == 2
+    assert dropped == 3
     assert [a.action_type for a in actions] == [
         ActionType.DECISION,
         ActionType.ACTION_ITEM,
         ActionType.FOLLOW_UP,
+        ActionType.QUESTION,
     ]
+    assert actions[3].segment_ids == ("seg-b",)
     assert actions[0].text == "Ship the beta on Friday" and actions[0].due == "Friday"
     assert actions[1].segment_ids == ("seg-b",) and actions[1].owner == "Bob"
     assert actions[2].owner is None and actions[2].due is None
@@ -69,7 +73,9 @@ def test_answer_in_a_fence_or_prose_is_accepted() -> None:
         assert [a.text for a in actions] == ["who owns QA?"]
 
 
-@pytest.mark.parametrize("content", ["", "no json here", '{"items": 3}', '{"actions": 5}'])
+@pytest.mark.parametrize(
+    "content", ["", "no json here", '{"items": 3}', '{"actions": 5}', '{"actions": [1]}']
+)
 def test_answer_of_the_wrong_shape_is_invalid(content: str) -> None:
     with pytest.raises(AnswerInvalid):
         parse_answer(content, _request())
