@@ -21,6 +21,7 @@ Usage::
     nice -n 10 python -m bench.actions --provider local --model qwen2.5-coder-0.5b-instruct
     nice -n 10 python -m bench.actions --provider local --model /path/to/model.gguf
     python -m bench.actions --provider openai --base-url http://127.0.0.1:8080/v1 --model NAME
+    python -m bench.actions --score run.log   # figures of a --verbose log, even a partial one
 """
 
 from __future__ import annotations
@@ -189,6 +190,7 @@ async def run(detector: ActionDetector, cases: list[Case], verbose: bool) -> dic
                     {
                         "window": case.window_id,
                         "seconds": round(latencies[-1], 2),
+                        "cpu_s": round(cpu[-1], 2),
                         "predicted": [
                             [a.action_type.value, a.text, a.owner, a.due, hit]
                             for a, hit in zip(actions, hits, strict=True)
@@ -198,6 +200,22 @@ async def run(detector: ActionDetector, cases: list[Case], verbose: bool) -> dic
                 ),
                 flush=True,
             )
+    return figures_of(predicted, labelled, matched, latencies, cpu, tokens) | {
+        "windows": len(cases),
+        "windows_invalid_answer": invalid,
+        "items_dropped": dropped,
+    }
+
+
+def figures_of(
+    predicted: Counter[str],
+    labelled: Counter[str],
+    matched: Counter[str],
+    latencies: list[float],
+    cpu: list[float],
+    tokens: list[int],
+) -> dict[str, Any]:
+    """Precision, recall, latency and CPU figures from per-type counts and per-window lists."""
     figures: dict[str, Any] = {}
     for kind in [*(t.value for t in ActionType), "overall"]:
         if kind == "overall":
@@ -208,15 +226,53 @@ async def run(detector: ActionDetector, cases: list[Case], verbose: bool) -> dic
         figures[f"recall_{kind}"] = round(m / lab, 3) if lab else None
         figures[f"predicted_{kind}"] = p
         figures[f"labelled_{kind}"] = lab
-    figures["windows"] = len(cases)
-    figures["windows_invalid_answer"] = invalid
-    figures["items_dropped"] = dropped
     figures["latency_p50_s"] = round(percentile(latencies, 0.5), 2)
     figures["latency_p95_s"] = round(percentile(latencies, 0.95), 2)
-    figures["cpu_s_per_window_p50"] = round(percentile(cpu, 0.5), 2)
-    figures["cpu_s_per_window_mean"] = round(sum(cpu) / len(cpu), 2)
+    if cpu:
+        figures["cpu_s_per_window_p50"] = round(percentile(cpu, 0.5), 2)
+        figures["cpu_s_per_window_mean"] = round(sum(cpu) / len(cpu), 2)
     figures["tokens_per_window_mean"] = round(sum(tokens) / len(tokens)) if tokens else None
     return figures
+
+
+def score_log(path: Path) -> dict[str, Any]:
+    """Figures from a ``--verbose`` log (also of a run stopped early: its windows only).
+
+    Re-matches each window's logged predictions against the labels of the data file.
+    """
+    cases = {case.window_id: case for case in load_cases()}
+    predicted: Counter[str] = Counter()
+    labelled: Counter[str] = Counter()
+    matched: Counter[str] = Counter()
+    latencies: list[float] = []
+    cpu: list[float] = []
+    errors = 0
+    for line in path.read_text().splitlines():
+        row = json.loads(line)
+        if "error" in row:
+            errors += 1
+        if "predicted" not in row:
+            continue
+        case = cases[row["window"]]
+        actions = [
+            DetectedAction(
+                action_type=ActionType(kind), text=text, owner=owner, due=due,
+                segment_ids=("logged",),
+            )
+            for kind, text, owner, due, _ in row["predicted"]
+        ]
+        for action, hit in zip(actions, match(actions, case.labels), strict=True):
+            predicted[action.action_type.value] += 1
+            matched[action.action_type.value] += hit
+        for label in case.labels:
+            labelled[label.action_type.value] += 1
+        latencies.append(row["seconds"])
+        if "cpu_s" in row:
+            cpu.append(row["cpu_s"])
+    return figures_of(predicted, labelled, matched, latencies, cpu, []) | {
+        "windows": len(latencies),
+        "windows_invalid_answer": errors,
+    }
 
 
 async def open_bench_detector(args: argparse.Namespace) -> ActionDetector:
@@ -242,6 +298,10 @@ async def open_bench_detector(args: argparse.Namespace) -> ActionDetector:
 
 async def amain(args: argparse.Namespace) -> None:
     """Load, run, print."""
+    if args.score:
+        for name, value in score_log(Path(args.score)).items():
+            print(json.dumps({"bench": "actions", "log": args.score, name: value}))
+        return
     cases = load_cases()
     if args.limit:
         cases = cases[: args.limit]
@@ -268,6 +328,7 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=384)
     parser.add_argument("--limit", type=int, default=0, help="first N windows only")
     parser.add_argument("--verbose", action="store_true", help="one line per window too")
+    parser.add_argument("--score", default="", help="only score a --verbose log of a run")
     asyncio.run(amain(parser.parse_args()))
 
 

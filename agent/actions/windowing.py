@@ -291,6 +291,8 @@ class ActionWindower:
                 error = exc
                 continue
             except AnswerInvalid as exc:
+                # The model answered (so the service works), just not with usable JSON.
+                self._recovered()
                 self.metrics.answers_invalid += 1
                 log.debug("action detector answer invalid", extra={"error": str(exc)})
                 return None
@@ -301,9 +303,7 @@ class ActionWindower:
                 self.metrics.detect_seconds += time.perf_counter() - started
             self._budget.adjust_last(detection.total_tokens)
             self.metrics.tokens += detection.total_tokens
-            if self._failing:
-                self._failing = False
-                log.info("action detection works again", extra={"detector": self._detector.name})
+            self._recovered()
             return detection
         self.metrics.windows_failed += 1
         if not self._failing:
@@ -315,6 +315,11 @@ class ActionWindower:
                 extra={"detector": self._detector.name, "attempts": attempts},
             )
         return None
+
+    def _recovered(self) -> None:
+        if self._failing:
+            self._failing = False
+            log.info("action detection works again", extra={"detector": self._detector.name})
 
     async def _wait_budget(self, tokens: int) -> None:
         while (wait := self._budget.wait_seconds(tokens)) > 0:

@@ -25,7 +25,7 @@ class ChatServer:
     Attributes:
         requests: Bodies received, in order.
         fail_statuses: Statuses to answer the next requests with (consumed one a request).
-        delay: Seconds to wait before answering.
+        delay: Seconds to hang before answering 504 (longer than the client's timeout).
         reject_json_schema: Answer 400 to ``response_format.type == "json_schema"``.
     """
 
@@ -42,7 +42,10 @@ class ChatServer:
         body: dict[str, Any] = await request.json()
         self.requests.append(body)
         if self.delay:
+            # A hung upstream: the client gives up first; this answer reaches nobody and
+            # must not consume the statuses or the model meant for later requests.
             await asyncio.sleep(self.delay)
+            return web.json_response({"error": {"message": "upstream timed out"}}, status=504)
         if self.fail_statuses:
             status = self.fail_statuses.pop(0)
             error = {"error": {"message": "injected", "code": status}}

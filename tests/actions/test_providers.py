@@ -97,15 +97,18 @@ async def test_timeout_and_5xx_are_retried_then_reported_once(
         max_output_tokens=160,
     )
     async with serve(local_model) as server:
-        detector = OpenAIActionDetector(
-            base_url=server.base_url, api_key="k", model="qwen", max_output_tokens=160,
-            request_timeout=0.5,
+        impatient = OpenAIActionDetector(
+            base_url=server.base_url, api_key="k", model="qwen", request_timeout=0.5
         )
         # A timeout is a transient error of the provider itself.
         server.delay = 1.5
         with pytest.raises(DetectorUnavailable):
-            await detector.detect(WINDOW)
+            await impatient.detect(WINDOW)
+        await impatient.aclose()
         server.delay = 0.0
+        detector = OpenAIActionDetector(
+            base_url=server.base_url, api_key="k", model="qwen", max_output_tokens=160
+        )
         async with ActionWindower(detector, settings) as windower:
             reader = asyncio.create_task(_collect(windower))
             # Window 1: 503 three times (three tries); window 2: 502 once (one try while
@@ -120,6 +123,7 @@ async def test_timeout_and_5xx_are_retried_then_reported_once(
         await detector.aclose()
     assert len(server.requests) == 1 + 3 + 1 + 1
     assert windower.metrics.retries == 2 and windower.metrics.failures_reported == 1
+    assert windower.metrics.windows_failed == 2 and windower.metrics.windows == 3
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and "503" in warnings[0].getMessage()
     assert any("works again" in r.getMessage() for r in caplog.records)
