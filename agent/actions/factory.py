@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 
 from agent.actions.base import ActionDetector
-from agent.actions.local_models import resolve_local_model
+from agent.actions.local_models import LOCAL_MODELS, resolve_local_model
 from agent.actions.local_provider import LocalActionDetector
 from agent.actions.openai_provider import OpenAIActionDetector
 from agent.actions.settings import ActionSettings
@@ -44,7 +44,7 @@ async def open_detector(
     path = await asyncio.to_thread(resolve_local_model, settings.local_model, settings.models_dir)
     return await LocalActionDetector.load(
         path,
-        model_name=settings.local_model if path.name != settings.local_model else path.stem,
+        model_name=settings.local_model if settings.local_model in LOCAL_MODELS else path.stem,
         threads=settings.local_threads,
         context_tokens=settings.local_context_tokens,
         max_output_tokens=settings.max_output_tokens,
