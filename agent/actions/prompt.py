@@ -1,0 +1,211 @@
+"""What the model is asked and how its answer becomes :class:`DetectedAction` objects.
+
+The window's segments are numbered ``[1]``, ``[2]``… in the prompt and the model cites those
+numbers; :func:`parse_answer` maps them back to segment ids and drops any number outside the
+window, so an action can only rest on segments of the window (never on the context).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from agent.actions.errors import AnswerInvalid
+from agent.actions.model import DetectedAction, DetectionRequest, WindowLine
+from agent.contracts.link import ActionType
+
+SYSTEM_PROMPT = """\
+List what this meeting transcript produced, as JSON.
+Types: action_item = a task someone will do; decision = something the group settled;
+question = a question left unanswered; follow_up = a topic or meeting to revisit later.
+Skip small talk. text: a short sentence using the speakers' words. owner: the person doing an
+action_item (a speaker saying "I'll" owns it), else null. due: the deadline as said, else
+null. lines: numbers of the lines it comes from. Nothing found: {"actions": []}"""
+
+_MAX_ITEMS = 8
+
+# JSON schema of the answer; the ``json_schema`` response format constrains decoding to it.
+ANSWER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "actions": {
+            "type": "array",
+            "maxItems": _MAX_ITEMS,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "type": {"type": "string", "enum": [t.value for t in ActionType]},
+                    "text": {"type": "string", "maxLength": 200},
+                    "owner": {"type": ["string", "null"], "maxLength": 60},
+                    "due": {"type": ["string", "null"], "maxLength": 60},
+                    "lines": {
+                        "type": "array",
+                        "items": {"type": "integer", "minimum": 1},
+                        "maxItems": 6,
+                    },
+                },
+                "required": ["type", "text", "owner", "due", "lines"],
+                "additionalProperties": False,
+            },
+        }
+    },
+    "required": ["actions"],
+    "additionalProperties": False,
+}
+
+
+class _AnswerItem(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    type: str
+    text: str = ""
+    owner: str | None = None
+    due: str | None = None
+    lines: list[int | str] = Field(default_factory=list)
+
+    @field_validator("lines", mode="before")
+    @classmethod
+    def _one_line_is_a_list(cls, value: Any) -> Any:
+        # Unconstrained models often write "lines": 2 for a single line.
+        return [value] if isinstance(value, int | str) else value
+
+
+class _Answer(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    actions: list[dict[str, Any]]
+
+
+def _line(line: WindowLine, number: int | None) -> str:
+    speaker = line.speaker or "Unknown"
+    prefix = f"[{number}] " if number is not None else ""
+    return f"{prefix}{speaker}: {line.text.strip()}"
+
+
+def build_messages(request: DetectionRequest) -> list[dict[str, str]]:
+    """The chat messages of one call.
+
+    Returns:
+        ``[{"role": "system", …}, {"role": "user", …}]``; the system message is the
+        bot's instructions when given, followed by the fixed answer format.
+    """
+    system = SYSTEM_PROMPT
+    if request.instructions:
+        system = f"{request.instructions.strip()}\n\n{SYSTEM_PROMPT}"
+    parts: list[str] = []
+    if request.context:
+        earlier = "\n".join(_line(line, None) for line in request.context)
+        parts.append(f"Earlier in the meeting (context only, do not list):\n{earlier}\n")
+    numbered = "\n".join(_line(line, i) for i, line in enumerate(request.lines, start=1))
+    parts.append(f"Transcript lines:\n{numbered}")
+    return [
+        {"role": "system", "content": system},
+        {"role": "user", "content": "\n".join(parts)},
+    ]
+
+
+def response_format(mode: Literal["json_schema", "json_object"]) -> dict[str, Any]:
+    """The ``response_format`` request field for ``mode``."""
+    if mode == "json_schema":
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": "meeting_actions", "strict": True, "schema": ANSWER_SCHEMA},
+        }
+    return {"type": "json_object"}
+
+
+_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
+
+
+def _json_payload(content: str) -> Any:
+    text = _FENCE.sub("", content.strip())
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        # Servers without constrained decoding may wrap the object in prose.
+        start, end = text.find("{"), text.rfind("}")
+        if start < 0 or end <= start:
+            raise AnswerInvalid(f"answer is not JSON: {content[:120]!r}") from None
+        try:
+            return json.loads(text[start : end + 1])
+        except json.JSONDecodeError as exc:
+            raise AnswerInvalid(f"answer is not JSON: {content[:120]!r}") from exc
+
+
+def _clean(value: str | None, limit: int = 100) -> str | None:
+    if value is None:
+        return None
+    value = " ".join(value.split())
+    if value.lower() in {"", "null", "none", "n/a", "unknown", "unassigned", "tbd"}:
+        return None
+    return value[:limit]
+
+
+def _line_number(value: int | str) -> int | None:
+    if isinstance(value, int):
+        return value
+    digits = re.sub(r"\D", "", value)
+    return int(digits) if digits else None
+
+
+def parse_answer(content: str, request: DetectionRequest) -> tuple[list[DetectedAction], int]:
+    """Validate the model's answer against the window.
+
+    Args:
+        content: The assistant message (JSON, possibly fenced or wrapped in prose).
+        request: The request it answers; line numbers refer to ``request.lines``.
+
+    Returns:
+        The valid actions and how many items were dropped (unknown type, empty text, or no
+        line number inside the window).
+
+    Raises:
+        AnswerInvalid: The content holds no JSON object of the answer's shape.
+    """
+    payload = _json_payload(content)
+    if isinstance(payload, list):
+        payload = {"actions": payload}
+    try:
+        answer = _Answer.model_validate(payload)
+    except ValidationError as exc:
+        raise AnswerInvalid(f"answer has the wrong shape: {exc.errors()[:2]}") from exc
+    valid_types = {t.value for t in ActionType}
+    actions: list[DetectedAction] = []
+    dropped = 0
+    for raw in answer.actions:
+        try:
+            item = _AnswerItem.model_validate(raw)
+        except ValidationError:
+            dropped += 1
+            continue
+        kind = item.type.strip().lower().replace(" ", "_").replace("-", "_")
+        numbers = [_line_number(n) for n in item.lines]
+        ids = tuple(
+            dict.fromkeys(
+                request.lines[n - 1].segment_id
+                for n in numbers
+                if n is not None and 1 <= n <= len(request.lines)
+            )
+        )
+        text = " ".join(item.text.split())
+        if kind not in valid_types or not text or not ids:
+            dropped += 1
+            continue
+        actions.append(
+            DetectedAction(
+                action_type=ActionType(kind),
+                text=text[:500],
+                owner=_clean(item.owner),
+                due=_clean(item.due),
+                segment_ids=ids,
+            )
+        )
+    return actions, dropped
+
+
+def estimate_tokens(text: str) -> int:
+    """Rough token count (4 characters a token) for budgets when a server reports none."""
+    return max(1, len(text) // 4)
