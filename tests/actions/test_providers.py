@@ -23,7 +23,7 @@ from agent.actions.windowing import ActionWindower
 from agent.contracts.bot_config import BotSettings
 from tests.actions.llm_server import serve
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.model, pytest.mark.slow]
 
 WINDOW = DetectionRequest(
     lines=(
