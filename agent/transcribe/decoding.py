@@ -10,6 +10,13 @@ speculatively → after ``endpoint_s`` (450 ms) of silence it is final, and the 
 result is the final result. End of speech → final is therefore about max(endpoint,
 speculate + one decode). If speech resumes, the speculative text is shown as a partial.
 
+A final whose text is far too short for the voice the VAD heard (under
+``_MIN_WORDS_PER_VOICED_S`` words per voiced second over at least ``_RECHECK_VOICED_S``) is
+decoded again with timestamp tokens before it is committed. Decoding without timestamps, Whisper
+often ends its text after the first speaker of a window: tiny.en on 0.5 s of one voice, a gap
+and a 22 s monologue of another wrote "No." (1 word for 59); with timestamps it wrote all 59.
+That early end is what made monologues that followed another speaker vanish (issue 12).
+
 Partials are decoded every ``partial_interval_s`` of an open utterance (never during a pause,
 when the speculation may be about to need the decoder). The interval stays at least three times
 the recent decode time, so partials take at most about a third of the decoder. When decoding falls
@@ -45,6 +52,9 @@ log = logging.getLogger(__name__)
 
 # Partial decodes get at most ~1/3 of the decoder: interval ≥ 3 × recent decode time.
 _PARTIAL_SHARE = 3.0
+# People say 2–3 words per voiced second; fewer than this many means the decode stopped early.
+_MIN_WORDS_PER_VOICED_S = 0.7
+_RECHECK_VOICED_S = 2.0
 
 JobKind = Literal["final", "speculative", "partial"]
 
@@ -63,6 +73,9 @@ class DecodeScheduler:
         task: Transcribe, or translate to English.
         track_speakers: Track id → participant name, when the platform tells it that way.
         id_prefix: Prefix of segment ids.
+        multilingual: Multilingual model beside an English-only ``engine`` (``language``
+            None): it decodes a speaker's utterances until their language is known, then
+            those of speakers not speaking English; English ones go to ``engine``.
     """
 
     def __init__(
@@ -78,8 +91,10 @@ class DecodeScheduler:
         task: Task,
         track_speakers: Mapping[str, str],
         id_prefix: str,
+        multilingual: WhisperEngine | None = None,
     ) -> None:
         self._engine = engine
+        self._multilingual = multilingual
         self._ingest = ingest
         self._commit = committer
         self._languages = languages
@@ -210,9 +225,9 @@ class DecodeScheduler:
             if kind == "final" and utt.spec_result is not None:
                 await self._final(utt, utt.spec_result)
                 continue
-            language = self._language or self._languages.language_for(self._commit.speaker_key(utt))
+            engine, language = self._route(utt)
             result = await asyncio.to_thread(
-                self._engine.decode,
+                engine.decode,
                 audio,
                 language=language,
                 task=self._task,
@@ -222,11 +237,26 @@ class DecodeScheduler:
             self._metrics.decodes[kind] += 1
             self._metrics.decode_seconds += result.seconds
             self._tune_partials(result.seconds)
-            if self._language is None and language is None and self._engine.multilingual:
+            if self._language is None and language is None and engine.multilingual:
                 self._languages.observe(
                     self._commit.speaker_key(utt), result.language, result.language_probability
                 )
             await self._handle(kind, utt, result, gen)
+
+    def _route(self, utt: Utterance) -> tuple[WhisperEngine, str | None]:
+        """Which model decodes ``utt``, and in which language (None: detect it)."""
+        if self._language is not None:
+            return self._engine, self._language
+        known = self._languages.language_for(self._commit.speaker_key(utt))
+        return self._engine_for(known), known
+
+    def _engine_for(self, language: str | None) -> WhisperEngine:
+        """The fast English model for English transcription, else the multilingual one."""
+        if self._multilingual is None:
+            return self._engine
+        if language == "en" and self._task is Task.TRANSCRIBE:
+            return self._engine
+        return self._multilingual
 
     def _next_job(self) -> tuple[JobKind, Utterance, npt.NDArray[np.float32], int] | None:
         if self._finals:
@@ -264,6 +294,26 @@ class DecodeScheduler:
 
     async def _final(self, utt: Utterance, result: DecodeResult) -> None:
         self._utterances.get(utt.track, {}).pop(utt.number, None)
+        assert utt.ended is not None  # noqa: S101 - finals exist only for ended utterances
+        voiced = utt.ended.voiced_s
+        if voiced >= _RECHECK_VOICED_S and len(result.text.split()) < (
+            _MIN_WORDS_PER_VOICED_S * voiced
+        ):
+            # Too few words for the voice heard: Whisper ended early (see module docstring).
+            language = self._language or result.language
+            again = await asyncio.to_thread(
+                self._engine_for(language).decode,
+                utt.ended.audio,
+                language=language,
+                task=self._task,
+                options=DecodeOptions(beam_size=self._opts.realtime_beam_size,
+                                      without_timestamps=False),
+                prompt=self._commit.context(utt.track),
+            )
+            self._metrics.decodes["recheck"] += 1
+            self._metrics.decode_seconds += again.seconds
+            if len(again.text.split()) > len(result.text.split()):
+                result = again
         await self._commit.final(utt, result)
 
     # ---- partial rate --------------------------------------------------------------------

@@ -33,7 +33,7 @@ from agent.transcribe.ingest import Ingest
 from agent.transcribe.languages import LanguageMemory
 from agent.transcribe.metrics import TranscribeMetrics
 from agent.transcribe.options import TranscribeOptions
-from agent.transcribe.speakers import SpeakerTimeline
+from agent.transcribe.speakers import FloorChanges, SpeakerTimeline
 from agent.transcribe.vad import SileroSession
 
 
@@ -54,6 +54,9 @@ class RealtimeTranscriber:
         track_speakers: Track id → participant name, when the platform tells it that way.
         timeline: Active-speaker intervals for mixed tracks; created empty when None.
         id_prefix: Prefix of segment ids (unique per meeting); random when None.
+        multilingual: A multilingual model beside an English-only ``engine``, for
+            ``language=None``: it detects each speaker's language from their first utterances
+            and transcribes those not speaking English; ``engine`` keeps the English ones.
 
     Raises:
         UnsupportedTranscriptionOptions: The model cannot serve ``language``/``task``.
@@ -71,8 +74,9 @@ class RealtimeTranscriber:
         track_speakers: Mapping[str, str] | None = None,
         timeline: SpeakerTimeline | None = None,
         id_prefix: str | None = None,
+        multilingual: WhisperEngine | None = None,
     ) -> None:
-        engine.check(language, task)
+        (multilingual or engine).check(language, task)
         opts = options or TranscribeOptions()
         if opts.vad == "silero" and vad_session is None:
             vad_session = SileroSession()
@@ -80,7 +84,14 @@ class RealtimeTranscriber:
         self.metrics = TranscribeMetrics(partial_interval_s=opts.partial_interval_s)
         self._frames: asyncio.Queue[AudioFrame | None] = asyncio.Queue(opts.frame_queue_size)
         self._out: asyncio.Queue[Segment | None] = asyncio.Queue(opts.segment_queue_size)
-        self._ingest = Ingest(opts.segmenter, vad_session, self.metrics, partials=opts.partials)
+        self._floor = FloorChanges()
+        self._ingest = Ingest(
+            opts.segmenter,
+            vad_session,
+            self.metrics,
+            partials=opts.partials,
+            named_tracks=frozenset(track_speakers or {}),
+        )
         self._decoder = DecodeScheduler(
             engine,
             self._ingest,
@@ -100,6 +111,7 @@ class RealtimeTranscriber:
             task=task,
             track_speakers=dict(track_speakers or {}),
             id_prefix=id_prefix or f"rt-{uuid.uuid4().hex[:8]}",
+            multilingual=multilingual,
         )
         self._closing = False
         self._tasks: list[asyncio.Task[None]] = []
@@ -145,8 +157,16 @@ class RealtimeTranscriber:
         await self._frames.put(frame)
 
     def speaker_activity(self, activity: SpeakerActivity) -> None:
-        """Record an active-speaker change (names segments of tracks without a speaker)."""
+        """Record an active-speaker change.
+
+        It names segments of tracks without a speaker of their own (mixed tracks), and when
+        the floor changes hands such tracks end their open utterance there, so no segment
+        spans two speakers.
+        """
         self.timeline.add(activity)
+        changed = self._floor.observe(activity)
+        if changed is not None:
+            self._ingest.speaker_change(changed)
 
     async def segments(self) -> AsyncIterator[Segment]:
         """Partial (``completed=False``) and final segments, in emission order, until closed.
