@@ -208,7 +208,14 @@ def text_of(got: Sequence[tuple[Segment, float]]) -> str:
     return " ".join(s.text for s, _ in sorted(got, key=lambda p: p[0].start) if s.completed)
 
 
-async def run_model(model: str, skip_realtime: bool, only_realtime: bool, only: str) -> None:
+async def run_model(
+    model: str,
+    skip_realtime: bool,
+    only_realtime: bool,
+    only: str,
+    styles: Sequence[str] = ("polite", "conversation"),
+    layouts: Sequence[Layout] = ("per_speaker", "mixed"),
+) -> None:
     t0 = time.perf_counter()
     engine = await asyncio.to_thread(
         WhisperEngine.load, resolve_model(model, REPO / "data" / "models")
@@ -217,7 +224,7 @@ async def run_model(model: str, skip_realtime: bool, only_realtime: bool, only: 
     emit(model=model, metric="load_seconds", value=round(time.perf_counter() - t0, 3),
          rss_mb=round(psutil.Process().memory_info().rss / 2**20, 1))
     if only == "conversation":
-        await conversations(engine, silero, model)
+        await conversations(engine, silero, model, styles, layouts)
         return
     if only == "language":
         await languages(engine, silero, model)
@@ -235,10 +242,15 @@ async def run_model(model: str, skip_realtime: bool, only_realtime: bool, only: 
     emit(model=model, metric="peak_rss_mb", value=round(peak_rss_mb(), 1))
 
 
-async def conversations(engine: WhisperEngine, silero: SileroSession, model: str) -> None:
+async def conversations(
+    engine: WhisperEngine,
+    silero: SileroSession,
+    model: str,
+    styles: Sequence[str] = ("polite", "conversation"),
+    layouts: Sequence[Layout] = ("per_speaker", "mixed"),
+) -> None:
     """Section 5: polite and natural conversation, both track layouts, in real time."""
-    layouts: tuple[Layout, ...] = ("per_speaker", "mixed")
-    for style in ("polite", "conversation"):
+    for style in styles:
         talk = build_conversation(speech_dir(), "polite" if style == "polite" else "conversation")
         for layout in layouts:
             named = ({f"track-{n}": n for n in talk.speakers} if layout == "per_speaker"
@@ -264,6 +276,9 @@ async def conversations(engine: WhisperEngine, silero: SileroSession, model: str
                  finals_spanning_two_speakers=len(result.spanning), finals=len(finals),
                  cpu_s_per_audio_s=round(cpu / talk.duration, 3),
                  decodes={k[8:]: v for k, v in metrics.items() if k.startswith("decodes_")},
+                 # The floor under any latency: one decode, slower the busier the machine.
+                 mean_decode_s=round(metrics["decode_seconds"] / max(1, sum(
+                     v for k, v in metrics.items() if k.startswith("decodes_"))), 3),
                  partial_interval_s=round(metrics["partial_interval_s"], 2))
 
 
@@ -460,7 +475,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="only the conversation scenarios (section 5)")
     parser.add_argument("--only-language", action="store_true",
                         help="only the languages (section 6)")
+    parser.add_argument("--styles", default="polite,conversation",
+                        help="conversation styles of section 5")
+    parser.add_argument("--layouts", default="per_speaker,mixed",
+                        help="track layouts of section 5")
     args = parser.parse_args(argv)
+    layouts: list[Layout] = []
+    for layout in args.layouts.split(","):
+        if layout not in ("per_speaker", "mixed"):
+            parser.error(f"unknown layout {layout!r}")
+        layouts.append("mixed" if layout == "mixed" else "per_speaker")
     only = ("conversation" if args.only_conversation
             else "language" if args.only_language else "")
     if not (speech_dir() / "MANIFEST.tsv").is_file():
@@ -468,7 +492,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     if args.one:
-        asyncio.run(run_model(args.one, args.skip_realtime, args.only_realtime, only))
+        asyncio.run(run_model(args.one, args.skip_realtime, args.only_realtime, only,
+                              args.styles.split(","), layouts))
         return 0
     emit(metric="machine", cpus=os.cpu_count(), load=[round(x, 2) for x in os.getloadavg()])
     for model in args.models.split(","):
@@ -477,6 +502,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cmd += ["--only-realtime"] if args.only_realtime else []
         cmd += ["--only-conversation"] if args.only_conversation else []
         cmd += ["--only-language"] if args.only_language else []
+        cmd += ["--styles", args.styles, "--layouts", args.layouts]
         # One process per model so each peak RSS is that model's own.
         done = subprocess.run(cmd, cwd=REPO, check=False)  # noqa: S603 - our own module
         if done.returncode:

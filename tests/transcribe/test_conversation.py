@@ -19,7 +19,7 @@ import pytest
 from agent.audio import AudioFrame, SpeakerActivity
 from agent.contracts.link import Segment
 from agent.transcribe.engine import WhisperEngine
-from agent.transcribe.normalize import normalize_text, word_error_rate
+from agent.transcribe.normalize import normalize_text
 from agent.transcribe.options import TranscribeOptions
 from agent.transcribe.realtime import RealtimeTranscriber
 from agent.transcribe.vad import SileroSession
@@ -51,27 +51,28 @@ def conversation(speech: Path) -> Conversation:
 
 
 async def test_a_monologue_right_after_another_speaker_is_transcribed(
-    speech: Path, tiny_engine: WhisperEngine, silero: SileroSession
+    conversation: Conversation, tiny_engine: WhisperEngine, silero: SileroSession
 ) -> None:
     """Issue 12: a 20–30 s monologue following another voice after < 1 s on one mixed track,
-    with no speaker indicator at all, must come out whole."""
-    talk = build_conversation(
-        speech,
-        script=(
-            ("Sam", ("ls_testclean_1089-134686-0001.wav",), False),
-            ("Linda", ("LJ001-0001.wav", "LJ001-0002.wav", "LJ001-0003.wav"), False),
-        ),
-    )
-    monologue = talk.turns[1]
-    assert 20.0 <= monologue.voiced_end - monologue.voiced_start <= 30.0
-    assert -0.3 <= monologue.voiced_start - talk.turns[0].voiced_end < 1.0
-    items = stream_items(talk, "mixed", JOIN, indicator=False)
+    with no speaker indicator at all, must come out whole.
+
+    Before the fix Sam's sentence and Linda's monologue became one 23 s utterance, and
+    Whisper, decoding it without timestamps, wrote Sam's sentence only: 9 % of the
+    monologue's words came out (recall 0.09 on the code before the fix).
+    """
+    sam, linda = conversation.turns[0], conversation.turns[1]
+    assert (sam.speaker, linda.speaker) == ("Sam", "Linda")
+    assert 20.0 <= linda.voiced_end - linda.voiced_start <= 30.0
+    assert -0.3 <= linda.voiced_start - sam.voiced_end < 1.0
+    items = stream_items(conversation, "mixed", JOIN, indicator=False)
     got = finals(await replay(_transcriber(tiny_engine, silero), items))
-    said = " ".join(s.text for s in got if s.end > monologue.voiced_start + 1.0)
-    assert word_error_rate(monologue.text, said) <= 0.2, said
+    during = [s for s in got if s.start < linda.voiced_end and s.end > linda.voiced_start]
+    heard = set(normalize_text(" ".join(s.text for s in during)).split())
+    wanted = normalize_text(linda.text).split()
+    recall = sum(word in heard for word in wanted) / len(wanted)
+    assert recall >= 0.85, during
     # Committed in pieces while it was said, not in one block at its end.
-    pieces = [s for s in got if s.end > monologue.voiced_start + 1.0]
-    assert len(pieces) >= 2 and max(s.end - s.start for s in pieces) <= 15.5, pieces
+    assert len(during) >= 3 and max(s.end - s.start for s in during) <= 15.5, during
 
 
 @pytest.mark.parametrize("layout", ["per_speaker", "mixed"])
