@@ -268,9 +268,13 @@ class DecodeScheduler:
             if utt.spec_state == "queued" and utt.spec_audio is not None:
                 utt.spec_state = "running"
                 return ("speculative", utt, utt.spec_audio, utt.spec_gen)
-        if self._partial_due:
+        while self._partial_due:
             track_id = next(iter(self._partial_due))
             utt, audio = self._partial_due.pop(track_id)
+            if self._multilingual is not None and self._route(utt)[1] is None:
+                # The speaker's language is still being detected: a partial would cost a
+                # multilingual decode (2-3 times tiny.en's) that only delays their final.
+                continue
             self._maybe_degrade(utt, len(audio))
             return ("partial", utt, audio, utt.spec_gen)
         return None
