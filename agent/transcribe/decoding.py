@@ -17,6 +17,15 @@ often ends its text after the first speaker of a window: tiny.en on 0.5 s of one
 and a 22 s monologue of another wrote "No." (1 word for 59); with timestamps it wrote all 59.
 That early end is what made monologues that followed another speaker vanish (issue 12).
 
+Languages (``language`` None, an English-only model paired with a multilingual one): a
+speaker's utterances are decoded by the multilingual model, which detects their language,
+until it is locked (:class:`~agent.transcribe.languages.LanguageMemory`); English speakers then
+go to the fast English model, the others stay on the multilingual one. Once two speakers are
+locked to English, a new speaker is tried on the English model first and sent to detection
+only when that decode is unsure (``_FOREIGN_LOGPROB``) or loops: in an English meeting each
+newcomer then costs no multilingual decode. No partials are decoded for a speaker still being
+detected.
+
 Partials are decoded every ``partial_interval_s`` of an open utterance (never during a pause,
 when the speculation may be about to need the decoder). The interval stays at least three times
 the recent decode time, so partials take at most about a third of the decoder. When decoding falls
@@ -52,6 +61,12 @@ log = logging.getLogger(__name__)
 
 # Partial decodes get at most ~1/3 of the decoder: interval ≥ 3 × recent decode time.
 _PARTIAL_SHARE = 3.0
+# A new speaker in a meeting whose speakers all spoke English is tried on the English model
+# first; a decode this unsure (or looping) is taken as another language and detected on the
+# multilingual one. tiny.en on real speech: English -0.05…-0.58, Spanish/French/German/
+# Chinese clips -0.57…-1.83 (the -0.57 one looping, compression ratio > 2.2).
+_FOREIGN_LOGPROB = -0.5
+_FOREIGN_COMPRESSION = 2.2
 # People say 2–3 words per voiced second; fewer than this many means the decode stopped early.
 _MIN_WORDS_PER_VOICED_S = 0.7
 _RECHECK_VOICED_S = 2.0
@@ -225,30 +240,57 @@ class DecodeScheduler:
             if kind == "final" and utt.spec_result is not None:
                 await self._final(utt, utt.spec_result)
                 continue
-            engine, language = self._route(utt)
-            result = await asyncio.to_thread(
-                engine.decode,
-                audio,
-                language=language,
-                task=self._task,
-                options=self._decode_options,
-                prompt=self._commit.context(utt.track),
-            )
-            self._metrics.decodes[kind] += 1
-            self._metrics.decode_seconds += result.seconds
-            self._tune_partials(result.seconds)
+            engine, language, tentative = self._route(utt)
+            result = await self._decode(kind, engine, audio, language, utt)
+            key = self._commit.speaker_key(utt)
+            if tentative and kind != "partial":
+                if (
+                    result.stats.avg_logprob < _FOREIGN_LOGPROB
+                    or result.stats.compression_ratio > _FOREIGN_COMPRESSION
+                ):
+                    # Unsure in English: detect this speaker's language after all.
+                    assert self._multilingual is not None  # noqa: S101 - tentative needs it
+                    engine, language = self._multilingual, None
+                    result = await self._decode("detect", engine, audio, None, utt)
+                else:
+                    self._languages.observe(key, "en", 1.0)
             if self._language is None and language is None and engine.multilingual:
-                self._languages.observe(
-                    self._commit.speaker_key(utt), result.language, result.language_probability
-                )
+                self._languages.observe(key, result.language, result.language_probability)
             await self._handle(kind, utt, result, gen)
 
-    def _route(self, utt: Utterance) -> tuple[WhisperEngine, str | None]:
-        """Which model decodes ``utt``, and in which language (None: detect it)."""
+    async def _decode(
+        self,
+        kind: str,
+        engine: WhisperEngine,
+        audio: npt.NDArray[np.float32],
+        language: str | None,
+        utt: Utterance,
+    ) -> DecodeResult:
+        result = await asyncio.to_thread(
+            engine.decode,
+            audio,
+            language=language,
+            task=self._task,
+            options=self._decode_options,
+            prompt=self._commit.context(utt.track),
+        )
+        self._metrics.decodes[kind] += 1
+        self._metrics.decode_seconds += result.seconds
+        self._tune_partials(result.seconds)
+        return result
+
+    def _route(self, utt: Utterance) -> tuple[WhisperEngine, str | None, bool]:
+        """Which model decodes ``utt``, in which language (None: detect it), and whether the
+        language is only the meeting's so far (tentative: checked on the result)."""
         if self._language is not None:
-            return self._engine, self._language
+            return self._engine, self._language, False
         known = self._languages.language_for(self._commit.speaker_key(utt))
-        return self._engine_for(known), known
+        if known is not None or self._multilingual is None:
+            return self._engine_for(known), known, False
+        if self._task is Task.TRANSCRIBE and self._languages.prior() == "en":
+            # Everyone so far spoke English: try the fast English model first.
+            return self._engine, "en", True
+        return self._multilingual, None, False
 
     def _engine_for(self, language: str | None) -> WhisperEngine:
         """The fast English model for English transcription, else the multilingual one."""

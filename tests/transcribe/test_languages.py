@@ -59,3 +59,27 @@ async def test_no_language_detects_each_speaker_and_keeps_english_on_the_fast_mo
     english_ref = f"{reference(speech, 'jfk.wav')} {reference(speech, 'LJ001-0004.wav')}"
     assert word_error_rate(english_ref, english_text) <= 0.2, english_text
     print(f"language test: es WER {spanish_wer:.3f}, {elapsed:.1f} s for 15 s of audio")
+
+
+async def test_a_spanish_speaker_joining_an_english_meeting_is_detected(
+    speech: Path, tiny_engine: WhisperEngine, base_engine: WhisperEngine, silero: SileroSession
+) -> None:
+    """Once two speakers spoke English, a new speaker is tried on tiny.en first; its unsure
+    result sends them to base, which detects Spanish."""
+    john = np.concatenate([load_wav(speech, "jfk.wav"), quiet(30.0)])
+    mary = np.concatenate([quiet(12.0), load_wav(speech, "ls_testclean_1995-1837-0001.wav"),
+                           quiet(20.0)])
+    lucia = np.concatenate([quiet(23.0), load_wav(speech, SPANISH), quiet(1.0)])
+    stream = interleave(
+        frames(john, "a", JOIN, "John"), frames(mary, "b", JOIN, "Mary"),
+        frames(lucia, "c", JOIN, "Lucía"),
+    )
+    transcriber = RealtimeTranscriber(
+        tiny_engine, join_time=JOIN, options=TranscribeOptions(partials=False),
+        vad_session=silero, multilingual=base_engine,
+    )
+    got = finals(await replay(transcriber, stream))
+    languages = {name: {s.language for s in got if s.speaker == name}
+                 for name in ("John", "Mary", "Lucía")}
+    assert languages == {"John": {"en"}, "Mary": {"en"}, "Lucía": {"es"}}, got
+    assert transcriber.metrics.decodes["detect"] >= 1
