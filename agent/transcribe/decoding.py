@@ -279,6 +279,16 @@ class DecodeScheduler:
         self._tune_partials(result.seconds)
         return result
 
+    @property
+    def multilingual(self) -> WhisperEngine | None:
+        """The multilingual model beside the English one, if any (yet)."""
+        return self._multilingual
+
+    def attach_multilingual(self, engine: WhisperEngine) -> None:
+        """Use ``engine`` for detection and non-English speakers from now on."""
+        if self._language is None and self._task is Task.TRANSCRIBE:
+            self._multilingual = engine
+
     def _route(self, utt: Utterance) -> tuple[WhisperEngine, str | None, bool]:
         """Which model decodes ``utt``, in which language (None: detect it), and whether the
         language is only the meeting's so far (tentative: checked on the result)."""

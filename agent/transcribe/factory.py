@@ -80,13 +80,18 @@ async def open_transcriber(
     model, detector = realtime_models_for(options.model, language, task)
     check_model_supports(model, language, task)
     engine = await load_engine(model, options)
-    multilingual = await load_engine(detector, options) if detector is not None else None
+    # The detector is loaded now only when the deferred pass needs it anyway; otherwise in the
+    # background, so the meeting's first words do not wait for it.
+    eager = detector is not None and refine_after_meeting and deferred_model == detector
+    multilingual = await load_engine(detector, options) if eager and detector else None
     vad = await asyncio.to_thread(SileroSession) if options.vad == "silero" else None
     realtime = RealtimeTranscriber(
         engine, join_time=joined, language=language, task=task, options=options,
         vad_session=vad, track_speakers=track_speakers, id_prefix=prefix and f"{prefix}-rt",
         multilingual=multilingual,
     )
+    if detector is not None and multilingual is None:
+        realtime.load_multilingual(load_engine(detector, options))
     if not refine_after_meeting:
         realtime.start()
         return realtime

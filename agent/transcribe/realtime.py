@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Coroutine, Mapping
 from types import TracebackType
+from typing import Any
 
 from agent.audio import AudioFrame, SpeakerActivity
 from agent.contracts.bot_config import Task
@@ -28,13 +30,15 @@ from agent.contracts.link import Segment
 from agent.transcribe.commit import SegmentCommitter
 from agent.transcribe.decoding import DecodeScheduler
 from agent.transcribe.engine import WhisperEngine
-from agent.transcribe.errors import TranscriberClosed
+from agent.transcribe.errors import TranscribeError, TranscriberClosed
 from agent.transcribe.ingest import Ingest
 from agent.transcribe.languages import LanguageMemory
 from agent.transcribe.metrics import TranscribeMetrics
 from agent.transcribe.options import TranscribeOptions
 from agent.transcribe.speakers import FloorChanges, SpeakerTimeline
 from agent.transcribe.vad import SileroSession
+
+log = logging.getLogger(__name__)
 
 
 class RealtimeTranscriber:
@@ -115,6 +119,7 @@ class RealtimeTranscriber:
         )
         self._closing = False
         self._tasks: list[asyncio.Task[None]] = []
+        self._loader: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> RealtimeTranscriber:
         self.start()
@@ -139,6 +144,33 @@ class RealtimeTranscriber:
             asyncio.create_task(self._ingest_task(), name="transcribe-ingest"),
             asyncio.create_task(self._decoder.run(), name="transcribe-decode"),
         ]
+
+    @property
+    def detects_languages(self) -> bool:
+        """True once a multilingual model detects the speakers' languages."""
+        return self._decoder.multilingual is not None
+
+    def load_multilingual(self, loading: Coroutine[Any, Any, WhisperEngine]) -> None:
+        """Bring the multilingual model in the background (``language=None`` only).
+
+        Loading (and, the first time, assembling) ``base`` takes seconds to a minute on a busy
+        machine; the meeting must not wait for it. Until it is there every speaker is decoded
+        by the English model and no language is locked; from then on languages are detected
+        as with ``multilingual`` given at construction. A model that fails to load is logged
+        and the tier stays English-only.
+
+        Args:
+            loading: Coroutine returning the loaded multilingual engine.
+        """
+        self._loader = asyncio.create_task(self._attach(loading), name="transcribe-load-base")
+
+    async def _attach(self, loading: Coroutine[Any, Any, WhisperEngine]) -> None:
+        try:
+            engine = await loading
+        except TranscribeError as exc:  # logged; transcription goes on in English
+            log.error("multilingual model unavailable", extra={"error": type(exc).__name__})
+            return
+        self._decoder.attach_multilingual(engine)
 
     async def _ingest_task(self) -> None:
         try:
@@ -191,14 +223,19 @@ class RealtimeTranscriber:
         try:
             await asyncio.gather(*self._tasks)
         finally:
+            if self._loader is not None:
+                self._loader.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._loader
             await self._out.put(None)
 
     async def abort(self) -> None:
         """Stop at once: cancel both tasks and await them; pending utterances are lost."""
         self._closing = True
-        for task in self._tasks:
+        tasks = [*self._tasks, *([self._loader] if self._loader is not None else [])]
+        for task in tasks:
             task.cancel()
-        for task in self._tasks:
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         with contextlib.suppress(asyncio.QueueFull):

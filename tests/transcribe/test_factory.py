@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -49,3 +50,20 @@ async def test_translation_on_an_english_only_model_runs_on_the_bundled_multilin
             BotSettings(), TranscribeOptions(model="no-such-model"), work_dir=tmp_path
         )
     assert caught.value.code == "model_not_found"
+
+
+async def test_no_language_brings_the_multilingual_model_without_making_the_meeting_wait(
+    tmp_path: Path, models_dir: Path
+) -> None:
+    options = TranscribeOptions(models_dir=models_dir)
+    realtime = await open_transcriber(BotSettings(), options, work_dir=tmp_path)
+    assert isinstance(realtime, RealtimeTranscriber)
+    for _ in range(600):
+        if realtime.detects_languages:
+            break
+        await asyncio.sleep(0.1)
+    assert realtime.detects_languages
+    await realtime.close()
+    english = await open_transcriber(BotSettings(language="en"), options, work_dir=tmp_path)
+    assert isinstance(english, RealtimeTranscriber) and not english.detects_languages
+    await english.close()
