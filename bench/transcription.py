@@ -13,8 +13,18 @@ peak RSS is the model's own):
    100 ms frames, partials on) → end of speech → final segment latency p50/p95 (per turn,
    from the clip's last voiced sample; and per final, from the segment's own end), WER,
    CPU seconds per audio second, peak RSS, partial interval degradations.
+5. ``conversation``: the polite and the natural conversation (``testmeeting.conversation``:
+   −300…+300 ms between turns, backchannels over the speaker, a 21 s monologue) replayed in
+   real time with partials on, on per-speaker tracks and on one mixed track with the speaker
+   indicator → end-of-turn → final p50/p95 against the goals (0.8 s / 2.5 s), turns without
+   a final, WER, word-level speaker accuracy, finals spanning two speakers, CPU per audio
+   second (goal ≤ 0.35 with tiny.en).
+6. ``language``: each non-English corpus clip (es, fr, de, zh) and an English one, in real time,
+   with no ``language`` (tiny.en paired with the bundled base: detection per speaker) →
+   detected language, end of speech → final latency, WER (CER for Chinese).
 
-Usage: ``python -m bench.transcription [--models tiny.en,base] [--skip-realtime]``.
+Usage: ``python -m bench.transcription [--models tiny.en,base] [--skip-realtime]
+[--only-conversation] [--only-language]``.
 Needs the speech corpus (``MEETBOT_SPEECH_DIR`` or ``../shared/data/speech``).
 """
 
@@ -46,6 +56,8 @@ from agent.transcribe.normalize import word_errors
 from agent.transcribe.options import TranscribeOptions
 from agent.transcribe.realtime import RealtimeTranscriber
 from agent.transcribe.vad import SileroSession
+from bench.conversation import Final, Layout, score, stream_items
+from testmeeting.conversation import build_conversation
 
 REPO = Path(__file__).resolve().parent.parent
 CLIPS = [
@@ -162,10 +174,13 @@ async def stream(
     options: TranscribeOptions,
     *,
     real_time: bool,
+    track_speakers: dict[str, str] | None = None,
+    multilingual: WhisperEngine | None = None,
 ) -> tuple[list[tuple[Segment, float]], RealtimeTranscriber, float]:
     """Replay ``items``; returns (segment, monotonic arrival) pairs, the transcriber, start."""
     transcriber = RealtimeTranscriber(
-        engine, join_time=JOIN, options=options, vad_session=silero, id_prefix="bench"
+        engine, join_time=JOIN, options=options, vad_session=silero, id_prefix="bench",
+        track_speakers=track_speakers, multilingual=multilingual,
     )
     got: list[tuple[Segment, float]] = []
 
@@ -194,7 +209,14 @@ def text_of(got: Sequence[tuple[Segment, float]]) -> str:
     return " ".join(s.text for s, _ in sorted(got, key=lambda p: p[0].start) if s.completed)
 
 
-async def run_model(model: str, skip_realtime: bool, only_realtime: bool) -> None:
+async def run_model(
+    model: str,
+    skip_realtime: bool,
+    only_realtime: bool,
+    only: str,
+    styles: Sequence[str] = ("polite", "conversation"),
+    layouts: Sequence[Layout] = ("per_speaker", "mixed"),
+) -> None:
     t0 = time.perf_counter()
     engine = await asyncio.to_thread(
         WhisperEngine.load, resolve_model(model, REPO / "data" / "models")
@@ -202,6 +224,12 @@ async def run_model(model: str, skip_realtime: bool, only_realtime: bool) -> Non
     silero = SileroSession()
     emit(model=model, metric="load_seconds", value=round(time.perf_counter() - t0, 3),
          rss_mb=round(psutil.Process().memory_info().rss / 2**20, 1))
+    if only == "conversation":
+        await conversations(engine, silero, model, styles, layouts)
+        return
+    if only == "language":
+        await languages(engine, silero, model)
+        return
 
     meeting, turns = build_meeting()
     meeting_ref = " ".join(ref(clip) for _, clip in MEETING)
@@ -210,7 +238,101 @@ async def run_model(model: str, skip_realtime: bool, only_realtime: bool) -> Non
         await offline_and_fast(engine, silero, model, mframes, turns, meeting_ref)
     if not skip_realtime:
         await real_time_replay(engine, silero, model, meeting, mframes, turns, meeting_ref)
+        await conversations(engine, silero, model)
+        await languages(engine, silero, model)
     emit(model=model, metric="peak_rss_mb", value=round(peak_rss_mb(), 1))
+
+
+async def conversations(
+    engine: WhisperEngine,
+    silero: SileroSession,
+    model: str,
+    styles: Sequence[str] = ("polite", "conversation"),
+    layouts: Sequence[Layout] = ("per_speaker", "mixed"),
+) -> None:
+    """Section 5: polite and natural conversation, both track layouts, in real time."""
+    for style in styles:
+        talk = build_conversation(speech_dir(), "polite" if style == "polite" else "conversation")
+        for layout in layouts:
+            named = ({f"track-{n}": n for n in talk.speakers} if layout == "per_speaker"
+                     else None)
+            c0 = cpu_seconds()
+            got, transcriber, began = await stream(
+                engine, silero, stream_items(talk, layout, JOIN), TranscribeOptions(model=model),
+                real_time=True, track_speakers=named,
+            )
+            cpu = cpu_seconds() - c0
+            finals = [Final(s.text, s.speaker, s.start, s.end, at - began)
+                      for s, at in got if s.completed and s.text]
+            result = score(talk, finals, layout)
+            metrics = transcriber.metrics.snapshot()
+            emit(model=model, metric="conversation", style=style, layout=layout,
+                 audio_s=round(talk.duration, 1), turns=result.turns,
+                 turns_without_final=[t.speaker for t in result.lost],
+                 turn_end_to_final_p50_s=pct(result.delays, 50),
+                 turn_end_to_final_p95_s=pct(result.delays, 95),
+                 turn_end_to_final_max_s=pct(result.delays, 100),
+                 goal_p50_s=0.8, goal_p95_s=2.5, wer=round(result.wer, 4),
+                 speaker_word_accuracy=round(result.speaker_accuracy, 4),
+                 finals_spanning_two_speakers=len(result.spanning), finals=len(finals),
+                 cpu_s_per_audio_s=round(cpu / talk.duration, 3),
+                 decodes={k[8:]: v for k, v in metrics.items() if k.startswith("decodes_")},
+                 # The floor under any latency: one decode, slower the busier the machine.
+                 mean_decode_s=round(metrics["decode_seconds"] / max(1, sum(
+                     v for k, v in metrics.items() if k.startswith("decodes_"))), 3),
+                 partial_interval_s=round(metrics["partial_interval_s"], 2))
+
+
+# Non-English speech of the corpus (sources and licences in its MANIFEST.tsv): MLS Spanish
+# (CC BY 4.0), a French sentence (BSD-3-Clause repository file), a LibriVox German reading
+# (public domain; its first 20 s) and AISHELL-1 Mandarin (Apache 2.0); JFK as the English check.
+LANGUAGE_CLIPS = [
+    ("es", "es_mls_13697_11991_000000.wav", None),
+    ("fr", "fr_sr_french.wav", None),
+    ("de", "de_aeneas_librivox.wav", 20.0),
+    ("zh", "zh_aishell_BAC009S0724W0121.wav", None),
+    ("en", "jfk.wav", None),
+]
+
+
+def _spaced(text: str) -> str:
+    """Characters separated by spaces (WER over this is the CER of unspaced scripts)."""
+    return " ".join(ch for ch in text if not ch.isspace() and ch.isalnum())
+
+
+async def languages(engine: WhisperEngine, silero: SileroSession, model: str) -> None:
+    """Section 6: each language with no ``language`` set, in real time, partials on."""
+    multilingual: WhisperEngine | None = None
+    if not engine.multilingual:
+        multilingual = await asyncio.to_thread(
+            WhisperEngine.load, resolve_model("base", REPO / "data" / "models")
+        )
+    for expected, clip, seconds in LANGUAGE_CLIPS:
+        pcm = load(clip)
+        if seconds is not None:
+            pcm = pcm[: int(seconds * SAMPLE_RATE)]
+        audio = np.concatenate([pcm, np.zeros(SAMPLE_RATE, dtype=np.int16)])
+        got, _, began = await stream(
+            engine, silero, frames_of(audio, "t", JOIN), TranscribeOptions(model=model),
+            real_time=True, multilingual=multilingual,
+        )
+        timed = [(s, at) for s, at in got if s.completed and s.text]
+        text = " ".join(s.text for s, _ in sorted(timed, key=lambda p: p[0].start))
+        reference = ref(clip)
+        if seconds is not None:
+            reference = " ".join(reference.split()[: len(text.split())])
+        if expected == "zh":
+            errs = word_errors(_spaced(reference), _spaced(text))
+        else:
+            errs = word_errors(reference, text)
+        speech_end = last_voiced_s(pcm)
+        last = max((at for _, at in timed), default=None)
+        emit(model=model, metric="language", clip=clip, expected=expected,
+             detected=sorted({s.language for s, _ in timed if s.language}),
+             wer=round(errs[0] / max(1, errs[1]), 4), cer=expected == "zh",
+             speech_end_to_last_final_s=None if last is None
+             else round(last - began - speech_end, 3),
+             truncated_reference=seconds is not None, text=text[:120])
 
 
 async def offline_and_fast(
@@ -350,19 +472,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--skip-realtime", action="store_true", help="no real-time replay")
     parser.add_argument("--only-realtime", action="store_true", help="only the real-time replay")
+    parser.add_argument("--only-conversation", action="store_true",
+                        help="only the conversation scenarios (section 5)")
+    parser.add_argument("--only-language", action="store_true",
+                        help="only the languages (section 6)")
+    parser.add_argument("--styles", default="polite,conversation",
+                        help="conversation styles of section 5")
+    parser.add_argument("--layouts", default="per_speaker,mixed",
+                        help="track layouts of section 5")
     args = parser.parse_args(argv)
+    layouts: list[Layout] = []
+    for layout in args.layouts.split(","):
+        if layout not in ("per_speaker", "mixed"):
+            parser.error(f"unknown layout {layout!r}")
+        layouts.append("mixed" if layout == "mixed" else "per_speaker")
+    only = ("conversation" if args.only_conversation
+            else "language" if args.only_language else "")
     if not (speech_dir() / "MANIFEST.tsv").is_file():
         print(f"speech corpus not found at {speech_dir()}: set MEETBOT_SPEECH_DIR",
               file=sys.stderr)
         return 2
     if args.one:
-        asyncio.run(run_model(args.one, args.skip_realtime, args.only_realtime))
+        asyncio.run(run_model(args.one, args.skip_realtime, args.only_realtime, only,
+                              args.styles.split(","), layouts))
         return 0
     emit(metric="machine", cpus=os.cpu_count(), load=[round(x, 2) for x in os.getloadavg()])
     for model in args.models.split(","):
         cmd = [sys.executable, "-m", "bench.transcription", "--one", model]
         cmd += ["--skip-realtime"] if args.skip_realtime else []
         cmd += ["--only-realtime"] if args.only_realtime else []
+        cmd += ["--only-conversation"] if args.only_conversation else []
+        cmd += ["--only-language"] if args.only_language else []
+        cmd += ["--styles", args.styles, "--layouts", args.layouts]
         # One process per model so each peak RSS is that model's own.
         done = subprocess.run(cmd, cwd=REPO, check=False)  # noqa: S603 - our own module
         if done.returncode:

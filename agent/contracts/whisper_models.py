@@ -153,6 +153,30 @@ def deferred_model_for(
     return realtime_model
 
 
+def realtime_models_for(
+    realtime_model: str, language: str | None, task: Task | str
+) -> tuple[str, str | None]:
+    """The models the realtime tier loads for a bot: ``(model, detector)``.
+
+    A multilingual ``realtime_model``, or English transcription, needs nothing else:
+    ``(realtime_model, None)``. An English-only model with no ``language`` (detection) keeps
+    it for English speakers and adds the multilingual default to detect each speaker's
+    language from their first seconds and to transcribe the others:
+    ``(realtime_model, "base")``. Another language, or translation, on an English-only model
+    runs on the multilingual default alone: ``("base", None)``.
+
+    Raises:
+        UnsupportedTranscriptionOptions: ``model_not_found`` for an unknown model.
+    """
+    if is_multilingual(realtime_model):
+        return realtime_model, None
+    if Task(task) is Task.TRANSCRIBE and language is not None and language.lower() == "en":
+        return realtime_model, None
+    if Task(task) is Task.TRANSCRIBE and language is None:
+        return realtime_model, MULTILINGUAL_DEFAULT_MODEL
+    return MULTILINGUAL_DEFAULT_MODEL, None
+
+
 def check_bot_transcription(
     language: str | None,
     task: Task | str,
@@ -164,8 +188,9 @@ def check_bot_transcription(
 
     The control plane calls this at bot creation (422 with ``error.code`` on failure). The
     realtime tier uses ``realtime_model`` (the agent's ``MEETBOT_AGENT_TRANSCRIBE_MODEL``);
-    the deferred tier picks :func:`deferred_model_for`. A bot with ``language=None`` on an
-    English-only realtime model is accepted and transcribed as English.
+    the deferred tier picks :func:`deferred_model_for`. On an English-only realtime model the
+    realtime tier brings the bundled multilingual model where needed
+    (:func:`realtime_models_for`), so any language or translation is accepted.
 
     Raises:
         UnsupportedTranscriptionOptions: See :func:`check_model_supports`.
@@ -175,4 +200,4 @@ def check_bot_transcription(
             deferred_model_for(realtime_model, language, task, deferred_model), language, task
         )
     else:
-        check_model_supports(realtime_model, language, task)
+        check_model_supports(realtime_models_for(realtime_model, language, task)[0], language, task)

@@ -63,8 +63,19 @@ class SegmentCommitter:
         return self._context.get(track_id) or None
 
     def speaker_key(self, utt: Utterance) -> str:
-        """Whose language memory an utterance uses: its speaker's name, else its track."""
-        return utt.speaker_hint or self._frame_speaker(utt.track) or utt.track
+        """Whose language memory an utterance uses: its speaker's name, else its track.
+
+        On a mixed track the name is the active speaker of the utterance's audio so far, so
+        each participant's language is detected and kept apart.
+        """
+        named = utt.speaker_hint or self._frame_speaker(utt.track)
+        if named:
+            return named
+        samples = len(utt.ended.audio) if utt.ended is not None else utt.partial_samples
+        active = self._timeline.speaker_for(
+            utt.start_epoch, utt.start_epoch + max(samples, SAMPLE_RATE) / SAMPLE_RATE
+        )
+        return active or utt.track
 
     async def partial(self, utt: Utterance, result: DecodeResult) -> None:
         """Emit a partial hypothesis unless it is no speech, unchanged, or the consumer lags."""

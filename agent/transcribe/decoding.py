@@ -10,6 +10,22 @@ speculatively → after ``endpoint_s`` (450 ms) of silence it is final, and the 
 result is the final result. End of speech → final is therefore about max(endpoint,
 speculate + one decode). If speech resumes, the speculative text is shown as a partial.
 
+A final whose text is far too short for the voice the VAD heard (under
+``_MIN_WORDS_PER_VOICED_S`` words per voiced second over at least ``_RECHECK_VOICED_S``) is
+decoded again with timestamp tokens before it is committed. Decoding without timestamps, Whisper
+often ends its text after the first speaker of a window: tiny.en on 0.5 s of one voice, a gap
+and a 22 s monologue of another wrote "No." (1 word for 59); with timestamps it wrote all 59.
+That early end is what made monologues that followed another speaker vanish (issue 12).
+
+Languages (``language`` None, an English-only model paired with a multilingual one): a
+speaker's utterances are decoded by the multilingual model, which detects their language,
+until it is locked (:class:`~agent.transcribe.languages.LanguageMemory`); English speakers then
+go to the fast English model, the others stay on the multilingual one. Once two speakers are
+locked to English, a new speaker is tried on the English model first and sent to detection
+only when that decode is unsure (``_FOREIGN_LOGPROB``) or loops: in an English meeting each
+newcomer then costs no multilingual decode. No partials are decoded for a speaker still being
+detected.
+
 Partials are decoded every ``partial_interval_s`` of an open utterance (never during a pause,
 when the speculation may be about to need the decoder). The interval stays at least three times
 the recent decode time, so partials take at most about a third of the decoder. When decoding falls
@@ -45,6 +61,15 @@ log = logging.getLogger(__name__)
 
 # Partial decodes get at most ~1/3 of the decoder: interval ≥ 3 × recent decode time.
 _PARTIAL_SHARE = 3.0
+# A new speaker in a meeting whose speakers all spoke English is tried on the English model
+# first; a decode this unsure (or looping) is taken as another language and detected on the
+# multilingual one. tiny.en on real speech: English -0.05…-0.58, Spanish/French/German/
+# Chinese clips -0.57…-1.83 (the -0.57 one looping, compression ratio > 2.2).
+_FOREIGN_LOGPROB = -0.5
+_FOREIGN_COMPRESSION = 2.2
+# People say 2–3 words per voiced second; fewer than this many means the decode stopped early.
+_MIN_WORDS_PER_VOICED_S = 0.7
+_RECHECK_VOICED_S = 2.0
 
 JobKind = Literal["final", "speculative", "partial"]
 
@@ -63,6 +88,9 @@ class DecodeScheduler:
         task: Transcribe, or translate to English.
         track_speakers: Track id → participant name, when the platform tells it that way.
         id_prefix: Prefix of segment ids.
+        multilingual: Multilingual model beside an English-only ``engine`` (``language``
+            None): it decodes a speaker's utterances until their language is known, then
+            those of speakers not speaking English; English ones go to ``engine``.
     """
 
     def __init__(
@@ -78,8 +106,10 @@ class DecodeScheduler:
         task: Task,
         track_speakers: Mapping[str, str],
         id_prefix: str,
+        multilingual: WhisperEngine | None = None,
     ) -> None:
         self._engine = engine
+        self._multilingual = multilingual
         self._ingest = ingest
         self._commit = committer
         self._languages = languages
@@ -210,23 +240,78 @@ class DecodeScheduler:
             if kind == "final" and utt.spec_result is not None:
                 await self._final(utt, utt.spec_result)
                 continue
-            language = self._language or self._languages.language_for(self._commit.speaker_key(utt))
-            result = await asyncio.to_thread(
-                self._engine.decode,
-                audio,
-                language=language,
-                task=self._task,
-                options=self._decode_options,
-                prompt=self._commit.context(utt.track),
-            )
-            self._metrics.decodes[kind] += 1
-            self._metrics.decode_seconds += result.seconds
-            self._tune_partials(result.seconds)
-            if self._language is None and language is None and self._engine.multilingual:
-                self._languages.observe(
-                    self._commit.speaker_key(utt), result.language, result.language_probability
-                )
+            engine, language, tentative = self._route(utt)
+            result = await self._decode(kind, engine, audio, language, utt)
+            key = self._commit.speaker_key(utt)
+            if tentative and kind != "partial":
+                if (
+                    result.stats.avg_logprob < _FOREIGN_LOGPROB
+                    or result.stats.compression_ratio > _FOREIGN_COMPRESSION
+                ):
+                    # Unsure in English: detect this speaker's language after all.
+                    assert self._multilingual is not None  # noqa: S101 - tentative needs it
+                    engine, language = self._multilingual, None
+                    result = await self._decode("detect", engine, audio, None, utt)
+                else:
+                    self._languages.observe(key, "en", 1.0)
+            if self._language is None and language is None and engine.multilingual:
+                self._languages.observe(key, result.language, result.language_probability)
             await self._handle(kind, utt, result, gen)
+
+    async def _decode(
+        self,
+        kind: str,
+        engine: WhisperEngine,
+        audio: npt.NDArray[np.float32],
+        language: str | None,
+        utt: Utterance,
+    ) -> DecodeResult:
+        result = await asyncio.to_thread(
+            engine.decode,
+            audio,
+            language=language,
+            task=self._task,
+            options=self._decode_options,
+            prompt=self._commit.context(utt.track),
+        )
+        self._metrics.decodes[kind] += 1
+        self._metrics.decode_seconds += result.seconds
+        self._tune_partials(result.seconds)
+        return result
+
+    @property
+    def multilingual(self) -> WhisperEngine | None:
+        """The multilingual model beside the English one, if any (yet)."""
+        return self._multilingual
+
+    def attach_multilingual(self, engine: WhisperEngine) -> None:
+        """Use ``engine`` for detection and non-English speakers from now on."""
+        if self._language is None and self._task is Task.TRANSCRIBE:
+            self._multilingual = engine
+
+    def _route(self, utt: Utterance) -> tuple[WhisperEngine, str | None, bool]:
+        """Choose the model that decodes ``utt`` and its language.
+
+        Returns the engine, the language (None: detect it), and whether the language is only
+        the meeting's so far (tentative: checked on the result).
+        """
+        if self._language is not None:
+            return self._engine, self._language, False
+        known = self._languages.language_for(self._commit.speaker_key(utt))
+        if known is not None or self._multilingual is None:
+            return self._engine_for(known), known, False
+        if self._task is Task.TRANSCRIBE and self._languages.prior() == "en":
+            # Everyone so far spoke English: try the fast English model first.
+            return self._engine, "en", True
+        return self._multilingual, None, False
+
+    def _engine_for(self, language: str | None) -> WhisperEngine:
+        """The fast English model for English transcription, else the multilingual one."""
+        if self._multilingual is None:
+            return self._engine
+        if language == "en" and self._task is Task.TRANSCRIBE:
+            return self._engine
+        return self._multilingual
 
     def _next_job(self) -> tuple[JobKind, Utterance, npt.NDArray[np.float32], int] | None:
         if self._finals:
@@ -238,9 +323,13 @@ class DecodeScheduler:
             if utt.spec_state == "queued" and utt.spec_audio is not None:
                 utt.spec_state = "running"
                 return ("speculative", utt, utt.spec_audio, utt.spec_gen)
-        if self._partial_due:
+        while self._partial_due:
             track_id = next(iter(self._partial_due))
             utt, audio = self._partial_due.pop(track_id)
+            if self._multilingual is not None and self._route(utt)[1] is None:
+                # The speaker's language is still being detected: a partial would cost a
+                # multilingual decode (2-3 times tiny.en's) that only delays their final.
+                continue
             self._maybe_degrade(utt, len(audio))
             return ("partial", utt, audio, utt.spec_gen)
         return None
@@ -264,6 +353,26 @@ class DecodeScheduler:
 
     async def _final(self, utt: Utterance, result: DecodeResult) -> None:
         self._utterances.get(utt.track, {}).pop(utt.number, None)
+        assert utt.ended is not None  # noqa: S101 - finals exist only for ended utterances
+        voiced = utt.ended.voiced_s
+        if voiced >= _RECHECK_VOICED_S and len(result.text.split()) < (
+            _MIN_WORDS_PER_VOICED_S * voiced
+        ):
+            # Too few words for the voice heard: Whisper ended early (see module docstring).
+            language = self._language or result.language
+            again = await asyncio.to_thread(
+                self._engine_for(language).decode,
+                utt.ended.audio,
+                language=language,
+                task=self._task,
+                options=DecodeOptions(beam_size=self._opts.realtime_beam_size,
+                                      without_timestamps=False),
+                prompt=self._commit.context(utt.track),
+            )
+            self._metrics.decodes["recheck"] += 1
+            self._metrics.decode_seconds += again.seconds
+            if len(again.text.split()) > len(result.text.split()):
+                result = again
         await self._commit.final(utt, result)
 
     # ---- partial rate --------------------------------------------------------------------

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agent.contracts.bot_config import BotSettings, Task, TranscriptionTier
-from agent.contracts.whisper_models import check_model_supports
+from agent.contracts.whisper_models import check_model_supports, realtime_models_for
 from agent.transcribe.base import Transcriber
 from agent.transcribe.options import TranscribeOptions
 
@@ -77,18 +77,28 @@ async def open_transcriber(
             engine, work_dir, join_time=joined, language=language, task=task, options=options,
             track_speakers=track_speakers, id_prefix=prefix and f"{prefix}-df",
         )
-    check_model_supports(options.model, language, task)
-    engine = await load_engine(options.model, options)
+    model, detector = realtime_models_for(options.model, language, task)
+    check_model_supports(model, language, task)
+    engine = await load_engine(model, options)
+    # The detector is loaded now only when the deferred pass needs it anyway; otherwise in the
+    # background, so the meeting's first words do not wait for it.
+    eager = detector is not None and refine_after_meeting and deferred_model == detector
+    multilingual = await load_engine(detector, options) if eager and detector else None
     vad = await asyncio.to_thread(SileroSession) if options.vad == "silero" else None
     realtime = RealtimeTranscriber(
         engine, join_time=joined, language=language, task=task, options=options,
         vad_session=vad, track_speakers=track_speakers, id_prefix=prefix and f"{prefix}-rt",
+        multilingual=multilingual,
     )
+    if detector is not None and multilingual is None:
+        realtime.load_multilingual(load_engine(detector, options))
     if not refine_after_meeting:
         realtime.start()
         return realtime
-    if deferred_model == options.model:
+    if deferred_model == model:
         deferred_engine = engine
+    elif multilingual is not None and deferred_model == detector:
+        deferred_engine = multilingual
     else:
         deferred_engine = await load_engine(deferred_model, options)
     refining = RefiningTranscriber(

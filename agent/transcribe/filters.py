@@ -9,6 +9,12 @@ token budget runs out. Each decoded window brings the model's own confidence fig
 Thresholds follow openai/whisper's defaults for the fallback rules (no-speech 0.6 together
 with log-prob -1.0; compression ratio 2.4), applied as drop rules since the realtime tier has
 no fallback.
+
+Evidence, not word lists: "Okay.", "Bye." and "Thank you." are also what people say, alone, to
+end a meeting. A text on the list of known hallucinations is dropped only when the evidence
+says nobody spoke: the VAD heard (almost) no voice, or the model itself doubted it (no-speech
+probability above ``_DOUBT_NO_SPEECH`` or mean log-probability below ``_DOUBT_LOGPROB``). The
+same words decoded confidently from audio the VAD called voice are kept.
 """
 
 from __future__ import annotations
@@ -45,6 +51,15 @@ KNOWN_HALLUCINATIONS = frozenset(
         "beep",
     }
 )
+
+
+# Evidence of no speech that drops a known hallucination (weaker than the general rule). A
+# lone "Okay." or "Bye." really said (espeak-ng, tiny.en) decodes with no-speech 0.32–0.35 and
+# log-prob -0.34…-0.40: a short voice in a 30 s window always looks a little like silence.
+_DOUBT_NO_SPEECH = 0.5
+_DOUBT_LOGPROB = -0.9
+# Less voice than this (seconds) is no voice: whatever was decoded from it is invented.
+_NO_VOICE_S = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,12 +113,15 @@ def judge(text: str, stats: DecodeStats, voiced_s: float) -> Verdict:
         voiced_s: Seconds the VAD judged voiced in the decoded audio.
 
     Returns:
-        A :class:`Verdict`; ``dropped`` names the rule (``empty``, ``no_speech``,
-        ``low_confidence``, ``repetition``, ``known_hallucination``) when the text goes.
+        A :class:`Verdict`; ``dropped`` names the rule (``empty``, ``no_voice``,
+        ``no_speech``, ``low_confidence``, ``repetition``, ``known_hallucination``) when the
+        text goes.
     """
     cleaned = re.sub(r"\s+", " ", text).strip()
     if not normalize_text(cleaned):
         return Verdict("", "empty")
+    if voiced_s < _NO_VOICE_S:
+        return Verdict("", "no_voice")
     if stats.no_speech_prob > 0.6 and stats.avg_logprob < -1.0:
         return Verdict("", "no_speech")
     if stats.avg_logprob < -1.5:
@@ -116,7 +134,7 @@ def judge(text: str, stats: DecodeStats, voiced_s: float) -> Verdict:
                 return Verdict("", "repetition")
             cleaned = collapsed
     if normalize_text(cleaned) in KNOWN_HALLUCINATIONS and (
-        stats.no_speech_prob > 0.2 or stats.avg_logprob < -0.7 or voiced_s < 0.6
+        stats.no_speech_prob > _DOUBT_NO_SPEECH or stats.avg_logprob < _DOUBT_LOGPROB
     ):
         return Verdict("", "known_hallucination")
     return Verdict(cleaned)

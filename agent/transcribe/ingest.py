@@ -35,6 +35,13 @@ _MAX_GAP_FILL_S = 1.0
 _IDLE_AFTER_S = 0.3
 # Frames stamped within this many seconds of the wall clock come from a live capture.
 _LIVE_WITHIN_S = 5.0
+# A speaker change on a mixed track cuts at the quietest moment of the audio up to this long
+# before the indicator changed (indicators light up ~0.2 s after the voice, off ~0.3 s after)…
+_CHANGE_SEARCH_S = 0.6
+# …once this much audio after the change has been heard (so the cut never waits long)…
+_CHANGE_LOOKAHEAD_S = 0.1
+# …and only when both sides keep at least this much audio.
+_CHANGE_MIN_PART_S = 0.5
 
 
 @dataclass(slots=True)
@@ -51,6 +58,7 @@ class Track:
         live: Frame times are close to the wall clock (a live capture, not a file).
         last_arrival: ``time.monotonic()`` of the last frame (real or synthesised).
         speakers: Speaker names carried by the track's frames, counted.
+        changes: Epoch seconds of active-speaker changes not yet applied (mixed tracks).
     """
 
     track_id: str
@@ -62,6 +70,7 @@ class Track:
     live: bool = False
     last_arrival: float = 0.0
     speakers: Counter[str] = field(default_factory=Counter)
+    changes: list[float] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +98,7 @@ class Ingest:
         metrics: Counts ``frames_in``/``audio_seconds_in``; ``partial_interval_s`` sets how
             much new audio of an open utterance makes it due a partial decode.
         partials: Whether partial decodes are wanted at all.
+        named_tracks: Tracks the platform names a speaker for (never cut at speaker changes).
     """
 
     def __init__(
@@ -98,12 +108,24 @@ class Ingest:
         metrics: TranscribeMetrics,
         *,
         partials: bool,
+        named_tracks: frozenset[str] = frozenset(),
     ) -> None:
         self.tracks: dict[str, Track] = {}
         self._segmenter = segmenter
         self._vad_session = vad_session
         self._metrics = metrics
         self._partials = partials
+        self._named_tracks = named_tracks
+        self._changes: list[float] = []
+
+    def speaker_change(self, at: float) -> None:
+        """Note that the active speaker changed at epoch ``at`` (on the event loop).
+
+        Every mixed track (no speaker of its own) will end its open utterance at the quietest
+        moment just before ``at`` once it has heard audio up to ``at``, so no segment spans
+        the two speakers.
+        """
+        self._changes.append(at)
 
     def frame_speaker(self, track_id: str) -> str | None:
         """The speaker name most of a track's frames carried, if any."""
@@ -149,6 +171,7 @@ class Ingest:
                     batch.append(nxt)
             for frame in batch:
                 self._admit(frame)
+            self._route_changes()
             every = int(self._metrics.partial_interval_s * SAMPLE_RATE) if self._partials else 0
             on_batch(await asyncio.to_thread(self._analyse, batch, every, stop, partial_done))
             if stop:
@@ -165,6 +188,29 @@ class Ingest:
             track.speakers[frame.speaker] += 1
         track.last_arrival = time.monotonic()
         track.live = abs(time.time() - frame.end_time) < _LIVE_WITHIN_S
+
+    def _route_changes(self) -> None:
+        """Hand pending speaker changes to the mixed tracks (on the loop, between analyses)."""
+        if not self._changes:
+            return
+        changes, self._changes = self._changes, []
+        for track in self.tracks.values():
+            if track.track_id not in self._named_tracks and not track.speakers:
+                track.changes.extend(changes)
+                track.changes.sort()
+
+    def _apply_changes(self, track: Track) -> list[SegmenterEvent]:
+        """Cut the track's open utterance at speaker changes it has heard past (worker)."""
+        events: list[SegmenterEvent] = []
+        heard = track.epoch0 + track.segmenter.samples_seen / SAMPLE_RATE
+        while track.changes and track.changes[0] + _CHANGE_LOOKAHEAD_S <= heard:
+            at = track.changes.pop(0)
+            events += track.segmenter.cut(
+                round((at - track.epoch0) * SAMPLE_RATE),
+                round(_CHANGE_SEARCH_S * SAMPLE_RATE),
+                round(_CHANGE_MIN_PART_S * SAMPLE_RATE),
+            )
+        return events
 
     def _track(self, frame: AudioFrame) -> Track:
         track = self.tracks.get(frame.track_id)
@@ -205,6 +251,8 @@ class Ingest:
             samples = frame.pcm.astype(np.float32) / 32768.0
             events += [(track.track_id, e, track.epoch0) for e in self._push(track, samples)]
             track.expected_next = frame.end_time
+            if track.changes:
+                events += [(track.track_id, e, track.epoch0) for e in self._apply_changes(track)]
         if flush:
             for track in self.tracks.values():
                 events += [(track.track_id, e, track.epoch0) for e in track.segmenter.flush()]

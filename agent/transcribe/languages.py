@@ -21,6 +21,17 @@ class LanguageMemory:
         self._locked: dict[str, str] = {}
         self._votes: dict[str, Counter[str]] = {}
 
+    def prior(self, at_least: int = 2) -> str | None:
+        """Return the meeting's language so far; None while unknown or mixed.
+
+        That is the one every locked speaker has, once at least ``at_least`` speakers are
+        locked.
+        """
+        languages = set(self._locked.values())
+        if len(self._locked) >= at_least and len(languages) == 1:
+            return next(iter(languages))
+        return None
+
     def language_for(self, speaker: str) -> str | None:
         """The locked language of ``speaker``, or None while still detecting."""
         return self._locked.get(speaker)

@@ -21,7 +21,9 @@ class TranscribeMetrics:
         finals: Final segments emitted (non-empty).
         partials: Partial segments emitted.
         partials_skipped: Partial hypotheses not emitted because the consumer lagged.
-        decodes: Decodes run, by kind (``final``, ``speculative``, ``partial``, ``deferred``).
+        decodes: Decodes run, by kind (``final``, ``speculative``, ``partial``, ``detect`` (a
+            tentative English decode redone on the multilingual model), ``recheck``
+            (a final decoded again with timestamps), ``deferred``).
         decode_seconds: Wall seconds spent decoding.
         speculation_hits: Finals taken from a decode started when silence began.
         speculation_misses: Speculative decodes made stale by speech resuming.

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Coroutine, Mapping
 from types import TracebackType
+from typing import Any
 
 from agent.audio import AudioFrame, SpeakerActivity
 from agent.contracts.bot_config import Task
@@ -28,13 +30,15 @@ from agent.contracts.link import Segment
 from agent.transcribe.commit import SegmentCommitter
 from agent.transcribe.decoding import DecodeScheduler
 from agent.transcribe.engine import WhisperEngine
-from agent.transcribe.errors import TranscriberClosed
+from agent.transcribe.errors import TranscribeError, TranscriberClosed
 from agent.transcribe.ingest import Ingest
 from agent.transcribe.languages import LanguageMemory
 from agent.transcribe.metrics import TranscribeMetrics
 from agent.transcribe.options import TranscribeOptions
-from agent.transcribe.speakers import SpeakerTimeline
+from agent.transcribe.speakers import FloorChanges, SpeakerTimeline
 from agent.transcribe.vad import SileroSession
+
+log = logging.getLogger(__name__)
 
 
 class RealtimeTranscriber:
@@ -54,6 +58,9 @@ class RealtimeTranscriber:
         track_speakers: Track id → participant name, when the platform tells it that way.
         timeline: Active-speaker intervals for mixed tracks; created empty when None.
         id_prefix: Prefix of segment ids (unique per meeting); random when None.
+        multilingual: A multilingual model beside an English-only ``engine``, for
+            ``language=None``: it detects each speaker's language from their first utterances
+            and transcribes those not speaking English; ``engine`` keeps the English ones.
 
     Raises:
         UnsupportedTranscriptionOptions: The model cannot serve ``language``/``task``.
@@ -71,8 +78,9 @@ class RealtimeTranscriber:
         track_speakers: Mapping[str, str] | None = None,
         timeline: SpeakerTimeline | None = None,
         id_prefix: str | None = None,
+        multilingual: WhisperEngine | None = None,
     ) -> None:
-        engine.check(language, task)
+        (multilingual or engine).check(language, task)
         opts = options or TranscribeOptions()
         if opts.vad == "silero" and vad_session is None:
             vad_session = SileroSession()
@@ -80,7 +88,14 @@ class RealtimeTranscriber:
         self.metrics = TranscribeMetrics(partial_interval_s=opts.partial_interval_s)
         self._frames: asyncio.Queue[AudioFrame | None] = asyncio.Queue(opts.frame_queue_size)
         self._out: asyncio.Queue[Segment | None] = asyncio.Queue(opts.segment_queue_size)
-        self._ingest = Ingest(opts.segmenter, vad_session, self.metrics, partials=opts.partials)
+        self._floor = FloorChanges()
+        self._ingest = Ingest(
+            opts.segmenter,
+            vad_session,
+            self.metrics,
+            partials=opts.partials,
+            named_tracks=frozenset(track_speakers or {}),
+        )
         self._decoder = DecodeScheduler(
             engine,
             self._ingest,
@@ -100,9 +115,11 @@ class RealtimeTranscriber:
             task=task,
             track_speakers=dict(track_speakers or {}),
             id_prefix=id_prefix or f"rt-{uuid.uuid4().hex[:8]}",
+            multilingual=multilingual,
         )
         self._closing = False
         self._tasks: list[asyncio.Task[None]] = []
+        self._loader: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> RealtimeTranscriber:
         self.start()
@@ -128,6 +145,33 @@ class RealtimeTranscriber:
             asyncio.create_task(self._decoder.run(), name="transcribe-decode"),
         ]
 
+    @property
+    def detects_languages(self) -> bool:
+        """True once a multilingual model detects the speakers' languages."""
+        return self._decoder.multilingual is not None
+
+    def load_multilingual(self, loading: Coroutine[Any, Any, WhisperEngine]) -> None:
+        """Bring the multilingual model in the background (``language=None`` only).
+
+        Loading (and, the first time, assembling) ``base`` takes seconds to a minute on a busy
+        machine; the meeting must not wait for it. Until it is there every speaker is decoded
+        by the English model and no language is locked; from then on languages are detected
+        as with ``multilingual`` given at construction. A model that fails to load is logged
+        and the tier stays English-only.
+
+        Args:
+            loading: Coroutine returning the loaded multilingual engine.
+        """
+        self._loader = asyncio.create_task(self._attach(loading), name="transcribe-load-base")
+
+    async def _attach(self, loading: Coroutine[Any, Any, WhisperEngine]) -> None:
+        try:
+            engine = await loading
+        except TranscribeError as exc:  # logged; transcription goes on in English
+            log.error("multilingual model unavailable", extra={"error": type(exc).__name__})
+            return
+        self._decoder.attach_multilingual(engine)
+
     async def _ingest_task(self) -> None:
         try:
             await self._ingest.run(self._frames, self._decoder.apply, self._decoder.partial_done)
@@ -145,8 +189,16 @@ class RealtimeTranscriber:
         await self._frames.put(frame)
 
     def speaker_activity(self, activity: SpeakerActivity) -> None:
-        """Record an active-speaker change (names segments of tracks without a speaker)."""
+        """Record an active-speaker change.
+
+        It names segments of tracks without a speaker of their own (mixed tracks), and when
+        the floor changes hands such tracks end their open utterance there, so no segment
+        spans two speakers.
+        """
         self.timeline.add(activity)
+        changed = self._floor.observe(activity)
+        if changed is not None:
+            self._ingest.speaker_change(changed)
 
     async def segments(self) -> AsyncIterator[Segment]:
         """Partial (``completed=False``) and final segments, in emission order, until closed.
@@ -171,14 +223,19 @@ class RealtimeTranscriber:
         try:
             await asyncio.gather(*self._tasks)
         finally:
+            if self._loader is not None:
+                self._loader.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._loader
             await self._out.put(None)
 
     async def abort(self) -> None:
         """Stop at once: cancel both tasks and await them; pending utterances are lost."""
         self._closing = True
-        for task in self._tasks:
+        tasks = [*self._tasks, *([self._loader] if self._loader is not None else [])]
+        for task in tasks:
             task.cancel()
-        for task in self._tasks:
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         with contextlib.suppress(asyncio.QueueFull):

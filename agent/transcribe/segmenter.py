@@ -12,8 +12,19 @@ it right away is what makes the final segment arrive soon after speech ends. Spe
 before ``endpoint_s`` of silence emits :class:`Resume` (the speculative text becomes a partial);
 otherwise :class:`Ended` closes the utterance with exactly the speculated audio, so a finished
 speculative decode is the final result; with less than ``min_speech_s`` of voice it is
-:class:`Discarded` instead. Utterances longer than ``max_utterance_s`` are cut at
-their quietest window of the last ``split_search_s`` (Whisper sees at most 30 s at once).
+:class:`Discarded` instead.
+
+Bounded finalisation: no utterance waits for a long silence to be final.
+
+- *Commit points in long speech*: once an utterance holds ``soft_max_s`` of audio, the next
+  pause of ``speculate_s`` ends it at once (the speculation just queued is its final) instead
+  of waiting ``endpoint_s``; a pause is a word boundary, so committing there splits no word.
+  People pause 150–400 ms between phrases, so a monologue is committed phrase by phrase, a few
+  seconds behind the voice, and each audio second is decoded for a final once.
+- *Hard cap*: utterances longer than ``max_utterance_s`` without any such pause are cut at
+  their quietest window of the last ``split_search_s``.
+- *Speaker changes*: :meth:`UtteranceSegmenter.cut` ends the open utterance at the quietest
+  window around a sample the caller names (a mixed track's active-speaker change).
 """
 
 from __future__ import annotations
@@ -40,8 +51,9 @@ class SegmenterOptions(BaseModel):
     speculate_s: float = Field(default=0.16, ge=0.032)
     endpoint_s: float = Field(default=0.45, ge=0.064)
     min_speech_s: float = Field(default=0.25, ge=0)
-    max_utterance_s: float = Field(default=25.0, gt=2, le=29.5)
-    split_search_s: float = Field(default=8.0, gt=0)
+    soft_max_s: float = Field(default=6.0, gt=0.5)
+    max_utterance_s: float = Field(default=15.0, gt=2, le=29.5)
+    split_search_s: float = Field(default=5.0, gt=0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +151,7 @@ class UtteranceSegmenter:
             self._speculate_windows + 1, round(self._opts.endpoint_s * SAMPLE_RATE / WINDOW)
         )
         self._max_windows = round(self._opts.max_utterance_s * SAMPLE_RATE / WINDOW)
+        self._soft_windows = round(self._opts.soft_max_s * SAMPLE_RATE / WINDOW)
 
     @property
     def speaking(self) -> bool:
@@ -229,6 +242,10 @@ class UtteranceSegmenter:
             if utt.silence_windows == self._speculate_windows:
                 utt.speculated_length = utt.length
                 out.append(Speculate(utt.number, utt.start_sample, utt.audio()))
+                if len(utt.probs) >= self._soft_windows:
+                    # Long speech: this pause is a commit point (see module docstring).
+                    self._close(utt.length, out, speculated=True)
+                    return
             elif utt.silence_windows >= self._endpoint_windows:
                 length = utt.speculated_length or utt.length
                 self._close(length, out, speculated=utt.speculated_length is not None)
@@ -260,13 +277,46 @@ class UtteranceSegmenter:
             Ended(utt.number, utt.start_sample, audio[:length], speculated, voiced, utt.lead, trail)
         )
 
-    def _split(self, out: list[SegmenterEvent]) -> None:
+    def cut(self, at_sample: int, search_before: int, min_part: int) -> list[SegmenterEvent]:
+        """End the open utterance at its quietest window before ``at_sample`` (a speaker change).
+
+        The cut falls in ``[at_sample - search_before, at_sample]``; the rest carries on as a new
+        utterance.
+
+        Nothing happens when no utterance is open, or when either part would be shorter
+        than ``min_part`` samples (then the change is too close to an edge to matter).
+
+        Args:
+            at_sample: Track sample of the change (must already be pushed).
+            search_before: Samples before ``at_sample`` where the cut may fall.
+            min_part: Least samples of audio on each side of the cut.
+
+        Returns:
+            ``Ended`` of the first part and ``Started`` of the rest, or nothing.
+        """
+        utt = self._open
+        if utt is None:
+            return []
+        hi = min(len(utt.probs), (at_sample - utt.start_sample) // WINDOW)
+        lo = max(-(-min_part // WINDOW), (at_sample - search_before - utt.start_sample) // WINDOW)
+        hi = min(hi, len(utt.probs) - -(-min_part // WINDOW))
+        if hi <= lo:
+            return []
+        probs = np.asarray(utt.probs[lo:hi], dtype=np.float32)
+        # The quietest window; among equals the latest (nearest the reported change).
+        window = lo + len(probs) - 1 - int(np.argmin(probs[::-1]))
+        out: list[SegmenterEvent] = []
+        self._split(out, window)
+        return out
+
+    def _split(self, out: list[SegmenterEvent], cut_window: int | None = None) -> None:
         utt = self._open
         assert utt is not None  # noqa: S101 - called only with an open utterance
-        search = round(self._opts.split_search_s * SAMPLE_RATE / WINDOW)
-        probs = np.asarray(utt.probs, dtype=np.float32)
-        lo = max(1, len(probs) - search)
-        cut_window = lo + int(np.argmin(probs[lo:]))
+        if cut_window is None:
+            search = round(self._opts.split_search_s * SAMPLE_RATE / WINDOW)
+            probs = np.asarray(utt.probs, dtype=np.float32)
+            lo = max(1, len(probs) - search)
+            cut_window = lo + int(np.argmin(probs[lo:]))
         cut = cut_window * WINDOW
         audio = utt.audio()
         rest_audio, rest_probs = audio[cut:], utt.probs[cut_window:]

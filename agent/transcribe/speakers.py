@@ -89,3 +89,31 @@ class SpeakerTimeline:
                 if not speaking:
                     keep_from = i + 1
             self._changes[name] = changes[keep_from:]
+
+
+class FloorChanges:
+    """Turns active-speaker indicator changes into moments when the floor changed hands.
+
+    The floor passes when someone other than the last speaker lights up, or when the last
+    speaker's indicator goes off while someone else's is still on (a backchannel ends and the
+    speaker it interrupted carries on). The same person's indicator flickering is no change.
+    """
+
+    def __init__(self) -> None:
+        self._on: dict[str, float] = {}
+        self._holder: str | None = None
+
+    def observe(self, activity: SpeakerActivity) -> float | None:
+        """Record one change; returns its epoch seconds when the floor changed hands."""
+        changed: float | None = None
+        if activity.speaking:
+            self._on[activity.name] = activity.at
+            if self._holder is not None and activity.name != self._holder:
+                changed = activity.at
+            self._holder = activity.name
+        else:
+            self._on.pop(activity.name, None)
+            if activity.name == self._holder and self._on:
+                changed = activity.at
+                self._holder = max(self._on, key=lambda name: self._on[name])
+        return changed

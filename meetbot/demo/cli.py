@@ -33,7 +33,13 @@ from rich.markup import escape
 from meetbot.demo.errors import DemoError
 from meetbot.demo.report import DemoSummary, render
 from meetbot.demo.run import DemoOptions, DemoRun
-from meetbot.demo.scenario import DemoScenario, SpeechSource, build_scenario, default_speech_dir
+from meetbot.demo.scenario import (
+    DemoScenario,
+    SpeechSource,
+    build_conversation_scenario,
+    build_scenario,
+    default_speech_dir,
+)
 from testmeeting.errors import ScenarioError
 
 PLATFORMS = ("google_meet", "zoom", "teams")
@@ -64,6 +70,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--scenario-seconds", type=float, metavar="S",
                         help="keep only as many turns as fit in S seconds of speech "
                              "(at least one per speaker); default: all (about 37 s)")
+    parser.add_argument("--style", choices=("turns", "polite", "conversation"), default="turns",
+                        help="turns: three people, 1.2 s apart (default); polite/conversation: "
+                             "the corpus conversation of eight people, 1.2 s apart or with "
+                             "natural turn-taking (overlaps, backchannels, a monologue)")
     parser.add_argument("--keep-running", action="store_true",
                         help="leave the control plane and the meeting up; print the key and "
                              "URLs for curl; stop with Ctrl-C")
@@ -93,13 +103,19 @@ async def _main(
     args: argparse.Namespace, console: Console, reported: list[DemoSummary]
 ) -> DemoSummary:
     speech_dir = _speech_dir(args.speech_dir)
-    demo: DemoScenario = await asyncio.to_thread(
-        build_scenario,
-        args.platform,
-        audio=list(args.audio),
-        speech_dir=speech_dir if speech_dir is not None and speech_dir.is_dir() else None,
-        max_speech_seconds=args.scenario_seconds,
-    )
+    demo: DemoScenario
+    if args.style != "turns" and speech_dir is not None and speech_dir.is_dir():
+        demo = await asyncio.to_thread(
+            build_conversation_scenario, args.platform, speech_dir, args.style
+        )
+    else:
+        demo = await asyncio.to_thread(
+            build_scenario,
+            args.platform,
+            audio=list(args.audio),
+            speech_dir=speech_dir if speech_dir is not None and speech_dir.is_dir() else None,
+            max_speech_seconds=args.scenario_seconds,
+        )
     console.print(
         f"[bold]meetbot demo[/bold]: {len(demo.references)} turns, "
         f"{demo.speech_seconds:.1f} s of {escape(_SOURCE_TEXT[demo.source])}"

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from testmeeting import Scenario
+from testmeeting.conversation import build_conversation
 from testmeeting.room import prepare_audio
 
 SPEAKERS = ("Alice", "Bob", "Carol")
@@ -214,4 +215,43 @@ def build_scenario(
         speech_seconds=sum(durations[:keep]),
         references=tuple(references[:keep]),
         voiced_ends=tuple(ends[:keep]),
+    )
+
+
+def build_conversation_scenario(platform: str, speech_dir: Path, style: str) -> DemoScenario:
+    """The issue-12 conversation (``testmeeting.conversation``) as the demo's meeting.
+
+    ``style="conversation"``: −300…+300 ms between turns, backchannels over the speaker, a
+    21 s monologue; ``"polite"``: the same clips 1.2 s apart. Every clip is one ``speech``
+    event of the simulator's timeline (a monologue's sentences too), in start order, and its
+    latency counts from the end of its voice.
+
+    Raises:
+        FileNotFoundError: A clip of the conversation is missing from ``speech_dir``.
+    """
+    talk = build_conversation(speech_dir, "polite" if style == "polite" else "conversation")
+    participants = talk.scenario_participants()
+    for participant in participants:
+        said = participant["utterances"]
+        assert isinstance(said, list)  # noqa: S101 -- built by scenario_participants
+        for utterance in said:
+            utterance["at"] = round(float(utterance["at"]) + FIRST_TURN_AT_S, 3)
+    pieces = talk.pieces
+    scenario = Scenario.model_validate(
+        {
+            "platform": platform,
+            "meeting_id": MEETING_IDS[platform],
+            "passcode": PASSCODES.get(platform),
+            "title": f"meetbot demo ({style})",
+            "lobby": False,
+            "participants": participants,
+            "end_at": round(FIRST_TURN_AT_S + talk.duration + END_TAIL_S, 3),
+        }
+    )
+    return DemoScenario(
+        scenario=scenario,
+        source=SpeechSource.CORPUS,
+        speech_seconds=sum(p.end - p.start for p in pieces),
+        references=tuple(p.text for p in pieces),
+        voiced_ends=tuple(p.voiced_end - p.start for p in pieces),
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -36,10 +37,33 @@ async def test_each_tier_gets_its_transcriber(tmp_path: Path, models_dir: Path) 
     await refining.close()
 
 
-async def test_an_english_only_model_is_refused_for_translation(
+async def test_translation_on_an_english_only_model_runs_on_the_bundled_multilingual_one(
+    tmp_path: Path, models_dir: Path
+) -> None:
+    # Issue 12: what the bundled models can do is never refused.
+    options = TranscribeOptions(models_dir=models_dir)
+    realtime = await open_transcriber(BotSettings(task=Task.TRANSLATE), options, work_dir=tmp_path)
+    assert isinstance(realtime, RealtimeTranscriber)
+    await realtime.close()
+    with pytest.raises(UnsupportedTranscriptionOptions) as caught:
+        await open_transcriber(
+            BotSettings(), TranscribeOptions(model="no-such-model"), work_dir=tmp_path
+        )
+    assert caught.value.code == "model_not_found"
+
+
+async def test_no_language_brings_the_multilingual_model_without_making_the_meeting_wait(
     tmp_path: Path, models_dir: Path
 ) -> None:
     options = TranscribeOptions(models_dir=models_dir)
-    with pytest.raises(UnsupportedTranscriptionOptions) as caught:
-        await open_transcriber(BotSettings(task=Task.TRANSLATE), options, work_dir=tmp_path)
-    assert caught.value.code == "task_not_supported"
+    realtime = await open_transcriber(BotSettings(), options, work_dir=tmp_path)
+    assert isinstance(realtime, RealtimeTranscriber)
+    for _ in range(600):
+        if realtime.detects_languages:
+            break
+        await asyncio.sleep(0.1)
+    assert realtime.detects_languages
+    await realtime.close()
+    english = await open_transcriber(BotSettings(language="en"), options, work_dir=tmp_path)
+    assert isinstance(english, RealtimeTranscriber) and not english.detects_languages
+    await english.close()

@@ -29,9 +29,18 @@ def test_no_speech_is_dropped() -> None:
     assert judge("Hello there.", stats, 1.0).dropped == "no_speech"
 
 
-def test_known_hallucination_on_little_voice_is_dropped() -> None:
-    assert judge("Thanks for watching!", CONFIDENT, 0.3).dropped == "known_hallucination"
-    assert judge("Thank you.", CONFIDENT, 2.0).dropped is None
+def test_known_hallucination_is_dropped_on_evidence_of_no_speech() -> None:
+    doubtful = DecodeStats(no_speech_prob=0.6, avg_logprob=-0.6, compression_ratio=0.5)
+    unsure = DecodeStats(no_speech_prob=0.1, avg_logprob=-1.1, compression_ratio=0.5)
+    assert judge("Thanks for watching!", doubtful, 0.8).dropped == "known_hallucination"
+    assert judge("Thank you.", unsure, 0.8).dropped == "known_hallucination"
+    assert judge("Okay.", CONFIDENT, 0.0).dropped == "no_voice"
+
+
+def test_short_common_words_said_with_voice_are_kept() -> None:
+    # The VAD heard a short voice and the model is sure: someone said it.
+    for said in ("Okay.", "Bye.", "Thank you.", "So."):
+        assert judge(said, CONFIDENT, 0.3).text == said
 
 
 def test_repetition_loop_is_cut_or_dropped() -> None:

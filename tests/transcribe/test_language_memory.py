@@ -25,3 +25,13 @@ def test_unsure_detections_lock_by_majority_after_three() -> None:
     assert memory.language_for("Bob") is None
     memory.observe("Bob", "es", 0.55)
     assert memory.language_for("Bob") == "es"
+
+
+def test_the_meetings_language_is_known_once_two_speakers_agree() -> None:
+    memory = LanguageMemory(lock_probability=0.8)
+    memory.observe("Ada", "en", 0.95)
+    assert memory.prior() is None
+    memory.observe("Bob", "en", 0.9)
+    assert memory.prior() == "en"
+    memory.observe("Lucía", "es", 0.97)
+    assert memory.prior() is None

@@ -104,3 +104,35 @@ def test_flush_ends_an_open_utterance() -> None:
     assert len(events) == 1 and isinstance(events[0], Ended)
     assert len(events[0].audio) == 20 * WINDOW + 100
     assert not seg.speaking
+
+
+def test_a_short_pause_in_long_speech_commits_without_waiting_for_the_endpoint() -> None:
+    seg = UtteranceSegmenter(SegmenterOptions(soft_max_s=4.0))
+    short = [0.9] * _windows(2.0) + [0.1] * 7 + [0.9] * _windows(1.0)
+    long = [0.9] * _windows(4.5) + [0.1] * 7 + [0.9] * _windows(1.0) + [0.0] * 30
+    events = _run(seg, short + long)
+    ended = [e for e in events if isinstance(e, Ended)]
+    # The first pause (inside 3 s of speech) is no commit point; the one after 4.5 s is one,
+    # 0.16 s into the pause, with exactly the speculated audio; then the tail ends normally.
+    assert len(ended) == 2
+    first, second = ended
+    assert first.speculated
+    assert len(first.audio) == (len(short) + _windows(4.5) + 5) * WINDOW
+    assert second.start_sample > first.start_sample + len(first.audio) - 10 * WINDOW
+
+
+def test_a_cut_ends_the_utterance_at_the_quietest_window_before_the_change() -> None:
+    seg = UtteranceSegmenter()
+    pattern = [0.9] * _windows(3.0)
+    pattern[_windows(2.0)] = 0.2  # the two voices barely touch here
+    _run(seg, pattern)
+    at = _windows(2.2) * WINDOW
+    events = seg.cut(at, search_before=_windows(0.6) * WINDOW, min_part=_windows(0.5) * WINDOW)
+    assert [type(e) for e in events] == [Ended, Started]
+    ended, started = events
+    assert isinstance(ended, Ended) and isinstance(started, Started)
+    assert len(ended.audio) == _windows(2.0) * WINDOW
+    assert started.start_sample == _windows(2.0) * WINDOW
+    assert seg.speaking
+    # Too close to the start of the new utterance: nothing to cut.
+    assert seg.cut(started.start_sample + WINDOW, _windows(0.6) * WINDOW, WINDOW * 10) == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agent.audio import SpeakerActivity
-from agent.transcribe.speakers import SpeakerTimeline
+from agent.transcribe.speakers import FloorChanges, SpeakerTimeline
 
 pytestmark = pytest.mark.unit
 
@@ -34,3 +34,13 @@ def test_open_interval_and_out_of_order_changes() -> None:
     timeline.forget_before(5.5)
     assert timeline.intervals("Cy", until=10.0) == []
     assert timeline.speaker_for(6.5, 9.0) == "Di"
+
+
+def test_the_floor_changes_hands_when_someone_else_speaks_or_a_backchannel_ends() -> None:
+    floor = FloorChanges()
+    assert floor.observe(SpeakerActivity("Ada", True, 1.0)) is None  # the first voice
+    assert floor.observe(SpeakerActivity("Ada", False, 2.0)) is None
+    assert floor.observe(SpeakerActivity("Ada", True, 2.5)) is None  # Ada again
+    assert floor.observe(SpeakerActivity("Bob", True, 4.0)) == 4.0  # Bob says "yeah" over Ada
+    assert floor.observe(SpeakerActivity("Bob", False, 4.6)) == 4.6  # back to Ada
+    assert floor.observe(SpeakerActivity("Ada", False, 6.0)) is None  # nobody else on

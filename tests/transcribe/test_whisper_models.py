@@ -14,6 +14,7 @@ from agent.contracts.whisper_models import (
     check_bot_transcription,
     check_model_supports,
     is_multilingual,
+    realtime_models_for,
 )
 from tests.plugins.paths import REPO_ROOT
 
@@ -70,6 +71,22 @@ def test_local_directory_is_judged_by_its_vocabulary(tmp_path: Path) -> None:
         check_model_supports(str(english), "fr", "transcribe")
 
 
+@pytest.mark.parametrize(
+    ("language", "task", "models"),
+    [
+        ("en", "transcribe", ("tiny.en", None)),
+        (None, "transcribe", ("tiny.en", "base")),
+        ("es", "transcribe", ("base", None)),
+        ("en", "translate", ("base", None)),
+    ],
+)
+def test_realtime_tier_adds_the_multilingual_model_where_needed(
+    language: str | None, task: str, models: tuple[str, str | None]
+) -> None:
+    assert realtime_models_for("tiny.en", language, task) == models
+    assert realtime_models_for("base", language, task) == ("base", None)
+
+
 def test_checking_models_and_disabled_transcription_load_no_whisper() -> None:
     script = (
         "import asyncio, sys, pathlib\n"
@@ -92,11 +109,11 @@ def test_checking_models_and_disabled_transcription_load_no_whisper() -> None:
 
 
 def test_bot_check_follows_the_tier() -> None:
-    # Deferred picks the multilingual model for Spanish; realtime on tiny.en cannot serve it.
+    # Both tiers bring the bundled multilingual model where tiny.en cannot serve the bot.
     check_bot_transcription("es", "transcribe", "deferred", realtime_model="tiny.en")
     check_bot_transcription("en", "transcribe", "realtime", realtime_model="tiny.en")
-    with pytest.raises(UnsupportedTranscriptionOptions):
-        check_bot_transcription("es", "transcribe", "realtime", realtime_model="tiny.en")
+    check_bot_transcription("es", "transcribe", "realtime", realtime_model="tiny.en")
+    check_bot_transcription(None, "translate", "realtime", realtime_model="tiny.en")
     with pytest.raises(UnsupportedTranscriptionOptions):
         check_bot_transcription(
             "es", "translate", "deferred", realtime_model="tiny.en", deferred_model="tiny.en"

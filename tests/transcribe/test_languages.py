@@ -1,0 +1,85 @@
+"""Any language in the realtime tier: detection per speaker, the fast English model for English.
+
+With no ``language``, tiny.en (English-only, fast) is paired with the bundled multilingual
+``base``: each speaker's first utterances are decoded by ``base``, which detects their language;
+English speakers then go to tiny.en, the others stay on ``base``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agent.contracts.link import Segment
+from agent.transcribe.engine import WhisperEngine
+from agent.transcribe.normalize import word_error_rate
+from agent.transcribe.options import TranscribeOptions
+from agent.transcribe.realtime import RealtimeTranscriber
+from agent.transcribe.vad import SileroSession
+from tests.transcribe.helpers import finals, frames, interleave, load_wav, reference, replay
+from tests.transcribe.helpers import silence as quiet
+
+pytestmark = [pytest.mark.model, pytest.mark.slow]
+
+JOIN = 1_700_000_000.0
+SPANISH = "es_mls_13697_11991_000000.wav"
+
+
+async def test_no_language_detects_each_speaker_and_keeps_english_on_the_fast_model(
+    speech: Path, tiny_engine: WhisperEngine, base_engine: WhisperEngine, silero: SileroSession
+) -> None:
+    spanish = np.concatenate([load_wav(speech, SPANISH), quiet(1.0)])
+    english = np.concatenate(
+        [quiet(2.0), load_wav(speech, "jfk.wav"), quiet(0.6), load_wav(speech, "LJ001-0004.wav"),
+         quiet(1.0)]
+    )
+    stream = interleave(
+        frames(spanish, "track-es", JOIN, "Lucía"), frames(english, "track-en", JOIN, "John")
+    )
+    transcriber = RealtimeTranscriber(
+        tiny_engine,
+        join_time=JOIN,
+        options=TranscribeOptions(partials=False),
+        vad_session=silero,
+        multilingual=base_engine,
+    )
+    began = time.monotonic()
+    got: list[Segment] = finals(await replay(transcriber, stream))
+    elapsed = time.monotonic() - began
+    said = {name: [s for s in got if s.speaker == name] for name in ("Lucía", "John")}
+    assert said["Lucía"] and all(s.language == "es" for s in said["Lucía"]), said
+    assert said["John"] and all(s.language == "en" for s in said["John"]), said
+    spanish_text = " ".join(s.text for s in said["Lucía"])
+    spanish_wer = word_error_rate(reference(speech, SPANISH), spanish_text)
+    assert spanish_wer <= 0.5, said["Lucía"]
+    english_text = " ".join(s.text for s in said["John"])
+    english_ref = f"{reference(speech, 'jfk.wav')} {reference(speech, 'LJ001-0004.wav')}"
+    assert word_error_rate(english_ref, english_text) <= 0.2, english_text
+    print(f"language test: es WER {spanish_wer:.3f}, {elapsed:.1f} s for 15 s of audio")
+
+
+async def test_a_spanish_speaker_joining_an_english_meeting_is_detected(
+    speech: Path, tiny_engine: WhisperEngine, base_engine: WhisperEngine, silero: SileroSession
+) -> None:
+    """Once two speakers spoke English, a new speaker is tried on tiny.en first; its unsure
+    result sends them to base, which detects Spanish."""
+    john = np.concatenate([load_wav(speech, "jfk.wav"), quiet(30.0)])
+    mary = np.concatenate([quiet(12.0), load_wav(speech, "ls_testclean_1995-1837-0001.wav"),
+                           quiet(20.0)])
+    lucia = np.concatenate([quiet(23.0), load_wav(speech, SPANISH), quiet(1.0)])
+    stream = interleave(
+        frames(john, "a", JOIN, "John"), frames(mary, "b", JOIN, "Mary"),
+        frames(lucia, "c", JOIN, "Lucía"),
+    )
+    transcriber = RealtimeTranscriber(
+        tiny_engine, join_time=JOIN, options=TranscribeOptions(partials=False),
+        vad_session=silero, multilingual=base_engine,
+    )
+    got = finals(await replay(transcriber, stream))
+    languages = {name: {s.language for s in got if s.speaker == name}
+                 for name in ("John", "Mary", "Lucía")}
+    assert languages == {"John": {"en"}, "Mary": {"en"}, "Lucía": {"es"}}, got
+    assert transcriber.metrics.decodes["detect"] >= 1
