@@ -45,8 +45,12 @@ def build_config(args: argparse.Namespace) -> BotConfig:
     """
     path = urlsplit(args.meeting_url).path.rstrip("/")
     options: dict[str, Any] = {"bot_name": args.name}
-    for key in ("admission_timeout_seconds", "left_alone_timeout_seconds",
-                "startup_alone_timeout_seconds", "max_meeting_duration_seconds"):
+    for key in (
+        "admission_timeout_seconds",
+        "left_alone_timeout_seconds",
+        "startup_alone_timeout_seconds",
+        "max_meeting_duration_seconds",
+    ):
         value = getattr(args, key)
         if value is not None:
             options[key] = value
@@ -63,21 +67,28 @@ def build_config(args: argparse.Namespace) -> BotConfig:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``meetbot agent``; returns 0 when the bot ends ``completed``."""
-    parser = argparse.ArgumentParser(prog="meetbot agent", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="meetbot agent",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--platform", required=True, choices=[p.value for p in Platform])
     parser.add_argument("--meeting-url", required=True)
     parser.add_argument("--name", default="meetbot", help="display name in the meeting")
     parser.add_argument("--headful", action="store_true", help="show the browser window")
-    parser.add_argument("--browser-arg", action="append", default=[],
-                        help="extra Chromium flag (repeatable)")
+    parser.add_argument(
+        "--browser-arg", action="append", default=[], help="extra Chromium flag (repeatable)"
+    )
     parser.add_argument("--ignore-https-errors", action="store_true")
     parser.add_argument("--admission-timeout-seconds", type=int)
     parser.add_argument("--left-alone-timeout-seconds", type=int)
     parser.add_argument("--max-meeting-duration-seconds", type=int)
     parser.add_argument("--startup-alone-timeout-seconds", type=int)
-    parser.add_argument("--stream-public-key", type=argparse.FileType("r"),
-                        help="PEM Ed25519 key verifying SSE stream tokens")
+    parser.add_argument(
+        "--stream-public-key",
+        type=argparse.FileType("r"),
+        help="PEM Ed25519 key verifying SSE stream tokens",
+    )
     args = parser.parse_args(argv)
     base = AgentSettings()
     overrides: dict[str, Any] = {

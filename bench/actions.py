@@ -256,7 +256,10 @@ def score_log(path: Path) -> dict[str, Any]:
         case = cases[row["window"]]
         actions = [
             DetectedAction(
-                action_type=ActionType(kind), text=text, owner=owner, due=due,
+                action_type=ActionType(kind),
+                text=text,
+                owner=owner,
+                due=due,
                 segment_ids=("logged",),
             )
             for kind, text, owner, due, _ in row["predicted"]

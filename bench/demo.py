@@ -37,9 +37,14 @@ def run_once(platform: str, scenario_seconds: float | None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="meetbot-bench-demo-") as folder:
         summary_path = Path(folder) / "summary.json"
         command = [
-            sys.executable, "-m", "meetbot", "demo",
-            "--platform", platform,
-            "--json-summary", str(summary_path),
+            sys.executable,
+            "-m",
+            "meetbot",
+            "demo",
+            "--platform",
+            platform,
+            "--json-summary",
+            str(summary_path),
         ]
         if scenario_seconds is not None:
             command += ["--scenario-seconds", str(scenario_seconds)]
@@ -79,8 +84,10 @@ def main() -> int:
         for run in range(args.runs):
             figures = run_once(platform, args.scenario_seconds)
             failed += not figures["ok"]
-            print(json.dumps({"figure": "demo", "platform": platform, "run": run, **figures}),
-                  flush=True)
+            print(
+                json.dumps({"figure": "demo", "platform": platform, "run": run, **figures}),
+                flush=True,
+            )
     return 1 if failed else 0
 
 

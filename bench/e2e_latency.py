@@ -48,8 +48,20 @@ def _round(value: float | None) -> float | None:
 
 def run_once(platform: str, seconds: float | None, workdir: Path, style: str = "turns") -> int:
     summary_path = workdir / f"summary-{platform}-{style}.json"
-    cmd = [sys.executable, "-m", "meetbot", "demo", "--platform", platform, "--style", style,
-           "--json-summary", str(summary_path), "--data-dir", str(workdir / f"{platform}-{style}")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "meetbot",
+        "demo",
+        "--platform",
+        platform,
+        "--style",
+        style,
+        "--json-summary",
+        str(summary_path),
+        "--data-dir",
+        str(workdir / f"{platform}-{style}"),
+    ]
     if seconds is not None:
         cmd += ["--scenario-seconds", str(seconds)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -61,25 +73,53 @@ def run_once(platform: str, seconds: float | None, workdir: Path, style: str = "
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if not summary_path.is_file():
-        emit(platform=platform, style=style, metric="error", exit_code=done.returncode,
-             stdout_tail=done.stdout[-1500:], stderr_tail=done.stderr[-1500:])
+        emit(
+            platform=platform,
+            style=style,
+            metric="error",
+            exit_code=done.returncode,
+            stdout_tail=done.stdout[-1500:],
+            stderr_tail=done.stderr[-1500:],
+        )
         return done.returncode or 1
     summary = json.loads(summary_path.read_text(encoding="utf-8"))
     for turn in summary["turns"]:
         latency = turn.get("latency_s")
-        emit(platform=platform, style=style, metric="turn", speaker=turn.get("speaker"),
-             latency_s=None if latency is None else round(latency, 3), wer=turn.get("wer"),
-             heard_as=turn.get("speakers_heard"))
+        emit(
+            platform=platform,
+            style=style,
+            metric="turn",
+            speaker=turn.get("speaker"),
+            latency_s=None if latency is None else round(latency, 3),
+            wer=turn.get("wer"),
+            heard_as=turn.get("speakers_heard"),
+        )
     latencies = [t["latency_s"] for t in summary["turns"] if t.get("latency_s") is not None]
     own = [t for t in summary["turns"] if t.get("speakers_heard") == [t.get("speaker")]]
-    emit(platform=platform, style=style, metric="latency_end_of_utterance_to_sse_s",
-         p50=_round(summary["latency_p50_s"]), p95=_round(summary["latency_p95_s"]),
-         max=round(max(latencies), 3) if latencies else None, n=len(latencies),
-         turns=len(summary["turns"]), turns_without_final=len(summary["turns"]) - len(latencies),
-         heard_as_own_speaker=round(len(own) / max(1, len(summary["turns"])), 3))
-    emit(platform=platform, style=style, metric="run", ok=summary["ok"], error=summary["error"],
-         wer=summary["wer"], speech_s=summary["speech_seconds"], wall_s=round(wall, 1),
-         cpu_s_all_processes=round(cpu, 1), final_status=summary["final_status"])
+    emit(
+        platform=platform,
+        style=style,
+        metric="latency_end_of_utterance_to_sse_s",
+        p50=_round(summary["latency_p50_s"]),
+        p95=_round(summary["latency_p95_s"]),
+        max=round(max(latencies), 3) if latencies else None,
+        n=len(latencies),
+        turns=len(summary["turns"]),
+        turns_without_final=len(summary["turns"]) - len(latencies),
+        heard_as_own_speaker=round(len(own) / max(1, len(summary["turns"])), 3),
+    )
+    emit(
+        platform=platform,
+        style=style,
+        metric="run",
+        ok=summary["ok"],
+        error=summary["error"],
+        wer=summary["wer"],
+        speech_s=summary["speech_seconds"],
+        wall_s=round(wall, 1),
+        cpu_s_all_processes=round(cpu, 1),
+        final_status=summary["final_status"],
+    )
     return 0 if summary["ok"] else 1
 
 
@@ -87,8 +127,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--platforms", default="google_meet")
     parser.add_argument("--seconds", type=float, help="speech per run (default: the demo's)")
-    parser.add_argument("--styles", default="turns",
-                        help="demo styles, comma-separated: turns, polite, conversation")
+    parser.add_argument(
+        "--styles",
+        default="turns",
+        help="demo styles, comma-separated: turns, polite, conversation",
+    )
     args = parser.parse_args(argv)
     emit(metric="machine", cpus=os.cpu_count(), load=[round(x, 2) for x in os.getloadavg()])
     worst = 0

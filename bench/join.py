@@ -53,13 +53,28 @@ REPO = Path(__file__).resolve().parent.parent
 
 IDS = {"google_meet": "jbe-join-{n}", "zoom": "8765000{n:04d}", "teams": "555000{n:04d}"}
 SPEECH = [
-    "LJ001-0001.wav", "LJ001-0003.wav", "LJ001-0005.wav", "LJ001-0007.wav", "LJ001-0009.wav",
-    "LJ001-0010.wav", "LJ001-0012.wav", "LJ001-0004.wav", "LJ001-0006.wav", "jfk.wav",
+    "LJ001-0001.wav",
+    "LJ001-0003.wav",
+    "LJ001-0005.wav",
+    "LJ001-0007.wav",
+    "LJ001-0009.wav",
+    "LJ001-0010.wav",
+    "LJ001-0012.wav",
+    "LJ001-0004.wav",
+    "LJ001-0006.wav",
+    "jfk.wav",
 ]
 DURATIONS = {
-    "LJ001-0001.wav": 9.655, "LJ001-0003.wav": 9.667, "LJ001-0005.wav": 8.111,
-    "LJ001-0007.wav": 8.390, "LJ001-0009.wav": 7.554, "LJ001-0010.wav": 8.819,
-    "LJ001-0012.wav": 8.239, "LJ001-0004.wav": 5.139, "LJ001-0006.wav": 5.684, "jfk.wav": 11.0,
+    "LJ001-0001.wav": 9.655,
+    "LJ001-0003.wav": 9.667,
+    "LJ001-0005.wav": 8.111,
+    "LJ001-0007.wav": 8.390,
+    "LJ001-0009.wav": 7.554,
+    "LJ001-0010.wav": 8.819,
+    "LJ001-0012.wav": 8.239,
+    "LJ001-0004.wav": 5.139,
+    "LJ001-0006.wav": 5.684,
+    "jfk.wav": 11.0,
 }
 
 
@@ -126,8 +141,13 @@ class AgentTree:
                 times = proc.cpu_times()
                 self.cpu[proc.pid] = times.user + times.system
                 full = proc.memory_full_info()
-                part = ("python" if proc.pid == self.root.pid
-                        else "driver" if proc.name().startswith("node") else "chromium")
+                part = (
+                    "python"
+                    if proc.pid == self.root.pid
+                    else "driver"
+                    if proc.name().startswith("node")
+                    else "chromium"
+                )
             except (psutil.NoSuchProcess, psutil.AccessDenied):
                 continue
             self.part_of[proc.pid] = part
@@ -153,8 +173,11 @@ async def run(args: argparse.Namespace) -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     settings = Settings(
-        database_url=database_url, data_dir=work / "data", port=port,
-        public_url=f"http://127.0.0.1:{port}", scheduler_interval_seconds=0.05,
+        database_url=database_url,
+        data_dir=work / "data",
+        port=port,
+        public_url=f"http://127.0.0.1:{port}",
+        scheduler_interval_seconds=0.05,
     )
     launcher = LocalLauncher(settings.data_dir)
     app = create_app(settings, launcher=launcher)
@@ -169,8 +192,11 @@ async def run(args: argparse.Namespace) -> None:
             user = await get_or_create_user(session, "bench@example.org")
             workspace = await create_workspace(session, "Bench")
             await add_member(session, workspace, user, Role.OWNER)
-            key = (await issue_key(session, user=user, workspace_id=workspace.id, name="b",
-                                   key_prefix="mbk")).secret
+            key = (
+                await issue_key(
+                    session, user=user, workspace_id=workspace.id, name="b", key_prefix="mbk"
+                )
+            ).secret
         api = f"http://127.0.0.1:{port}/api/v1"
         async with aiohttp.ClientSession(headers={"X-API-Key": key}) as http:
             n = 0
@@ -178,10 +204,12 @@ async def run(args: argparse.Namespace) -> None:
                 for _ in range(args.joins):
                     n += 1
                     mid = meeting_id(platform, n)
-                    await meeting.create_room(parse_scenario(
-                        f"platform: {platform}\nmeeting_id: '{mid}'\nlobby: false\n"
-                        "participants: [{name: Alice}]\n"
-                    ))
+                    await meeting.create_room(
+                        parse_scenario(
+                            f"platform: {platform}\nmeeting_id: '{mid}'\nlobby: false\n"
+                            "participants: [{name: Alice}]\n"
+                        )
+                    )
                     bot_id, joined = await launch_and_wait(http, api, platform, mid, False)
                     emit(metric="join_s", platform=platform, value=round(joined, 3), goal=5.0)
                     await stop(http, api, bot_id)
@@ -195,8 +223,13 @@ async def run(args: argparse.Namespace) -> None:
                 parse_scenario(speech_scenario(platform, mid, args.meeting_seconds))
             )
             bot_id, joined = await launch_and_wait(http, api, platform, mid, args.transcribe)
-            emit(metric="join_s", platform=platform, value=round(joined, 3), goal=5.0,
-                 transcribe=args.transcribe)
+            emit(
+                metric="join_s",
+                platform=platform,
+                value=round(joined, 3),
+                goal=5.0,
+                transcribe=args.transcribe,
+            )
             record = await get(http, f"{api}/bots/{bot_id}")
             tree = AgentTree(int(record["bot_container_id"].removeprefix("local-")))
             tree.sample()
@@ -207,21 +240,40 @@ async def run(args: argparse.Namespace) -> None:
                 tree.sample()
                 record = await get(http, f"{api}/bots/{bot_id}")
             wall = time.monotonic() - t0
-            common = {"platform": platform, "transcribe": args.transcribe,
-                      "meeting_s": round(wall, 1), "final_status": record["status"],
-                      "status_reason": record.get("status_reason")}
-            emit(metric="agent_peak_rss_mb", value=round(tree.peak_rss / 2**20, 1),
-                 goal=700, **common)
-            emit(metric="agent_peak_pss_mb", value=round(tree.peak_pss / 2**20, 1),
-                 goal=700, **common)
+            common = {
+                "platform": platform,
+                "transcribe": args.transcribe,
+                "meeting_s": round(wall, 1),
+                "final_status": record["status"],
+                "status_reason": record.get("status_reason"),
+            }
+            emit(
+                metric="agent_peak_rss_mb",
+                value=round(tree.peak_rss / 2**20, 1),
+                goal=700,
+                **common,
+            )
+            emit(
+                metric="agent_peak_pss_mb",
+                value=round(tree.peak_pss / 2**20, 1),
+                goal=700,
+                **common,
+            )
             for part, peak in tree.peak_parts.items():
                 emit(metric=f"agent_{part}_peak_pss_mb", value=round(peak / 2**20, 1), **common)
             emit(metric="agent_cpu_s", value=round(tree.cpu_seconds() - cpu0, 1), **common)
             for part, before in parts0.items():
-                emit(metric=f"agent_{part}_cpu_s", value=round(tree.cpu_seconds(part) - before, 1),
-                     **common)
-            emit(metric="agent_mean_cpu_cores",
-                 value=round((tree.cpu_seconds() - cpu0) / wall, 3), goal=0.6, **common)
+                emit(
+                    metric=f"agent_{part}_cpu_s",
+                    value=round(tree.cpu_seconds(part) - before, 1),
+                    **common,
+                )
+            emit(
+                metric="agent_mean_cpu_cores",
+                value=round((tree.cpu_seconds() - cpu0) / wall, 3),
+                goal=0.6,
+                **common,
+            )
         await launcher.aclose()
 
 
@@ -246,8 +298,12 @@ async def get(http: aiohttp.ClientSession, url: str) -> dict[str, Any]:
 async def launch_and_wait(
     http: aiohttp.ClientSession, api: str, platform: str, mid: str, transcribe: bool
 ) -> tuple[str, float]:
-    body: dict[str, Any] = {"platform": platform, "meeting_url": meeting_url(platform, mid),
-                            "bot_name": "Notetaker", "transcribe_enabled": transcribe}
+    body: dict[str, Any] = {
+        "platform": platform,
+        "meeting_url": meeting_url(platform, mid),
+        "bot_name": "Notetaker",
+        "transcribe_enabled": transcribe,
+    }
     if platform == "zoom":
         body["zoom_obf_token"] = "obf-bench"  # noqa: S105 - the simulator checks no token
     began = time.monotonic()
@@ -272,16 +328,24 @@ async def stop(http: aiohttp.ClientSession, api: str, bot_id: str) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--platforms", default="google_meet,zoom,teams",
-                        type=lambda v: [p for p in v.split(",") if p])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--platforms",
+        default="google_meet,zoom,teams",
+        type=lambda v: [p for p in v.split(",") if p],
+    )
     parser.add_argument("--joins", type=int, default=3)
     parser.add_argument("--meeting-seconds", type=float, default=120.0)
     parser.add_argument("--meeting-platform", default="google_meet")
     parser.add_argument("--no-transcribe", dest="transcribe", action="store_false")
-    parser.add_argument("--browser-args", default=[], type=json.loads,
-                        help="JSON list of extra Chromium flags, to compare flag sets")
+    parser.add_argument(
+        "--browser-args",
+        default=[],
+        type=json.loads,
+        help="JSON list of extra Chromium flags, to compare flag sets",
+    )
     asyncio.run(run(parser.parse_args()))
 
 

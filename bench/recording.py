@@ -53,10 +53,20 @@ def _track(path: Path, clip: np.ndarray, seconds: float, offset_s: float) -> Non
 def _views(folder: Path, seconds: float, every: float) -> tuple[ViewFrame, ...]:
     colours = ("navy", "darkgreen")
     for index, colour in enumerate(colours):
-        subprocess.run(  # noqa: S603 - fixed argv
-            ["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i",  # noqa: S607 - PATH ffmpeg
-             f"testsrc2=s=1280x720,drawbox=c={colour}:t=fill:w=200:h=200", "-frames:v", "1",
-             str(folder / f"c{index}.jpg")],
+        subprocess.run(  # noqa: S603, S607 - fixed argv, ffmpeg from PATH
+            [
+                "ffmpeg",
+                "-v",
+                "error",
+                "-y",
+                "-f",
+                "lavfi",
+                "-i",
+                f"testsrc2=s=1280x720,drawbox=c={colour}:t=fill:w=200:h=200",
+                "-frames:v",
+                "1",
+                str(folder / f"c{index}.jpg"),
+            ],
             check=True,
         )
     frames = []
@@ -80,8 +90,9 @@ async def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         for name, clip, offset in (("a", "LJ001-0001.wav", 0.0), ("b", "LJ001-0003.wav", 10.0)):
-            await asyncio.to_thread(_track, work / f"{name}.wav", _speech(speech, clip),
-                                    seconds, offset)
+            await asyncio.to_thread(
+                _track, work / f"{name}.wav", _speech(speech, clip), seconds, offset
+            )
         tracks = (TrackAudio("a", 1000.0, work / "a.wav"), TrackAudio("b", 1000.0, work / "b.wav"))
         (work / "views").mkdir()
         views = await asyncio.to_thread(_views, work / "views", seconds, args.view_every)
@@ -94,12 +105,20 @@ async def main() -> int:
                 await encode(EncodeJob(tracks, frames, 1000.0, seconds, fmt, out))
                 took = time.perf_counter() - began
                 size = out.stat().st_size
-                print(json.dumps({
-                    "bench": "recording_encode", "format": fmt.value, "video": bool(frames),
-                    "meeting_s": seconds, "encode_s": round(took, 2),
-                    "rtf": round(took / seconds, 4), "size_bytes": size,
-                    "bytes_per_s": round(size / seconds),
-                }))
+                print(
+                    json.dumps(
+                        {
+                            "bench": "recording_encode",
+                            "format": fmt.value,
+                            "video": bool(frames),
+                            "meeting_s": seconds,
+                            "encode_s": round(took, 2),
+                            "rtf": round(took / seconds, 4),
+                            "size_bytes": size,
+                            "bytes_per_s": round(size / seconds),
+                        }
+                    )
+                )
     return 0
 
 

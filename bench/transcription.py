@@ -179,8 +179,13 @@ async def stream(
 ) -> tuple[list[tuple[Segment, float]], RealtimeTranscriber, float]:
     """Replay ``items``; returns (segment, monotonic arrival) pairs, the transcriber, start."""
     transcriber = RealtimeTranscriber(
-        engine, join_time=JOIN, options=options, vad_session=silero, id_prefix="bench",
-        track_speakers=track_speakers, multilingual=multilingual,
+        engine,
+        join_time=JOIN,
+        options=options,
+        vad_session=silero,
+        id_prefix="bench",
+        track_speakers=track_speakers,
+        multilingual=multilingual,
     )
     got: list[tuple[Segment, float]] = []
 
@@ -222,8 +227,12 @@ async def run_model(
         WhisperEngine.load, resolve_model(model, REPO / "data" / "models")
     )
     silero = SileroSession()
-    emit(model=model, metric="load_seconds", value=round(time.perf_counter() - t0, 3),
-         rss_mb=round(psutil.Process().memory_info().rss / 2**20, 1))
+    emit(
+        model=model,
+        metric="load_seconds",
+        value=round(time.perf_counter() - t0, 3),
+        rss_mb=round(psutil.Process().memory_info().rss / 2**20, 1),
+    )
     if only == "conversation":
         await conversations(engine, silero, model, styles, layouts)
         return
@@ -254,33 +263,51 @@ async def conversations(
     for style in styles:
         talk = build_conversation(speech_dir(), "polite" if style == "polite" else "conversation")
         for layout in layouts:
-            named = ({f"track-{n}": n for n in talk.speakers} if layout == "per_speaker"
-                     else None)
+            named = {f"track-{n}": n for n in talk.speakers} if layout == "per_speaker" else None
             c0 = cpu_seconds()
             got, transcriber, began = await stream(
-                engine, silero, stream_items(talk, layout, JOIN), TranscribeOptions(model=model),
-                real_time=True, track_speakers=named,
+                engine,
+                silero,
+                stream_items(talk, layout, JOIN),
+                TranscribeOptions(model=model),
+                real_time=True,
+                track_speakers=named,
             )
             cpu = cpu_seconds() - c0
-            finals = [Final(s.text, s.speaker, s.start, s.end, at - began)
-                      for s, at in got if s.completed and s.text]
+            finals = [
+                Final(s.text, s.speaker, s.start, s.end, at - began)
+                for s, at in got
+                if s.completed and s.text
+            ]
             result = score(talk, finals, layout)
             metrics = transcriber.metrics.snapshot()
-            emit(model=model, metric="conversation", style=style, layout=layout,
-                 audio_s=round(talk.duration, 1), turns=result.turns,
-                 turns_without_final=[t.speaker for t in result.lost],
-                 turn_end_to_final_p50_s=pct(result.delays, 50),
-                 turn_end_to_final_p95_s=pct(result.delays, 95),
-                 turn_end_to_final_max_s=pct(result.delays, 100),
-                 goal_p50_s=0.8, goal_p95_s=2.5, wer=round(result.wer, 4),
-                 speaker_word_accuracy=round(result.speaker_accuracy, 4),
-                 finals_spanning_two_speakers=len(result.spanning), finals=len(finals),
-                 cpu_s_per_audio_s=round(cpu / talk.duration, 3),
-                 decodes={k[8:]: v for k, v in metrics.items() if k.startswith("decodes_")},
-                 # The floor under any latency: one decode, slower the busier the machine.
-                 mean_decode_s=round(metrics["decode_seconds"] / max(1, sum(
-                     v for k, v in metrics.items() if k.startswith("decodes_"))), 3),
-                 partial_interval_s=round(metrics["partial_interval_s"], 2))
+            emit(
+                model=model,
+                metric="conversation",
+                style=style,
+                layout=layout,
+                audio_s=round(talk.duration, 1),
+                turns=result.turns,
+                turns_without_final=[t.speaker for t in result.lost],
+                turn_end_to_final_p50_s=pct(result.delays, 50),
+                turn_end_to_final_p95_s=pct(result.delays, 95),
+                turn_end_to_final_max_s=pct(result.delays, 100),
+                goal_p50_s=0.8,
+                goal_p95_s=2.5,
+                wer=round(result.wer, 4),
+                speaker_word_accuracy=round(result.speaker_accuracy, 4),
+                finals_spanning_two_speakers=len(result.spanning),
+                finals=len(finals),
+                cpu_s_per_audio_s=round(cpu / talk.duration, 3),
+                decodes={k[8:]: v for k, v in metrics.items() if k.startswith("decodes_")},
+                # The floor under any latency: one decode, slower the busier the machine.
+                mean_decode_s=round(
+                    metrics["decode_seconds"]
+                    / max(1, sum(v for k, v in metrics.items() if k.startswith("decodes_"))),
+                    3,
+                ),
+                partial_interval_s=round(metrics["partial_interval_s"], 2),
+            )
 
 
 # Non-English speech of the corpus (sources and licences in its MANIFEST.tsv): MLS Spanish
@@ -313,8 +340,12 @@ async def languages(engine: WhisperEngine, silero: SileroSession, model: str) ->
             pcm = pcm[: int(seconds * SAMPLE_RATE)]
         audio = np.concatenate([pcm, np.zeros(SAMPLE_RATE, dtype=np.int16)])
         got, _, began = await stream(
-            engine, silero, frames_of(audio, "t", JOIN), TranscribeOptions(model=model),
-            real_time=True, multilingual=multilingual,
+            engine,
+            silero,
+            frames_of(audio, "t", JOIN),
+            TranscribeOptions(model=model),
+            real_time=True,
+            multilingual=multilingual,
         )
         timed = [(s, at) for s, at in got if s.completed and s.text]
         text = " ".join(s.text for s, _ in sorted(timed, key=lambda p: p[0].start))
@@ -327,12 +358,20 @@ async def languages(engine: WhisperEngine, silero: SileroSession, model: str) ->
             errs = word_errors(reference, text)
         speech_end = last_voiced_s(pcm)
         last = max((at for _, at in timed), default=None)
-        emit(model=model, metric="language", clip=clip, expected=expected,
-             detected=sorted({s.language for s, _ in timed if s.language}),
-             wer=round(errs[0] / max(1, errs[1]), 4), cer=expected == "zh",
-             speech_end_to_last_final_s=None if last is None
-             else round(last - began - speech_end, 3),
-             truncated_reference=seconds is not None, text=text[:120])
+        emit(
+            model=model,
+            metric="language",
+            clip=clip,
+            expected=expected,
+            detected=sorted({s.language for s, _ in timed if s.language}),
+            wer=round(errs[0] / max(1, errs[1]), 4),
+            cer=expected == "zh",
+            speech_end_to_last_final_s=None
+            if last is None
+            else round(last - began - speech_end, 3),
+            truncated_reference=seconds is not None,
+            text=text[:120],
+        )
 
 
 async def offline_and_fast(
@@ -357,7 +396,10 @@ async def offline_and_fast(
         for beam, pool in ((5, offline5), (1, offline1)):
             c0, w0 = cpu_seconds(), time.perf_counter()
             result = await asyncio.to_thread(
-                engine.decode, audio, language="en", task=Task.TRANSCRIBE,
+                engine.decode,
+                audio,
+                language="en",
+                task=Task.TRANSCRIBE,
                 options=DecodeOptions(beam_size=beam, without_timestamps=False),
             )
             c1, w1 = cpu_seconds() - c0, time.perf_counter() - w0
@@ -369,37 +411,63 @@ async def offline_and_fast(
             pool.append(errs)
             row[f"offline_beam{beam}"] = round(errs[0] / max(1, errs[1]), 4)
         pad = np.zeros(SAMPLE_RATE, dtype=np.int16)
-        got, _, _ = await stream(engine, silero, frames_of(np.concatenate([pcm, pad]), "t",
-                                                           JOIN), fast, real_time=False)
+        got, _, _ = await stream(
+            engine, silero, frames_of(np.concatenate([pcm, pad]), "t", JOIN), fast, real_time=False
+        )
         errs = word_errors(ref(clip), text_of(got))
         streamed.append(errs)
         row["streaming"] = round(errs[0] / max(1, errs[1]), 4)
         row["words"] = errs[1]
         emit(**row)
-    emit(model=model, metric="offline", beam=5, wer=pooled(offline5),
-         rtf=round(wall5 / audio_s, 4), cpu_s=round(cpu5, 2), audio_s=round(audio_s, 1))
-    emit(model=model, metric="offline", beam=1, wer=pooled(offline1),
-         rtf=round(wall1 / audio_s, 4), cpu_s=round(cpu1, 2), audio_s=round(audio_s, 1))
+    emit(
+        model=model,
+        metric="offline",
+        beam=5,
+        wer=pooled(offline5),
+        rtf=round(wall5 / audio_s, 4),
+        cpu_s=round(cpu5, 2),
+        audio_s=round(audio_s, 1),
+    )
+    emit(
+        model=model,
+        metric="offline",
+        beam=1,
+        wer=pooled(offline1),
+        rtf=round(wall1 / audio_s, 4),
+        cpu_s=round(cpu1, 2),
+        audio_s=round(audio_s, 1),
+    )
     ratio = pooled(streamed) / pooled(offline5) if pooled(offline5) else None
-    emit(model=model, metric="streaming_fast", wer=pooled(streamed),
-         ratio_to_offline_beam5=ratio and round(ratio, 3),
-         ratio_to_offline_beam1=round(pooled(streamed) / pooled(offline1), 3)
-         if pooled(offline1) else None)
+    emit(
+        model=model,
+        metric="streaming_fast",
+        wer=pooled(streamed),
+        ratio_to_offline_beam5=ratio and round(ratio, 3),
+        ratio_to_offline_beam1=round(pooled(streamed) / pooled(offline1), 3)
+        if pooled(offline1)
+        else None,
+    )
 
     # 3. VAD choice on the multi-speaker sequence.
     for vad in ("silero", "energy"):
         opts = TranscribeOptions(model=model, partials=False, vad=vad)
-        got, _, _ = await stream(engine, silero if vad == "silero" else None, mframes, opts,
-                                 real_time=False)
+        got, _, _ = await stream(
+            engine, silero if vad == "silero" else None, mframes, opts, real_time=False
+        )
         finals = [s for s, _ in got if s.completed and s.text]
         missed = sum(
-            1 for _, _, lo, hi in turns
-            if not any(s.start < hi and lo < s.end for s in finals)
+            1 for _, _, lo, hi in turns if not any(s.start < hi and lo < s.end for s in finals)
         )
         errs = word_errors(meeting_ref, text_of(got))
-        emit(model=model, metric="vad", vad=vad, turns=len(turns), turns_without_segment=missed,
-             wer=round(errs[0] / errs[1], 4), segments=len(finals))
-
+        emit(
+            model=model,
+            metric="vad",
+            vad=vad,
+            turns=len(turns),
+            turns_without_segment=missed,
+            wer=round(errs[0] / errs[1], 4),
+            segments=len(finals),
+        )
 
 
 async def real_time_replay(
@@ -413,22 +481,31 @@ async def real_time_replay(
 ) -> None:
     """Section 4: real-time replay with partials and speaker activity; latency figures."""
     # How long one utterance decode takes right now: latency is about 0.16 s + this.
-    probe = (load("ls_testclean_61-70968-0000.wav").astype(np.float32) / 32768.0)
+    probe = load("ls_testclean_61-70968-0000.wav").astype(np.float32) / 32768.0
     walls, cpus = [], []
     for _ in range(3):
         c0, w0 = cpu_seconds(), time.perf_counter()
-        await asyncio.to_thread(engine.decode, probe, language="en", task=Task.TRANSCRIBE,
-                                options=DecodeOptions())
+        await asyncio.to_thread(
+            engine.decode, probe, language="en", task=Task.TRANSCRIBE, options=DecodeOptions()
+        )
         walls.append(time.perf_counter() - w0)
         cpus.append(cpu_seconds() - c0)
-    emit(model=model, metric="decode_probe_4.9s_clip", wall_s_median=pct(walls, 50),
-         cpu_s_median=pct(cpus, 50))
+    emit(
+        model=model,
+        metric="decode_probe_4.9s_clip",
+        wall_s_median=pct(walls, 50),
+        cpu_s_median=pct(cpus, 50),
+    )
     activities: list[AudioFrame | SpeakerActivity] = []
     for speaker, _, lo, hi in turns:
-        activities += [SpeakerActivity(speaker, True, JOIN + lo + 0.2),
-                       SpeakerActivity(speaker, False, JOIN + hi + 0.3)]
-    items = sorted([*mframes, *activities],
-                   key=lambda i: i.at if isinstance(i, SpeakerActivity) else i.end_time)
+        activities += [
+            SpeakerActivity(speaker, True, JOIN + lo + 0.2),
+            SpeakerActivity(speaker, False, JOIN + hi + 0.3),
+        ]
+    items = sorted(
+        [*mframes, *activities],
+        key=lambda i: i.at if isinstance(i, SpeakerActivity) else i.end_time,
+    )
     opts = TranscribeOptions(model=model)
     c0 = cpu_seconds()
     got, transcriber, began = await stream(engine, silero, items, opts, real_time=True)
@@ -450,20 +527,42 @@ async def real_time_replay(
     errs = word_errors(meeting_ref, text_of(got))
     audio_s = len(meeting) / SAMPLE_RATE
     metrics = transcriber.metrics.snapshot()
-    emit(model=model, metric="latency_turn_end_to_final_s", p50=pct(per_turn, 50),
-         p95=pct(per_turn, 95), max=pct(per_turn, 100), n=len(per_turn))
-    emit(model=model, metric="latency_segment_end_to_final_s", p50=pct(per_final, 50),
-         p95=pct(per_final, 95), max=pct(per_final, 100), n=len(per_final))
-    emit(model=model, metric="streaming_realtime", wer=round(errs[0] / errs[1], 4),
-         speaker_correct=f"{right}/{len(timed)}", audio_s=round(audio_s, 1),
-         cpu_s=round(cpu, 2), cpu_s_per_audio_s=round(cpu / audio_s, 3),
-         partials=metrics["partials"], partial_degradations=metrics["partial_degradations"],
-         speculation_hits=metrics["speculation_hits"],
-         speculation_misses=metrics["speculation_misses"],
-         decodes={k[8:]: v for k, v in metrics.items() if k.startswith("decodes_")},
-         mean_decode_s=round(metrics["decode_seconds"] / max(1, sum(
-             v for k, v in metrics.items() if k.startswith("decodes_"))), 3),
-         partial_interval_s=round(metrics["partial_interval_s"], 2))
+    emit(
+        model=model,
+        metric="latency_turn_end_to_final_s",
+        p50=pct(per_turn, 50),
+        p95=pct(per_turn, 95),
+        max=pct(per_turn, 100),
+        n=len(per_turn),
+    )
+    emit(
+        model=model,
+        metric="latency_segment_end_to_final_s",
+        p50=pct(per_final, 50),
+        p95=pct(per_final, 95),
+        max=pct(per_final, 100),
+        n=len(per_final),
+    )
+    emit(
+        model=model,
+        metric="streaming_realtime",
+        wer=round(errs[0] / errs[1], 4),
+        speaker_correct=f"{right}/{len(timed)}",
+        audio_s=round(audio_s, 1),
+        cpu_s=round(cpu, 2),
+        cpu_s_per_audio_s=round(cpu / audio_s, 3),
+        partials=metrics["partials"],
+        partial_degradations=metrics["partial_degradations"],
+        speculation_hits=metrics["speculation_hits"],
+        speculation_misses=metrics["speculation_misses"],
+        decodes={k[8:]: v for k, v in metrics.items() if k.startswith("decodes_")},
+        mean_decode_s=round(
+            metrics["decode_seconds"]
+            / max(1, sum(v for k, v in metrics.items() if k.startswith("decodes_"))),
+            3,
+        ),
+        partial_interval_s=round(metrics["partial_interval_s"], 2),
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -472,29 +571,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--skip-realtime", action="store_true", help="no real-time replay")
     parser.add_argument("--only-realtime", action="store_true", help="only the real-time replay")
-    parser.add_argument("--only-conversation", action="store_true",
-                        help="only the conversation scenarios (section 5)")
-    parser.add_argument("--only-language", action="store_true",
-                        help="only the languages (section 6)")
-    parser.add_argument("--styles", default="polite,conversation",
-                        help="conversation styles of section 5")
-    parser.add_argument("--layouts", default="per_speaker,mixed",
-                        help="track layouts of section 5")
+    parser.add_argument(
+        "--only-conversation",
+        action="store_true",
+        help="only the conversation scenarios (section 5)",
+    )
+    parser.add_argument(
+        "--only-language", action="store_true", help="only the languages (section 6)"
+    )
+    parser.add_argument(
+        "--styles", default="polite,conversation", help="conversation styles of section 5"
+    )
+    parser.add_argument("--layouts", default="per_speaker,mixed", help="track layouts of section 5")
     args = parser.parse_args(argv)
     layouts: list[Layout] = []
     for layout in args.layouts.split(","):
         if layout not in ("per_speaker", "mixed"):
             parser.error(f"unknown layout {layout!r}")
         layouts.append("mixed" if layout == "mixed" else "per_speaker")
-    only = ("conversation" if args.only_conversation
-            else "language" if args.only_language else "")
+    only = "conversation" if args.only_conversation else "language" if args.only_language else ""
     if not (speech_dir() / "MANIFEST.tsv").is_file():
-        print(f"speech corpus not found at {speech_dir()}: set MEETBOT_SPEECH_DIR",
-              file=sys.stderr)
+        print(f"speech corpus not found at {speech_dir()}: set MEETBOT_SPEECH_DIR", file=sys.stderr)
         return 2
     if args.one:
-        asyncio.run(run_model(args.one, args.skip_realtime, args.only_realtime, only,
-                              args.styles.split(","), layouts))
+        asyncio.run(
+            run_model(
+                args.one,
+                args.skip_realtime,
+                args.only_realtime,
+                only,
+                args.styles.split(","),
+                layouts,
+            )
+        )
         return 0
     emit(metric="machine", cpus=os.cpu_count(), load=[round(x, 2) for x in os.getloadavg()])
     for model in args.models.split(","):

@@ -113,8 +113,9 @@ class BackgroundLoop:
             return
         done, _ = await asyncio.wait({task}, timeout=self._stop_grace)
         if not done:
-            log.warning("background step did not finish in time; cancelling it",
-                        extra={"loop": self.name})
+            log.warning(
+                "background step did not finish in time; cancelling it", extra={"loop": self.name}
+            )
             task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task

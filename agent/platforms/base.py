@@ -507,9 +507,11 @@ class SelectorAdapter:
                 count = int(raw)
         only_you = False
         if self.selectors.alone_texts:
-            found = await self._evaluate(page, _PROBE_JS, [
-                list(self.selectors.alone_texts), [], [], [], list(self.selectors.quoted)
-            ])
+            found = await self._evaluate(
+                page,
+                _PROBE_JS,
+                [list(self.selectors.alone_texts), [], [], [], list(self.selectors.quoted)],
+            )
             only_you = bool(found) and any(found["texts"])
         return Presence(names, count, only_you)
 

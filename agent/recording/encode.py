@@ -132,9 +132,7 @@ def ffmpeg_args(job: EncodeJob, concat_list: Path | None) -> list[str]:
         delay_ms = max(0, round((track.start_time - job.started_at) * 1000))
         graph.append(f"[{index}:a]adelay=delays={delay_ms}:all=1[t{index}]")
         mixed.append(f"[t{index}]")
-    graph.append(
-        f"{''.join(mixed)}amix=inputs={len(mixed)}:duration=first:normalize=0[aout]"
-    )
+    graph.append(f"{''.join(mixed)}amix=inputs={len(mixed)}:duration=first:normalize=0[aout]")
     if video_in is not None:
         scale = "scale=trunc(iw/2)*2:trunc(ih/2)*2,format=yuv420p"
         rate = f",fps={max(job.fps, 1)}" if concat_list is not None else ""
@@ -194,8 +192,12 @@ async def encode(job: EncodeJob) -> float:
     args = ffmpeg_args(job, concat_list)
     log.info(
         "encoding recording",
-        extra={"format": job.fmt.value, "tracks": len(job.tracks), "frames": len(job.frames),
-               "duration_s": round(job.duration_s, 2)},
+        extra={
+            "format": job.fmt.value,
+            "tracks": len(job.tracks),
+            "frames": len(job.frames),
+            "duration_s": round(job.duration_s, 2),
+        },
     )
     await _run(ffmpeg, args)
     return await probe_duration(ffprobe, job.output)

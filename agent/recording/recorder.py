@@ -111,9 +111,7 @@ class MeetingRecorder:
         self._writer = asyncio.create_task(self._write_audio(), name="recording-audio")
         if self._video:
             self._viewer = asyncio.create_task(self._watch(), name="recording-view")
-        log.info(
-            "recording started", extra={"format": self._format.value, "video": self._video}
-        )
+        log.info("recording started", extra={"format": self._format.value, "video": self._video})
 
     def _on_frame(self, frame: AudioFrame) -> None:
         if self._queue.full():

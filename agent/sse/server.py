@@ -30,7 +30,6 @@ from agent.sse.log import EventLog
 log = logging.getLogger(__name__)
 
 
-
 @dataclass(frozen=True, slots=True)
 class StreamAuth:
     """How tokens are checked: the bot they must name and the key that signs them."""

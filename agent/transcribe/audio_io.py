@@ -136,14 +136,25 @@ def read_audio(path: Path) -> npt.NDArray[np.int16]:
     if path.suffix.lower() == ".wav":
         with wave.open(str(path), "rb") as wav:
             if (wav.getnchannels(), wav.getsampwidth(), wav.getframerate()) == (1, 2, SAMPLE_RATE):
-                return np.frombuffer(wav.readframes(wav.getnframes()), dtype="<i2").astype(
-                    np.int16
-                )
+                return np.frombuffer(wav.readframes(wav.getnframes()), dtype="<i2").astype(np.int16)
     ffmpeg = shutil.which("ffmpeg")
     if ffmpeg is None:
         raise FileNotFoundError("ffmpeg is needed to decode " + path.name)
-    cmd = [ffmpeg, "-nostdin", "-v", "error", "-i", str(path), "-f", "s16le", "-ac", "1",
-           "-ar", str(SAMPLE_RATE), "-"]
+    cmd = [
+        ffmpeg,
+        "-nostdin",
+        "-v",
+        "error",
+        "-i",
+        str(path),
+        "-f",
+        "s16le",
+        "-ac",
+        "1",
+        "-ar",
+        str(SAMPLE_RATE),
+        "-",
+    ]
     done = subprocess.run(cmd, capture_output=True, check=False)  # noqa: S603 - fixed argv
     if done.returncode != 0:
         raise RuntimeError(f"ffmpeg could not decode {path.name}: exit {done.returncode}")

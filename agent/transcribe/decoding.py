@@ -365,8 +365,9 @@ class DecodeScheduler:
                 utt.ended.audio,
                 language=language,
                 task=self._task,
-                options=DecodeOptions(beam_size=self._opts.realtime_beam_size,
-                                      without_timestamps=False),
+                options=DecodeOptions(
+                    beam_size=self._opts.realtime_beam_size, without_timestamps=False
+                ),
                 prompt=self._commit.context(utt.track),
             )
             self._metrics.decodes["recheck"] += 1

@@ -353,8 +353,12 @@ class DeferredTranscriber:
         try:
             tracks = await self._recorder.close()
             tracks = [
-                TrackAudio(t.track_id, t.start_time, t.path,
-                           t.speaker or self._track_speakers.get(t.track_id))
+                TrackAudio(
+                    t.track_id,
+                    t.start_time,
+                    t.path,
+                    t.speaker or self._track_speakers.get(t.track_id),
+                )
                 for t in tracks
             ]
             self.result = await asyncio.to_thread(

@@ -163,9 +163,7 @@ def _result(parts: Sequence[Any], info: Any, elapsed: float) -> DecodeResult:
     else:
         stats = DecodeStats(no_speech_prob=1.0, avg_logprob=-10.0, compression_ratio=0.0)
     words = tuple(
-        WordTiming(w.word, float(w.start), float(w.end))
-        for p in parts
-        for w in (p.words or ())
+        WordTiming(w.word, float(w.start), float(w.end)) for p in parts for w in (p.words or ())
     )
     return DecodeResult(
         text=text,

@@ -74,8 +74,14 @@ async def open_transcriber(
         check_model_supports(deferred_model, language, task)
         engine = await load_engine(deferred_model, options)
         return DeferredTranscriber(
-            engine, work_dir, join_time=joined, language=language, task=task, options=options,
-            track_speakers=track_speakers, id_prefix=prefix and f"{prefix}-df",
+            engine,
+            work_dir,
+            join_time=joined,
+            language=language,
+            task=task,
+            options=options,
+            track_speakers=track_speakers,
+            id_prefix=prefix and f"{prefix}-df",
         )
     model, detector = realtime_models_for(options.model, language, task)
     check_model_supports(model, language, task)
@@ -86,8 +92,14 @@ async def open_transcriber(
     multilingual = await load_engine(detector, options) if eager and detector else None
     vad = await asyncio.to_thread(SileroSession) if options.vad == "silero" else None
     realtime = RealtimeTranscriber(
-        engine, join_time=joined, language=language, task=task, options=options,
-        vad_session=vad, track_speakers=track_speakers, id_prefix=prefix and f"{prefix}-rt",
+        engine,
+        join_time=joined,
+        language=language,
+        task=task,
+        options=options,
+        vad_session=vad,
+        track_speakers=track_speakers,
+        id_prefix=prefix and f"{prefix}-rt",
         multilingual=multilingual,
     )
     if detector is not None and multilingual is None:
@@ -104,8 +116,14 @@ async def open_transcriber(
     refining = RefiningTranscriber(
         realtime,
         DeferredTranscriber(
-            deferred_engine, work_dir, join_time=joined, language=language, task=task,
-            options=options, track_speakers=track_speakers, id_prefix=prefix and f"{prefix}-df",
+            deferred_engine,
+            work_dir,
+            join_time=joined,
+            language=language,
+            task=task,
+            options=options,
+            track_speakers=track_speakers,
+            id_prefix=prefix and f"{prefix}-df",
         ),
     )
     realtime.start()

@@ -19,8 +19,15 @@ _ONES = (
 ).split()
 _TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
 _SCALES = ((1_000_000_000, "billion"), (1_000_000, "million"), (1_000, "thousand"))
-_ORDINAL_SUFFIXES = {"one": "first", "two": "second", "three": "third", "five": "fifth",
-                     "eight": "eighth", "nine": "ninth", "twelve": "twelfth"}
+_ORDINAL_SUFFIXES = {
+    "one": "first",
+    "two": "second",
+    "three": "third",
+    "five": "fifth",
+    "eight": "eighth",
+    "nine": "ninth",
+    "twelve": "twelfth",
+}
 _HESITATIONS = frozenset({"um", "uh", "umm", "uhm", "hmm", "mm", "mhm", "er", "erm", "ah", "eh"})
 _NUMBER = re.compile(r"(\d[\d,]*)(?:\.(\d+))?(st|nd|rd|th)?")
 

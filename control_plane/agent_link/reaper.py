@@ -199,4 +199,3 @@ class Reaper:
                     "reaped bot could not be terminated", extra={"bot_id": str(bot_id)}
                 )
         await self._hub.disconnect(bot_id)
-

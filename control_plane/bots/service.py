@@ -416,9 +416,7 @@ class BotService:
             )
             return False
 
-    async def stop_bot(
-        self, auth: AuthContext, bot_id: uuid.UUID
-    ) -> tuple[int, BotRecord]:
+    async def stop_bot(self, auth: AuthContext, bot_id: uuid.UUID) -> tuple[int, BotRecord]:
         """``DELETE /api/v1/bots/{bot_id}``: stop a bot.
 
         Returns:

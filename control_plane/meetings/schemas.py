@@ -31,8 +31,6 @@ class MeetingList(BaseModel):
     meetings: list[MeetingListItem]
 
 
-
-
 class Recording(BaseModel):
     """A recording of the meeting with a presigned URL (valid 1 hour)."""
 

@@ -38,9 +38,7 @@ async def readyz(request: web.Request) -> web.Response:
     return json_response(Health(status="ok"))
 
 
-@routes.get(
-    "/metrics", summary="Prometheus metrics", text_media=("text/plain",), auth=False
-)
+@routes.get("/metrics", summary="Prometheus metrics", text_media=("text/plain",), auth=False)
 async def metrics(request: web.Request) -> web.Response:
     """Prometheus text exposition of this process's registry."""
     body = generate_latest(request.app[METRICS].registry)

@@ -59,31 +59,63 @@ def _parser() -> argparse.ArgumentParser:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--platform", choices=PLATFORMS, default="google_meet",
-                        help="which meeting skin the bot joins (default google_meet)")
-    parser.add_argument("--audio", action="append", type=Path, default=[], metavar="FILE",
-                        help="speak this file (repeatable; speakers take turns; a .txt beside "
-                             "it is its reference text)")
-    parser.add_argument("--speech-dir", type=Path,
-                        help="real-speech folder (default: MEETBOT_SPEECH_DIR, else "
-                             "../shared/data/speech next to the checkout)")
-    parser.add_argument("--scenario-seconds", type=float, metavar="S",
-                        help="keep only as many turns as fit in S seconds of speech "
-                             "(at least one per speaker); default: all (about 37 s)")
-    parser.add_argument("--style", choices=("turns", "polite", "conversation"), default="turns",
-                        help="turns: three people, 1.2 s apart (default); polite/conversation: "
-                             "the corpus conversation of eight people, 1.2 s apart or with "
-                             "natural turn-taking (overlaps, backchannels, a monologue)")
-    parser.add_argument("--keep-running", action="store_true",
-                        help="leave the control plane and the meeting up; print the key and "
-                             "URLs for curl; stop with Ctrl-C")
-    parser.add_argument("--json-summary", type=Path, metavar="FILE",
-                        help="also write the summary as JSON to FILE")
-    parser.add_argument("--data-dir", type=Path,
-                        help="folder for the database and logs (default: a temporary folder, "
-                             "removed after a successful run)")
-    parser.add_argument("--timeout", type=float, metavar="S",
-                        help="give up after S seconds (default: scenario length + 180)")
+    parser.add_argument(
+        "--platform",
+        choices=PLATFORMS,
+        default="google_meet",
+        help="which meeting skin the bot joins (default google_meet)",
+    )
+    parser.add_argument(
+        "--audio",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="FILE",
+        help="speak this file (repeatable; speakers take turns; a .txt beside "
+        "it is its reference text)",
+    )
+    parser.add_argument(
+        "--speech-dir",
+        type=Path,
+        help="real-speech folder (default: MEETBOT_SPEECH_DIR, else "
+        "../shared/data/speech next to the checkout)",
+    )
+    parser.add_argument(
+        "--scenario-seconds",
+        type=float,
+        metavar="S",
+        help="keep only as many turns as fit in S seconds of speech "
+        "(at least one per speaker); default: all (about 37 s)",
+    )
+    parser.add_argument(
+        "--style",
+        choices=("turns", "polite", "conversation"),
+        default="turns",
+        help="turns: three people, 1.2 s apart (default); polite/conversation: "
+        "the corpus conversation of eight people, 1.2 s apart or with "
+        "natural turn-taking (overlaps, backchannels, a monologue)",
+    )
+    parser.add_argument(
+        "--keep-running",
+        action="store_true",
+        help="leave the control plane and the meeting up; print the key and "
+        "URLs for curl; stop with Ctrl-C",
+    )
+    parser.add_argument(
+        "--json-summary", type=Path, metavar="FILE", help="also write the summary as JSON to FILE"
+    )
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        help="folder for the database and logs (default: a temporary folder, "
+        "removed after a successful run)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        metavar="S",
+        help="give up after S seconds (default: scenario length + 180)",
+    )
     return parser
 
 

@@ -200,8 +200,10 @@ def render(summary: DemoSummary, console: Console) -> None:
     figures = Table(show_header=False, box=None)
     figures.add_column(style="bold")
     figures.add_column(overflow="fold")
-    wer = "n/a (no reference text)" if summary.wer is None else (
-        f"{summary.wer:.3f} over {summary.reference_words} reference words"
+    wer = (
+        "n/a (no reference text)"
+        if summary.wer is None
+        else (f"{summary.wer:.3f} over {summary.reference_words} reference words")
     )
     p50, p95 = summary.latency_p50_s, summary.latency_p95_s
     latency = "n/a" if p50 is None or p95 is None else f"p50 {p50:.2f} s, p95 {p95:.2f} s"

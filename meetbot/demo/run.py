@@ -146,9 +146,7 @@ class DemoRun:
         return summary
 
     async def _steps(self, stack: contextlib.AsyncExitStack) -> None:
-        server = TestMeetingServer(
-            self.demo.scenario, port=0, speech_dir=self.options.speech_dir
-        )
+        server = TestMeetingServer(self.demo.scenario, port=0, speech_dir=self.options.speech_dir)
         self.server = server
         stack.push_async_callback(server.stop)
         await stack.enter_async_context(self.receiver)
@@ -210,8 +208,12 @@ class DemoRun:
         self.launched = time.monotonic()
         self.bot = await api.request("POST", "/api/v1/bots", body)
         self.observed.statuses.append(
-            (self.bot["status"], self.bot.get("status_reason"), self.bot["created_at"],
-             self.launched)
+            (
+                self.bot["status"],
+                self.bot.get("status_reason"),
+                self.bot["created_at"],
+                self.launched,
+            )
         )
 
     async def _follow(self, api: ApiClient, session: aiohttp.ClientSession) -> None:
@@ -312,8 +314,12 @@ class DemoRun:
             bot_id=bot_id,
             meeting_id=meeting_id,
             statuses=[
-                StatusChange(status=status, status_reason=reason, at=at,
-                             elapsed_s=round(t - self.launched, 3))
+                StatusChange(
+                    status=status,
+                    status_reason=reason,
+                    at=at,
+                    elapsed_s=round(t - self.launched, 3),
+                )
                 for status, reason, at, t in self.observed.statuses
             ],
             final_status=final_status,

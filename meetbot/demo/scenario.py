@@ -142,9 +142,7 @@ def _turns(source: SpeechSource, audio: list[Path]) -> list[dict[str, str]]:
 
 
 def _scenario(platform: str, timed: list[tuple[float, dict[str, str]]], end_at: float) -> Scenario:
-    participants: list[dict[str, object]] = [
-        {"name": name, "utterances": []} for name in SPEAKERS
-    ]
+    participants: list[dict[str, object]] = [{"name": name, "utterances": []} for name in SPEAKERS]
     for index, (at, turn) in enumerate(timed):
         utterances = participants[index % len(SPEAKERS)]["utterances"]
         assert isinstance(utterances, list)  # noqa: S101 -- built just above; narrows the type

@@ -45,8 +45,7 @@ def find_checkout(start: Path | None = None) -> Path:
         ).is_file():
             return candidate
     raise CheckoutNotFound(
-        "meetbot image build needs a meetbot checkout (with images/ and packer/); "
-        "run it from one"
+        "meetbot image build needs a meetbot checkout (with images/ and packer/); run it from one"
     )
 
 

@@ -17,7 +17,10 @@ def local_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalActio
     settings = ActionSettings()
     path = resolve_local_model(settings.local_model, tmp_path_factory.mktemp("models"))
     detector = LocalActionDetector.open_blocking(
-        path, model_name=settings.local_model, threads=1, context_tokens=2048,
+        path,
+        model_name=settings.local_model,
+        threads=1,
+        context_tokens=2048,
         max_output_tokens=160,
     )
     yield detector

@@ -36,16 +36,41 @@ def test_answer_maps_line_numbers_to_segment_ids_and_drops_the_rest() -> None:
     content = json.dumps(
         {
             "actions": [
-                {"type": "decision", "text": "Ship the beta  on Friday", "owner": None,
-                 "due": "Friday", "lines": [1]},
-                {"type": "action_item", "text": "write release notes", "owner": "Bob",
-                 "due": "thursday", "lines": [2, 2, 7]},
-                {"type": "action_item", "text": "rests on no line of the window", "owner": None,
-                 "due": None, "lines": [0, 9]},
-                {"type": "risk", "text": "not a type we know", "owner": None, "due": None,
-                 "lines": [1]},
-                {"type": "Follow-Up", "text": "sync with legal", "owner": "null", "due": "",
-                 "lines": ["[1]"]},
+                {
+                    "type": "decision",
+                    "text": "Ship the beta  on Friday",
+                    "owner": None,
+                    "due": "Friday",
+                    "lines": [1],
+                },
+                {
+                    "type": "action_item",
+                    "text": "write release notes",
+                    "owner": "Bob",
+                    "due": "thursday",
+                    "lines": [2, 2, 7],
+                },
+                {
+                    "type": "action_item",
+                    "text": "rests on no line of the window",
+                    "owner": None,
+                    "due": None,
+                    "lines": [0, 9],
+                },
+                {
+                    "type": "risk",
+                    "text": "not a type we know",
+                    "owner": None,
+                    "due": None,
+                    "lines": [1],
+                },
+                {
+                    "type": "Follow-Up",
+                    "text": "sync with legal",
+                    "owner": "null",
+                    "due": "",
+                    "lines": ["[1]"],
+                },
                 {"text": "no type at all", "owner": "Dana", "lines": 1},
                 {"type": "question", "text": "a single line number", "lines": 2},
             ]

@@ -111,8 +111,15 @@ async def test_submit_never_blocks_and_one_call_is_in_flight() -> None:
             await asyncio.sleep(0)
         assert time.perf_counter() - started < 0.05  # submit returned at once
         windower.submit(
-            Segment(id="partial", start=0, end=1, absolute_start_time=datetime.now(UTC),
-                    absolute_end_time=datetime.now(UTC), text="I'll wait", completed=False)
+            Segment(
+                id="partial",
+                start=0,
+                end=1,
+                absolute_start_time=datetime.now(UTC),
+                absolute_end_time=datetime.now(UTC),
+                text="I'll wait",
+                completed=False,
+            )
         )
     await reader
     assert detector.max_in_flight == 1

@@ -257,9 +257,7 @@ participants:
                 lambda: _now(any(e.type == "left" and e.name == "Bob" for e in room.timeline())),
                 "Bob to leave",
             )
-            await _until(
-                lambda: _is(_participants(http, cp, bot_id), ["Alice"]), "participants"
-            )
+            await _until(lambda: _is(_participants(http, cp, bot_id), ["Alice"]), "participants")
 
             # The meeting's name is the title the bot read from the page; the list finds it.
             wanted = {"name": f"planning on {platform}"}
@@ -363,29 +361,35 @@ participants:
             await _close(stream)
             async with http.delete(f"{cp.api}/bots/{bot_id}") as r:
                 assert r.status == 202
-            await _until(
-                lambda: _status_is(http, cp, bot_id, {"completed", "failed"}), "the end"
-            )
+            await _until(lambda: _status_is(http, cp, bot_id, {"completed", "failed"}), "the end")
         assert cp.app is not None
         async with cp.app[DB].sessions() as session:
             meeting_row = (
                 await session.execute(select(Meeting.id).where(Meeting.bot_id == uuid.UUID(bot_id)))
             ).scalar_one()
             stored_statuses = (
-                await session.execute(
-                    select(BotStatusChange.to_status)
-                    .where(BotStatusChange.meeting_id == meeting_row)
-                    .order_by(BotStatusChange.id)
-                )
-            ).scalars().all()
-            stored_participants = (
-                await session.execute(
-                    select(AgentFrameReceipt.frame_id).where(
-                        AgentFrameReceipt.meeting_id == meeting_row,
-                        AgentFrameReceipt.frame_type == "participants",
+                (
+                    await session.execute(
+                        select(BotStatusChange.to_status)
+                        .where(BotStatusChange.meeting_id == meeting_row)
+                        .order_by(BotStatusChange.id)
                     )
                 )
-            ).scalars().all()
+                .scalars()
+                .all()
+            )
+            stored_participants = (
+                (
+                    await session.execute(
+                        select(AgentFrameReceipt.frame_id).where(
+                            AgentFrameReceipt.meeting_id == meeting_row,
+                            AgentFrameReceipt.frame_type == "participants",
+                        )
+                    )
+                )
+                .scalars()
+                .all()
+            )
         agent_updates = stream.of("participant_update")
         # Every participant change the agent saw (the SSE replay keeps them all) was stored.
         assert len(stored_participants) == len(agent_updates)

@@ -57,9 +57,15 @@ async def test_python_m_agent_leaves_cleanly_on_sigterm(tmp_path: Path) -> None:
         path = tmp_path / "bot.json"
         path.write_text(config.model_dump_json(), encoding="utf-8")
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "agent", "--config", str(path),
-            cwd=REPO_ROOT, env=_env(server, tmp_path),
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+            sys.executable,
+            "-m",
+            "agent",
+            "--config",
+            str(path),
+            cwd=REPO_ROOT,
+            env=_env(server, tmp_path),
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
         )
         try:
             await peer.wait_for(
@@ -92,12 +98,21 @@ async def test_meetbot_agent_prints_events_and_exits_with_the_outcome(tmp_path: 
         del env["MEETBOT_AGENT_EXTRA_BROWSER_ARGS"]
         args = [f"--browser-arg={arg}" for arg in server.browser_args()]
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "meetbot", "agent",
-            "--platform", "google_meet",
-            "--meeting-url", server.meeting_url("google_meet", "cli-test-abc"),
-            "--name", "Laptop bot", *args,
-            cwd=REPO_ROOT, env=env,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            sys.executable,
+            "-m",
+            "meetbot",
+            "agent",
+            "--platform",
+            "google_meet",
+            "--meeting-url",
+            server.meeting_url("google_meet", "cli-test-abc"),
+            "--name",
+            "Laptop bot",
+            *args,
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
         )
         stdout, stderr = await asyncio.wait_for(process.communicate(), 90)
     assert process.returncode == 0, stderr.decode()[-2000:]
@@ -115,8 +130,14 @@ async def test_a_bad_config_exits_2(tmp_path: Path) -> None:
     path = tmp_path / "bot.json"
     path.write_text('{"platform": "skype"}', encoding="utf-8")
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "agent", "--config", str(path),
-        cwd=REPO_ROOT, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+        sys.executable,
+        "-m",
+        "agent",
+        "--config",
+        str(path),
+        cwd=REPO_ROOT,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
     )
     _, stderr = await asyncio.wait_for(process.communicate(), 60)
     assert process.returncode == 2

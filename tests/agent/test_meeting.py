@@ -382,9 +382,20 @@ async def _centre_pixel(png: bytes) -> tuple[int, int, int]:
     """The centre pixel of a PNG, decoded by ffmpeg (no imaging library in the project)."""
     width, height = png_size(png)
     process = await asyncio.create_subprocess_exec(
-        "ffmpeg", "-loglevel", "error", "-f", "png_pipe", "-i", "-",
-        "-f", "rawvideo", "-pix_fmt", "rgb24", "-",
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        "ffmpeg",
+        "-loglevel",
+        "error",
+        "-f",
+        "png_pipe",
+        "-i",
+        "-",
+        "-f",
+        "rawvideo",
+        "-pix_fmt",
+        "rgb24",
+        "-",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
     )
     raw, _ = await process.communicate(png)
     offset = ((height // 2) * width + width // 2) * 3

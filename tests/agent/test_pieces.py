@@ -112,8 +112,13 @@ async def test_fan_out_sends_finals_to_the_link_and_everything_to_the_stream() -
     await events.segment(Segment(id="s2", text="", completed=True, **base))  # retraction
     await events.artifact(
         ArtifactEvent(
-            kind=ArtifactKind.RECORDING, artifact_id="r1", storage_key="k",
-            content_type="audio/mpeg", size_bytes=3, format="mp3", duration_s=1.5,
+            kind=ArtifactKind.RECORDING,
+            artifact_id="r1",
+            storage_key="k",
+            content_type="audio/mpeg",
+            size_bytes=3,
+            format="mp3",
+            duration_s=1.5,
         )
     )
     assert [type(f).__name__ for f in frames] == ["TranscriptSegmentEvent", "ArtifactEvent"]

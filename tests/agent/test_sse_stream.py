@@ -35,9 +35,11 @@ class Stream:
 @pytest.fixture
 async def stream() -> AsyncIterator[Stream]:
     key = Ed25519PrivateKey.generate()
-    pem = key.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-    ).decode()
+    pem = (
+        key.public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode()
+    )
     bot_id = str(uuid.uuid4())
     log = EventLog()
     app = create_sse_app(log, StreamAuth(bot_id, pem), ping_seconds=0.2)

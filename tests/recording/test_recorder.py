@@ -61,9 +61,7 @@ def _recorder(capture: AudioCapture, tmp_path: Path, fmt: RecordingFormat) -> Me
     return MeetingRecorder(capture, browser, settings, tmp_path / "work")
 
 
-async def test_two_tracks_become_one_mp3_that_says_both_turns(
-    speech: Path, tmp_path: Path
-) -> None:
+async def test_two_tracks_become_one_mp3_that_says_both_turns(speech: Path, tmp_path: Path) -> None:
     capture = AudioCapture()
     recorder = _recorder(capture, tmp_path, RecordingFormat.MP3)
     first, second = _pcm(speech, FIRST), _pcm(speech, SECOND)
@@ -103,8 +101,17 @@ async def test_recording_never_started_records_nothing(tmp_path: Path) -> None:
 
 async def _jpeg(path: Path, colour: str) -> Path:
     process = await asyncio.create_subprocess_exec(
-        "ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", f"color=c={colour}:s=320x180",
-        "-frames:v", "1", str(path),
+        "ffmpeg",
+        "-v",
+        "error",
+        "-y",
+        "-f",
+        "lavfi",
+        "-i",
+        f"color=c={colour}:s=320x180",
+        "-frames:v",
+        "1",
+        str(path),
     )
     assert await process.wait() == 0
     return path

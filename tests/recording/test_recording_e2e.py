@@ -54,9 +54,10 @@ async def _download(
             assert response.status == 200, await response.text()
             record: dict[str, Any] = await response.json()
         assert len(record["recordings"]) == 1, record["recordings"]
-        async with aiohttp.ClientSession() as plain, plain.get(
-            record["recordings"][0]["url"]
-        ) as download:
+        async with (
+            aiohttp.ClientSession() as plain,
+            plain.get(record["recordings"][0]["url"]) as download,
+        ):
             if download.status == 200:
                 data = await download.read()
                 await asyncio.to_thread(target.write_bytes, data)

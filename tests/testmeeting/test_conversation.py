@@ -27,8 +27,10 @@ def test_natural_conversation_has_overlaps_backchannels_and_a_paused_monologue(
         assert over and over[0].speaker != turn.speaker
     monologue = max(floor, key=lambda t: t.voiced_end - t.voiced_start)
     assert 20.0 <= monologue.voiced_end - monologue.voiced_start <= 30.0
-    pauses = [b.voiced_start - a.voiced_end for a, b in
-              zip(monologue.pieces, monologue.pieces[1:], strict=False)]
+    pauses = [
+        b.voiced_start - a.voiced_end
+        for a, b in zip(monologue.pieces, monologue.pieces[1:], strict=False)
+    ]
     assert pauses and all(0.3 - 1e-6 <= p <= 0.4 + 1e-6 for p in pauses)
     assert 55.0 <= talk.duration <= 90.0
     # Per-speaker tracks add up to the mixed one.
@@ -49,14 +51,17 @@ def test_polite_style_leaves_gaps_and_layouts_feed_the_right_tracks(speech: Path
 
 def test_scoring_finds_lost_turns_spanning_finals_and_wrong_names(speech: Path) -> None:
     talk = build_conversation(speech, "polite")
-    perfect = [Final(t.text, t.speaker, t.voiced_start, t.voiced_end, t.voiced_end + 0.5)
-               for t in talk.turns]
+    perfect = [
+        Final(t.text, t.speaker, t.voiced_start, t.voiced_end, t.voiced_end + 0.5)
+        for t in talk.turns
+    ]
     good = score(talk, perfect, "mixed")
     assert good.lost == [] and good.spanning == [] and good.wer == 0.0
     assert good.speaker_accuracy == 1.0 and good.delays == [0.5] * good.turns
     first, second = talk.turns[0], talk.turns[1]
-    glued = Final(f"{first.text} {second.text}", first.speaker, first.voiced_start,
-                  second.voiced_end)
+    glued = Final(
+        f"{first.text} {second.text}", first.speaker, first.voiced_start, second.voiced_end
+    )
     bad = score(talk, [glued], "mixed")
     assert glued in bad.spanning
     assert second in bad.lost

@@ -81,9 +81,7 @@ async def test_mixed_recording_is_split_and_named_by_the_timeline(
     assert all(s.tier == "deferred" and s.completed for s in segments)
     said = {n: " ".join(s.text for s in segments if s.speaker == n) for n in ("Ada", "Bob")}
     assert word_error_rate(reference(speech, "jfk.wav"), said["Ada"]) <= 0.15
-    assert word_error_rate(
-        reference(speech, "ls_testclean_61-70968-0000.wav"), said["Bob"]
-    ) <= 0.2
+    assert word_error_rate(reference(speech, "ls_testclean_61-70968-0000.wav"), said["Bob"]) <= 0.2
 
 
 async def test_deferred_tier_records_then_transcribes_each_track(
@@ -142,8 +140,15 @@ async def test_refine_replaces_realtime_segments(
 def test_replacement_map_matches_time_and_speaker() -> None:
     def seg(seg_id: str, start: float, end: float, speaker: str | None) -> Segment:
         at = datetime(2026, 1, 1, tzinfo=UTC)
-        return Segment(id=seg_id, start=start, end=end, absolute_start_time=at,
-                       absolute_end_time=at, text="x", speaker=speaker)
+        return Segment(
+            id=seg_id,
+            start=start,
+            end=end,
+            absolute_start_time=at,
+            absolute_end_time=at,
+            text="x",
+            speaker=speaker,
+        )
 
     realtime = [seg("r1", 0, 2, "A"), seg("r2", 2.5, 4, "B"), seg("r3", 9, 10, "A")]
     deferred = [seg("d1", 0.1, 3.9, "A"), seg("d2", 2.4, 4.1, "B")]

@@ -33,8 +33,13 @@ async def test_no_language_detects_each_speaker_and_keeps_english_on_the_fast_mo
 ) -> None:
     spanish = np.concatenate([load_wav(speech, SPANISH), quiet(1.0)])
     english = np.concatenate(
-        [quiet(2.0), load_wav(speech, "jfk.wav"), quiet(0.6), load_wav(speech, "LJ001-0004.wav"),
-         quiet(1.0)]
+        [
+            quiet(2.0),
+            load_wav(speech, "jfk.wav"),
+            quiet(0.6),
+            load_wav(speech, "LJ001-0004.wav"),
+            quiet(1.0),
+        ]
     )
     stream = interleave(
         frames(spanish, "track-es", JOIN, "Lucía"), frames(english, "track-en", JOIN, "John")
@@ -67,19 +72,25 @@ async def test_a_spanish_speaker_joining_an_english_meeting_is_detected(
     """Once two speakers spoke English, a new speaker is tried on tiny.en first; its unsure
     result sends them to base, which detects Spanish."""
     john = np.concatenate([load_wav(speech, "jfk.wav"), quiet(30.0)])
-    mary = np.concatenate([quiet(12.0), load_wav(speech, "ls_testclean_1995-1837-0001.wav"),
-                           quiet(20.0)])
+    mary = np.concatenate(
+        [quiet(12.0), load_wav(speech, "ls_testclean_1995-1837-0001.wav"), quiet(20.0)]
+    )
     lucia = np.concatenate([quiet(23.0), load_wav(speech, SPANISH), quiet(1.0)])
     stream = interleave(
-        frames(john, "a", JOIN, "John"), frames(mary, "b", JOIN, "Mary"),
+        frames(john, "a", JOIN, "John"),
+        frames(mary, "b", JOIN, "Mary"),
         frames(lucia, "c", JOIN, "Lucía"),
     )
     transcriber = RealtimeTranscriber(
-        tiny_engine, join_time=JOIN, options=TranscribeOptions(partials=False),
-        vad_session=silero, multilingual=base_engine,
+        tiny_engine,
+        join_time=JOIN,
+        options=TranscribeOptions(partials=False),
+        vad_session=silero,
+        multilingual=base_engine,
     )
     got = finals(await replay(transcriber, stream))
-    languages = {name: {s.language for s in got if s.speaker == name}
-                 for name in ("John", "Mary", "Lucía")}
+    languages = {
+        name: {s.language for s in got if s.speaker == name} for name in ("John", "Mary", "Lucía")
+    }
     assert languages == {"John": {"en"}, "Mary": {"en"}, "Lucía": {"es"}}, got
     assert transcriber.metrics.decodes["detect"] >= 1

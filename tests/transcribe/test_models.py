@@ -17,7 +17,11 @@ def test_base_is_joined_verified_and_reused(models_dir: Path) -> None:
     path = base_model_dir(models_dir)
     assert (path / "model.bin").stat().st_size == BASE_MODEL_SIZE
     assert {p.name for p in path.iterdir()} >= {
-        "model.bin", "config.json", "tokenizer.json", "vocabulary.txt", "model.bin.sha256",
+        "model.bin",
+        "config.json",
+        "tokenizer.json",
+        "vocabulary.txt",
+        "model.bin.sha256",
     }
     mtime = (path / "model.bin").stat().st_mtime_ns
     assert base_model_dir(models_dir) == path

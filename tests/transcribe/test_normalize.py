@@ -12,14 +12,22 @@ pytestmark = pytest.mark.unit
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("STUFF IT INTO YOU, his belly counselled him!",
-         "stuff it into you his belly counselled him"),
-        ('the "forty-two line Bible" of about fourteen fifty-five,',
-         "the forty two line bible of about fourteen fifty five"),
-        ("the 42-line Bible of about 1455",
-         "the forty two line bible of about fourteen fifty five"),
-        ("in 2024 we paid 1,200 dollars",
-         "in twenty twenty four we paid one thousand two hundred dollars"),
+        (
+            "STUFF IT INTO YOU, his belly counselled him!",
+            "stuff it into you his belly counselled him",
+        ),
+        (
+            'the "forty-two line Bible" of about fourteen fifty-five,',
+            "the forty two line bible of about fourteen fifty five",
+        ),
+        (
+            "the 42-line Bible of about 1455",
+            "the forty two line bible of about fourteen fifty five",
+        ),
+        (
+            "in 2024 we paid 1,200 dollars",
+            "in twenty twenty four we paid one thousand two hundred dollars",
+        ),
         ("by 2005", "by two thousand five"),
         ("the 21st of May, 3.5%", "the twenty first of may three point five percent"),
         ("um I don't know uh", "i dont know"),

@@ -146,6 +146,7 @@ async def test_mixed_track_segments_are_named_by_active_speaker(
         parts += [pcm, silence(0.8)]
         cursor = end + 0.8
     mixed = frames(np.concatenate(parts), "mix", JOIN)
+
     def when(item: AudioFrame | SpeakerActivity) -> float:
         return item.start_time if isinstance(item, AudioFrame) else item.at
 
@@ -163,8 +164,9 @@ async def test_overlapping_tracks_are_not_glued(
     speech: Path, tiny_engine: WhisperEngine, silero: SileroSession
 ) -> None:
     ada = np.concatenate([load_wav(speech, "jfk.wav"), silence(1.0)])
-    bob = np.concatenate([silence(3.0), load_wav(speech, "fw_stereo_diarization_ch1.wav"),
-                          silence(1.0)])
+    bob = np.concatenate(
+        [silence(3.0), load_wav(speech, "fw_stereo_diarization_ch1.wav"), silence(1.0)]
+    )
     stream = interleave(frames(ada, "track-a", JOIN, "Ada"), frames(bob, "track-b", JOIN, "Bob"))
     got = finals(await replay(_transcriber(tiny_engine, silero), stream))
     by_speaker = {
@@ -172,9 +174,10 @@ async def test_overlapping_tracks_are_not_glued(
     }
     assert {s.speaker for s in got} == {"Ada", "Bob"}
     assert word_error_rate(reference(speech, "jfk.wav"), by_speaker["Ada"]) <= 0.15
-    assert word_error_rate(
-        reference(speech, "fw_stereo_diarization_ch1.wav"), by_speaker["Bob"]
-    ) <= 0.25
+    assert (
+        word_error_rate(reference(speech, "fw_stereo_diarization_ch1.wav"), by_speaker["Bob"])
+        <= 0.25
+    )
 
 
 async def test_silence_and_noise_yield_no_segments(
@@ -213,13 +216,35 @@ async def test_translate_gives_english(
 ) -> None:
     pcm = np.concatenate([load_wav(speech, clip)[: int(seconds * 16_000)], silence(1.0)])
     transcriber = RealtimeTranscriber(
-        base_engine, join_time=JOIN, task=Task.TRANSLATE, options=NO_PARTIALS,
+        base_engine,
+        join_time=JOIN,
+        task=Task.TRANSLATE,
+        options=NO_PARTIALS,
         vad_session=silero,
     )
     got = finals(await replay(transcriber, frames(pcm, "t", JOIN)))
     words = " ".join(s.text for s in got).lower().split()
-    english = {"the", "and", "of", "to", "a", "in", "that", "was", "his", "he", "with",
-               "which", "by", "it", "her", "she", "is", "from", "new"}
+    english = {
+        "the",
+        "and",
+        "of",
+        "to",
+        "a",
+        "in",
+        "that",
+        "was",
+        "his",
+        "he",
+        "with",
+        "which",
+        "by",
+        "it",
+        "her",
+        "she",
+        "is",
+        "from",
+        "new",
+    }
     assert len(words) >= 5
     assert sum(w.strip(".,;:!?") in english for w in words) / len(words) >= 0.15, words
     assert all(s.language == source for s in got)
@@ -231,8 +256,10 @@ async def test_a_gap_in_frames_ends_the_utterance_and_keeps_the_clock(
     jfk = load_wav(speech, "jfk.wav")
     head, tail = jfk[: int(2.4 * 16_000)], jfk[int(3.0 * 16_000) :]
     # The track sends nothing for 5 s (muted), then speaks again.
-    stream = [*frames(head, "t", JOIN), *frames(np.concatenate([tail, silence(1.0)]), "t",
-                                                JOIN + 7.4)]
+    stream = [
+        *frames(head, "t", JOIN),
+        *frames(np.concatenate([tail, silence(1.0)]), "t", JOIN + 7.4),
+    ]
     got = finals(await replay(_transcriber(tiny_engine, silero), stream))
     assert len(got) >= 2
     first, rest = got[0], got[1:]

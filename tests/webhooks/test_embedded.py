@@ -573,7 +573,9 @@ async def test_event_emitted_in_a_rolled_back_transaction_is_neither_stored_nor_
                 meeting.workspace_id,
                 EventType.TRANSCRIPTION_READY,
                 TranscriptionReady(
-                    bot_id=str(meeting.bot_id), meeting_id=meeting.id, tier="realtime",
+                    bot_id=str(meeting.bot_id),
+                    meeting_id=meeting.id,
+                    tier="realtime",
                     segment_count=1,
                 ),
             )
