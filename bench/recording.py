@@ -53,8 +53,8 @@ def _track(path: Path, clip: np.ndarray, seconds: float, offset_s: float) -> Non
 def _views(folder: Path, seconds: float, every: float) -> tuple[ViewFrame, ...]:
     colours = ("navy", "darkgreen")
     for index, colour in enumerate(colours):
-        subprocess.run(  # noqa: S603, S607 - fixed argv, ffmpeg from PATH
-            [
+        subprocess.run(  # noqa: S603 - fixed argv
+            [  # noqa: S607 - ffmpeg from PATH
                 "ffmpeg",
                 "-v",
                 "error",
