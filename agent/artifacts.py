@@ -22,6 +22,7 @@ import struct
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import aiohttp
 from pydantic import ValidationError
@@ -152,10 +153,13 @@ class ArtifactUploader:
         headers["Content-Length"] = str(size)
         # Generous: a long meeting's recording over a slow uplink.
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=300)
+        # The file is closed here, not by the chunk generator: a target that answers before
+        # reading everything (413, a dropped connection) leaves the generator unfinished.
+        handle = await asyncio.to_thread(path.open, "rb")
         try:
             async with aiohttp.ClientSession(timeout=timeout) as session:
                 async with session.request(
-                    slot.method, slot.url, data=self._chunks(path), headers=headers
+                    slot.method, slot.url, data=self._chunks(handle), headers=headers
                 ) as resp:
                     if resp.status >= 300:
                         raise CommandError(
@@ -164,16 +168,14 @@ class ArtifactUploader:
                         )
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise CommandError(CommandErrorCode.UPLOAD_FAILED, "artifact upload failed") from exc
+        finally:
+            await asyncio.to_thread(handle.close)
         return StoredArtifact(storage_key=slot.storage_key)
 
     @staticmethod
-    async def _chunks(path: Path, size: int = 256 * 1024) -> AsyncIterator[bytes]:
-        handle = await asyncio.to_thread(path.open, "rb")
-        try:
-            while chunk := await asyncio.to_thread(handle.read, size):
-                yield chunk
-        finally:
-            await asyncio.to_thread(handle.close)
+    async def _chunks(handle: BinaryIO, size: int = 256 * 1024) -> AsyncIterator[bytes]:
+        while chunk := await asyncio.to_thread(handle.read, size):
+            yield chunk
 
     @staticmethod
     def _move(source: Path, target: Path) -> None:

@@ -7,6 +7,7 @@ are told which models to use and whether to refine after the meeting.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -51,7 +52,9 @@ async def test_options_a_model_can_serve_are_accepted(
 
 
 async def test_patch_is_checked_like_creation(client: Client, owner: Caller) -> None:
-    bot = await launch(client, owner, **MEET)
+    # A scheduled bot: its PATCH is stored (a launched one's would need its agent, docs/api.md 2.3).
+    later = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
+    bot = await launch(client, owner, **MEET, scheduled_at=later)
     response = await client.patch(
         f"/api/v1/bots/{bot['bot_id']}", json={"language": "fr"}, headers=owner.headers
     )
