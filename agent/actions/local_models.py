@@ -11,8 +11,6 @@ A ``local_model`` that is not a name here is taken as a path to a GGUF file.
 
 from __future__ import annotations
 
-import hashlib
-import importlib.resources
 import logging
 import os
 import tempfile
@@ -20,10 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.actions.errors import DetectorError
+from agent.packaged import PackageFileMissing, join_parts, package_file
 
 log = logging.getLogger(__name__)
-
-_CHUNK = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,13 +62,9 @@ class ModelUnavailable(DetectorError):
 
 def _package_file(package: str, relative: str) -> Path:
     try:
-        root = importlib.resources.files(package)
-    except ModuleNotFoundError as exc:
-        raise ModelUnavailable(f"model package {package!r} is not installed") from exc
-    path = Path(str(root.joinpath(relative)))
-    if not path.is_file():
-        raise ModelUnavailable(f"model package {package!r} lacks {relative}")
-    return path
+        return package_file(package, relative)
+    except PackageFileMissing as exc:
+        raise ModelUnavailable(str(exc)) from exc
 
 
 def _stamp(path: Path) -> str:
@@ -85,20 +78,11 @@ def _join(model: PackagedModel, target: Path) -> None:
     fd, staging_name = tempfile.mkstemp(prefix=f".{model.name}-", dir=target.parent)
     staging = Path(staging_name)
     try:
-        digest = hashlib.sha256()
-        size = 0
         with os.fdopen(fd, "wb") as out:
-            for part in parts:
-                with part.open("rb") as src:
-                    while chunk := src.read(_CHUNK):
-                        digest.update(chunk)
-                        size += len(chunk)
-                        out.write(chunk)
-            out.flush()
-            os.fsync(out.fileno())
-        if size != model.size or digest.hexdigest() != model.sha256:
+            size, sha256 = join_parts(parts, out)
+        if size != model.size or sha256 != model.sha256:
             raise ModelUnavailable(
-                f"joined {model.name} is {size} B with sha256 {digest.hexdigest()}, expected "
+                f"joined {model.name} is {size} B with sha256 {sha256}, expected "
                 f"{model.size} B with sha256 {model.sha256}"
             )
         staging.rename(target)

@@ -13,10 +13,7 @@ costs no whisper import.
 
 from __future__ import annotations
 
-import hashlib
-import importlib.resources
 import logging
-import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -24,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent.contracts.whisper_models import MODEL_REGISTRY
+from agent.packaged import PackageFileMissing, join_parts, package_file
 from agent.transcribe.errors import ModelIntegrityError, ModelUnavailable
 
 if TYPE_CHECKING:
@@ -40,7 +38,6 @@ _BASE_PARTS = (
 )
 _BASE_SIDE_FILES = ("config.json", "tokenizer.json", "vocabulary.txt")
 _STAMP = "model.bin.sha256"
-_CHUNK = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,13 +55,9 @@ class ResolvedModel:
 
 def _package_file(package: str, relative: str) -> Path:
     try:
-        root = importlib.resources.files(package)
-    except ModuleNotFoundError as exc:
-        raise ModelUnavailable(f"model package {package!r} is not installed") from exc
-    path = Path(str(root.joinpath(relative)))
-    if not path.is_file():
-        raise ModelUnavailable(f"model package {package!r} lacks {relative}")
-    return path
+        return package_file(package, relative)
+    except PackageFileMissing as exc:
+        raise ModelUnavailable(str(exc)) from exc
 
 
 def _tiny_en_dir() -> Path:
@@ -95,20 +88,11 @@ def _join_base(target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".base-", dir=target.parent))
     try:
-        digest = hashlib.sha256()
-        size = 0
         with (staging / "model.bin").open("wb") as out:
-            for part in parts:
-                with part.open("rb") as src:
-                    while chunk := src.read(_CHUNK):
-                        digest.update(chunk)
-                        size += len(chunk)
-                        out.write(chunk)
-            out.flush()
-            os.fsync(out.fileno())
-        if size != BASE_MODEL_SIZE or digest.hexdigest() != BASE_MODEL_SHA256:
+            size, sha256 = join_parts(parts, out)
+        if size != BASE_MODEL_SIZE or sha256 != BASE_MODEL_SHA256:
             raise ModelIntegrityError(
-                f"joined base model is {size} B with sha256 {digest.hexdigest()}, expected "
+                f"joined base model is {size} B with sha256 {sha256}, expected "
                 f"{BASE_MODEL_SIZE} B with sha256 {BASE_MODEL_SHA256}"
             )
         for side in sides:
