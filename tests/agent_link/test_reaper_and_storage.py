@@ -112,7 +112,7 @@ async def test_silence_counts_from_the_control_planes_start(
 
 
 async def test_the_running_app_reaps_an_agent_that_stops_heartbeating(
-    aiohttp_client: AiohttpClient, settings: Settings, owner: Caller, launch_bot: LaunchBot
+    settings: Settings, owner: Caller, launch_bot: LaunchBot, aiohttp_client: AiohttpClient
 ) -> None:
     bot = await launch_bot(BotStatus.ACTIVE)
     fast = create_app(

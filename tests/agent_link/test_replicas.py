@@ -23,7 +23,7 @@ pytestmark = pytest.mark.api
 
 @pytest.fixture
 async def other_replica(
-    aiohttp_client: AiohttpClient, settings: Settings, client: Client
+    settings: Settings, client: Client, aiohttp_client: AiohttpClient
 ) -> Client:
     if not settings.effective_database_url.startswith("postgresql"):
         pytest.skip("SQLite deployments are one process: there is no second replica")

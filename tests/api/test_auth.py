@@ -71,7 +71,7 @@ async def test_last_used_at_is_written_at_most_once_a_minute(client: Client, own
     assert latest is not None and latest >= first
 
 
-async def test_token_bucket_per_key(aiohttp_client: AiohttpClient, settings: Settings) -> None:
+async def test_token_bucket_per_key(settings: Settings, aiohttp_client: AiohttpClient) -> None:
     strict = settings.model_copy(update={"rate_limit_burst": 3, "rate_limit_per_second": 0.5})
     client = await aiohttp_client(create_app(strict, launcher=MemoryLauncher()))
     tenants = Tenants(client.app[DB])

@@ -125,7 +125,7 @@ async def test_concurrent_loops_launch_each_due_bot_exactly_once(database_url: s
 
 
 async def test_due_bots_launch_once_across_a_restart(
-    aiohttp_client: AiohttpClient, settings: Settings, owner_factory: OwnerFactory
+    settings: Settings, owner_factory: OwnerFactory, aiohttp_client: AiohttpClient
 ) -> None:
     first_launcher, second_launcher = MemoryLauncher(), MemoryLauncher()
     first = await aiohttp_client(create_app(settings, launcher=first_launcher))
@@ -169,7 +169,7 @@ async def schedule_at(
 
 
 async def test_failed_and_abandoned_launches_fail_the_bot(
-    aiohttp_client: AiohttpClient, settings: Settings, owner_factory: OwnerFactory
+    settings: Settings, owner_factory: OwnerFactory, aiohttp_client: AiohttpClient
 ) -> None:
     launcher = MemoryLauncher(capacity=1)
     client = await aiohttp_client(create_app(settings, launcher=launcher))

@@ -156,7 +156,7 @@ async def test_zoom_refusals_and_outages(client: Client, owner: Caller, zoom: Fa
 
 
 async def test_not_configured_is_503(
-    aiohttp_client: AiohttpClient, settings: Settings, launcher: MemoryLauncher
+    settings: Settings, launcher: MemoryLauncher, aiohttp_client: AiohttpClient
 ) -> None:
     bare = settings.model_copy(update={"zoom_client_id": "", "zoom_client_secret": ""})
     client = await aiohttp_client(create_app(bare, launcher=launcher))

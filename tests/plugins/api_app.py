@@ -141,9 +141,13 @@ def app(settings: Settings, launcher: MemoryLauncher) -> web.Application:
 
 @pytest.fixture
 async def client(
-    aiohttp_client: AiohttpClient, app: web.Application
+    app: web.Application, aiohttp_client: AiohttpClient
 ) -> TestClient[web.Request, web.Application]:
-    """An HTTP client of the started app."""
+    """An HTTP client of the started app.
+
+    ``app`` comes first so that its database is set up before ``aiohttp_client`` and torn down
+    after it: the app's background loops stop before the test's PostgreSQL database is dropped.
+    """
     return await aiohttp_client(app)
 
 

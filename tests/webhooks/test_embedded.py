@@ -175,7 +175,7 @@ async def test_endpoint_crud_and_validation(
 
 
 async def test_default_policy_refuses_http_and_loopback_urls(
-    aiohttp_client: AiohttpClient, database_url: str, tmp_path: Any, tenants: Tenants
+    database_url: str, tmp_path: Any, tenants: Tenants, aiohttp_client: AiohttpClient
 ) -> None:
     strict = create_app(
         Settings(database_url=database_url, data_dir=tmp_path / "strict", launcher="memory"),
@@ -281,11 +281,11 @@ async def test_failed_attempt_is_retried_with_the_same_webhook_id_and_logged(
 
 
 async def test_restart_between_state_change_and_delivery_delivers_each_event_once(
-    aiohttp_client: AiohttpClient,
     client: Client,
     settings: Settings,
     owner: Caller,
     receiver: Receiver,
+    aiohttp_client: AiohttpClient,
 ) -> None:
     await create_endpoint(client, owner, url=receiver.url("/restart"))
     await client.close()  # the control plane goes down; its worker is cancelled
@@ -429,7 +429,7 @@ async def test_delivery_does_not_follow_redirects(
 
 
 async def test_guard_refuses_a_stored_loopback_target_at_delivery_time(
-    aiohttp_client: AiohttpClient, settings: Settings, receiver: Receiver
+    settings: Settings, receiver: Receiver, aiohttp_client: AiohttpClient
 ) -> None:
     """An endpoint saved while private targets were allowed (or whose name now resolves
     inward) is refused when delivering under the default policy: the guard runs per attempt."""

@@ -167,7 +167,7 @@ async def test_svix_errors_map_to_422_404_and_502(
 
 
 async def test_svix_without_a_key_answers_503(
-    aiohttp_client: AiohttpClient, settings: Settings
+    settings: Settings, aiohttp_client: AiohttpClient
 ) -> None:
     keyless = create_app(
         settings.model_copy(update={"svix_api_key": ""}), launcher=MemoryLauncher()
