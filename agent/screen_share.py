@@ -111,6 +111,11 @@ class ScreenShare:
         self._shared_page: SharedPage | None = None
         self.active = False
 
+    @property
+    def shared_page(self) -> SharedPage | None:
+        """The page being shared, while a page share runs."""
+        return self._shared_page
+
     async def start(self, command: ScreenShareCommand) -> dict[str, Any]:
         """Show the command's source on the screen stream and press the share control.
 

@@ -591,20 +591,24 @@ class SelectorAdapter:
 
         Raises:
             CapabilityNotSupported: The platform table has no share control.
-            BrowserError: Neither control is visible, or the page did not switch within 5 s.
+            BrowserError: Neither control is visible, or the page did not switch after three
+                clicks (2 s apart).
         """
         s = self.selectors
         if not (s.share_start and s.share_stop):
             raise CapabilityNotSupported(self.platform.value, "screen share")
         wanted, done = (s.share_start, s.share_stop) if on else (s.share_stop, s.share_start)
-        if await self.visible(page, done):
-            return
-        if not await self.click_if_visible(page, wanted):
-            raise BrowserError("share control not found")
-        try:
-            await self.locate(page, done).wait_for(state="visible", timeout=5_000)
-        except PlaywrightError as exc:
-            raise BrowserError("the page did not switch its share control") from exc
+        # A click while the page re-renders its toolbar (just after joining) can be lost, so
+        # the control is clicked again while the page has not switched.
+        for _ in range(3):
+            if await self.visible(page, done):
+                return
+            if not await self.click_if_visible(page, wanted) and not await self.visible(page, done):
+                raise BrowserError("share control not found")
+            with contextlib.suppress(PlaywrightError):
+                await self.locate(page, done).wait_for(state="visible", timeout=2_000)
+        if not await self.visible(page, done):
+            raise BrowserError("the page did not switch its share control")
 
     async def leave(self, page: Page) -> None:
         """Click leave, confirm when the platform asks, then leave the page."""
