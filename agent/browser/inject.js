@@ -186,9 +186,10 @@
   }
 
   // Camera and screen are 1280x720 canvases captured at 30 fps: Attendee's bot found Meet
-  // "complains" below 30 fps and Teams needs a wide canvas (1280x640 there); Teams documents
-  // 16:9 at 1280 wide or more for shared content (peers-2026-11.md, issue 14). A canvas
-  // capture stream only yields a frame when the canvas is drawn, so each is redrawn at 30 fps.
+  // "complains" below 30 fps and Teams needs a wide canvas (1280x640 there; peers-2026-11.md);
+  // issue 14 gives Teams' need as 16:9 at 1280 wide or more. With a frame rate, a capture
+  // stream takes frames only as the canvas is drawn (MDN HTMLCanvasElement.captureStream;
+  // measured: no redraw, no frames), so each canvas is redrawn at 30 fps.
   const VIDEO_W = 1280;
   const VIDEO_H = 720;
   const VIDEO_FPS = 30;
