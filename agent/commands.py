@@ -17,9 +17,10 @@ The link protocol is docs/architecture.md §5.
   ``default_avatar_url`` or the service logo): result ``{}``; ``avatar_unavailable`` when the
   image is refused by the SSRF rules, cannot be fetched, is over 5 MiB or does not decode (the
   camera keeps its previous image).
-- ``screen_share`` (``image_url`` or ``url``; see ``agent/screen_share.py``): result
-  ``{source, width, height}``; ``screen_source_unavailable`` for a source that cannot be used;
-  ``video_url``: ``capability_not_supported``. ``stop_screen_share``: result ``{was_sharing}``.
+- ``screen_share`` (``image_url``, ``url`` or ``video_url``; see ``agent/screen_share.py``):
+  result ``{source, width, height}`` (a video adds ``audio``, ``duration``);
+  ``screen_source_unavailable`` for a source that cannot be used. ``stop_screen_share``: result
+  ``{was_sharing}``.
 - ``update_settings`` (``changes``): all or nothing, see ``agent/live_settings.py``; result
   ``{settings}``; error ``setting_not_live`` with the ``field`` that cannot change now.
 - ``speak``, ``stop_speaking``: error ``capability_not_supported`` (speech output is a later

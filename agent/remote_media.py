@@ -24,6 +24,8 @@ from agent.settings import AgentSettings
 
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
 """Largest image accepted (docs/api.md 2.10: avatar image up to 5 MiB)."""
+MAX_VIDEO_BYTES = 50 * 1024 * 1024
+"""Largest screen-share video accepted (docs/api.md 2.10)."""
 
 
 def fetch_policy(settings: AgentSettings) -> TargetPolicy:
@@ -54,6 +56,19 @@ async def image_data_url(
     if url.startswith("data:image/"):
         _check_data_url(url, code, field)
         return url
+    kind, body = await fetch_media(url, policy, code, field, "image/", MAX_IMAGE_BYTES)
+    return f"data:{kind};base64,{base64.b64encode(body).decode()}"
+
+
+async def fetch_media(
+    url: str, policy: TargetPolicy, code: CommandErrorCode, field: str, kind: str, limit: int
+) -> tuple[str, bytes]:
+    """GET ``url`` under ``policy``: ``(content type, body)`` of a ``kind`` (``image/``) answer.
+
+    Raises:
+        CommandError: ``code`` when the URL is refused, cannot be fetched, does not answer 200
+            with a content type starting with ``kind``, is empty or larger than ``limit`` bytes.
+    """
     try:
         check_url(url, policy)
     except TargetRefused as exc:
@@ -63,27 +78,27 @@ async def image_data_url(
             client_session(policy) as session,
             session.get(url, allow_redirects=False) as resp,
         ):
-            kind = resp.headers.get("Content-Type", "").split(";")[0].strip().lower()
+            got = resp.headers.get("Content-Type", "").split(";")[0].strip().lower()
             if resp.status != 200:
                 raise CommandError(code, f"{field} answered HTTP {resp.status}", field=field)
-            if not kind.startswith("image/"):
-                raise CommandError(code, f"{field} is not an image ({kind or 'no type'})", field)
-            if (resp.content_length or 0) > MAX_IMAGE_BYTES:
-                raise CommandError(code, f"{field} is larger than 5 MiB", field=field)
+            if not got.startswith(kind):
+                raise CommandError(code, f"{field} is not {kind}* ({got or 'no type'})", field)
+            if (resp.content_length or 0) > limit:
+                raise CommandError(code, f"{field} is larger than {limit // 2**20} MiB", field)
             body = bytearray()
             async for chunk in resp.content.iter_chunked(64 * 1024):
                 body += chunk
-                if len(body) > MAX_IMAGE_BYTES:
+                if len(body) > limit:
                     break
     except TargetRefused as exc:
         raise CommandError(code, f"{field} is not allowed: {exc}", field=field) from exc
     except (aiohttp.ClientError, OSError, TimeoutError) as exc:
         raise CommandError(code, f"{field} could not be fetched", field=field) from exc
-    if len(body) > MAX_IMAGE_BYTES:
-        raise CommandError(code, f"{field} is larger than 5 MiB", field=field)
+    if len(body) > limit:
+        raise CommandError(code, f"{field} is larger than {limit // 2**20} MiB", field)
     if not body:
         raise CommandError(code, f"{field} is empty", field=field)
-    return f"data:{kind};base64,{base64.b64encode(body).decode()}"
+    return got, bytes(body)
 
 
 def _check_data_url(url: str, code: CommandErrorCode, field: str) -> None:

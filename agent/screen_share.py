@@ -10,7 +10,10 @@ feeds it and drives the platform's share control:
   (``Page.startScreencast``, JPEG) and are drawn into the shared stream as they arrive. Every
   request that page makes is checked against the same SSRF rules (addresses resolved at check
   time; the browser resolves again, so a name that changes its answer in between is not caught);
-- ``video_url``: not built (``capability_not_supported``).
+- ``video_url``: fetched under the same rules (at most 50 MiB, ``video/*``) and served to the
+  meeting page from its own origin (a Playwright route, so the canvas stays readable); the page
+  plays it once, draws every frame and feeds its sound into the bot's microphone graph
+  (``feedMic`` in ``inject.js``), which the platform hears while the microphone is unmuted.
 
 While a share is active the camera shows the shared content too; :meth:`ScreenShare.stop`
 clicks the share control's stop, empties the stream and so restores the camera's image.
@@ -21,7 +24,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import uuid
 from typing import Any
+from urllib.parse import urlsplit
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page, Route
@@ -29,9 +34,9 @@ from playwright.async_api import Page, Route
 from agent.browser.session import BrowserSession
 from agent.contracts.link import CommandErrorCode, ScreenShareCommand
 from agent.contracts.ssrf import TargetPolicy, TargetRefused, check_url, resolve_checked
-from agent.errors import CapabilityNotSupported, CommandError
+from agent.errors import CommandError
 from agent.platforms.base import PlatformAdapter
-from agent.remote_media import image_data_url
+from agent.remote_media import MAX_VIDEO_BYTES, fetch_media, image_data_url
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +114,7 @@ class ScreenShare:
         self._adapter = adapter
         self._policy = policy
         self._shared_page: SharedPage | None = None
+        self._video_route: str | None = None
         self.active = False
 
     @property
@@ -122,17 +128,20 @@ class ScreenShare:
         A share already running is replaced (its page closed) without stopping the share.
 
         Returns:
-            ``{"source": "image" | "page", "width": 1280, "height": 720}``.
+            ``{"source": "image" | "page" | "video", "width": 1280, "height": 720}``, and for a
+            video ``audio`` (its sound goes into the microphone graph) and ``duration`` (s).
 
         Raises:
-            CapabilityNotSupported: ``video_url`` (not built), or no share control.
+            CapabilityNotSupported: The platform has no share control.
             CommandError: ``screen_source_unavailable`` for a source that is refused, cannot be
                 fetched or loaded, or does not decode.
             BrowserError: The share control did not respond.
         """
+        extra: dict[str, Any] = {}
         if command.video_url:
-            raise CapabilityNotSupported(self._adapter.platform.value, "screen share of a video")
-        if command.image_url:
+            extra = await self._play_video(command.video_url)
+            source = "video"
+        elif command.image_url:
             data_url = await image_data_url(command.image_url, self._policy, _SOURCE)
             await self._close_page()
             if not await self._browser.set_screen_image(data_url):
@@ -140,6 +149,7 @@ class ScreenShare:
             source = "image"
         else:
             page = await self._open_page(command.url or "")
+            await self._close_video()
             await self._close_page()
             self._shared_page = page
             await page.start()
@@ -151,7 +161,7 @@ class ScreenShare:
             raise
         self.active = True
         log.info("screen share started", extra={"source": source})
-        return {"source": source, "width": SHARE_WIDTH, "height": SHARE_HEIGHT}
+        return {"source": source, "width": SHARE_WIDTH, "height": SHARE_HEIGHT, **extra}
 
     async def stop(self) -> dict[str, Any]:
         """Press the share control's stop and give the camera its own image back.
@@ -178,6 +188,7 @@ class ScreenShare:
     async def _clear(self) -> None:
         self.active = False
         await self._close_page()
+        await self._close_video()
         with contextlib.suppress(PlaywrightError):
             await self._browser.clear_screen()
 
@@ -185,6 +196,34 @@ class ScreenShare:
         page, self._shared_page = self._shared_page, None
         if page is not None:
             await page.close()
+
+    async def _play_video(self, url: str) -> dict[str, Any]:
+        """Fetch the video, serve it on the meeting page's origin and play it on the stream."""
+        kind, body = await fetch_media(
+            url, self._policy, _SOURCE, "video_url", "video/", MAX_VIDEO_BYTES
+        )
+        page = self._browser.page
+        origin = urlsplit(page.url)
+        served = f"{origin.scheme}://{origin.netloc}/__meetbot/screen-video/{uuid.uuid4().hex}"
+
+        async def serve(route: Route) -> None:
+            await route.fulfill(status=200, body=body, content_type=kind)
+
+        await page.route(served, serve)
+        await self._close_page()
+        await self._close_video()
+        self._video_route = served
+        played = await self._browser.set_screen_video(served)
+        if not played.get("ok"):
+            await self._close_video()
+            raise CommandError(_SOURCE, "video_url does not load or play", "video_url")
+        return {"audio": bool(played.get("audio")), "duration": played.get("duration", 0)}
+
+    async def _close_video(self) -> None:
+        served, self._video_route = self._video_route, None
+        if served is not None:
+            with contextlib.suppress(PlaywrightError):
+                await self._browser.page.unroute(served)
 
     async def _open_page(self, url: str) -> SharedPage:
         """Load ``url`` in an isolated page whose every request passes the SSRF rules."""

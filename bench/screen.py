@@ -7,7 +7,8 @@ each:
 
 - ``image``: a 1280x720 PNG (the stream redraws it at 30 fps);
 - ``page``: a page the bot renders whose content changes every frame (a CSS animation), fed
-  into the stream from a CDP screencast.
+  into the stream from a CDP screencast;
+- ``video``: a 1280x720 30 fps WebM (ffmpeg's ``testsrc2``, VP8) the page plays into the stream.
 
 First, without a share (``source`` ``none``): the camera's rate and Chromium's CPU. Figures
 per share (JSON fields):
@@ -117,10 +118,28 @@ def _png(width: int = 1280, height: int = 720) -> bytes:
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows))
 
 
+async def _clip(seconds: float) -> bytes:
+    """A 1280x720 30 fps VP8 WebM of ffmpeg's moving test pattern, ``seconds`` long."""
+    process = await asyncio.create_subprocess_exec(
+        *("ffmpeg", "-nostdin", "-loglevel", "error", "-f", "lavfi", "-i"),
+        f"testsrc2=s=1280x720:r=30:d={seconds}",
+        *("-c:v", "libvpx", "-deadline", "realtime", "-cpu-used", "8", "-b:v", "1M"),
+        *("-f", "webm", "-"),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    clip, _ = await process.communicate()
+    return clip
+
+
 @asynccontextmanager
-async def media_server() -> AsyncIterator[str]:
-    """Serve ``/slide.png`` and ``/animated.html`` on loopback; yields the base URL."""
-    files = {"slide.png": (_png(), "image/png"), "animated.html": (ANIMATED_PAGE, "text/html")}
+async def media_server(clip_seconds: float) -> AsyncIterator[str]:
+    """Serve ``/slide.png``, ``/animated.html`` and ``/clip.webm``; yields the base URL."""
+    files = {
+        "slide.png": (_png(), "image/png"),
+        "animated.html": (ANIMATED_PAGE, "text/html"),
+        "clip.webm": (await _clip(clip_seconds), "video/webm"),
+    }
 
     async def serve(request: web.Request) -> web.Response:
         body, kind = files[request.match_info["name"]]
@@ -191,6 +210,7 @@ async def bench_platform(
         sources = {
             "image": ScreenShareCommand(image_url=f"{base}/slide.png"),
             "page": ScreenShareCommand(url=f"{base}/animated.html"),
+            "video": ScreenShareCommand(video_url=f"{base}/clip.webm"),
         }
         cpu_before, wall_before = _chromium_cpu_seconds(), time.monotonic()
         idle = await measure_received_rate(room, me, seconds, "camera")
@@ -242,7 +262,7 @@ def _screencast_frames(bot: Bot) -> int:
 
 async def run(platforms: Sequence[str], seconds: float) -> None:
     """Every platform in turn, against one testmeeting server."""
-    async with TestMeetingServer() as server, media_server() as base:
+    async with TestMeetingServer() as server, media_server(seconds + 5) as base:
         with tempfile.TemporaryDirectory(prefix="bench-screen-") as tmp:
             for platform in platforms:
                 await bench_platform(server, platform, base, seconds, Path(tmp))

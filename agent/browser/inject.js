@@ -195,8 +195,8 @@
   const VIDEO_FPS = 30;
 
   function fit(g, img, width, height) {
-    const iw = img.naturalWidth || img.width;
-    const ih = img.naturalHeight || img.height;
+    const iw = img.videoWidth || img.naturalWidth || img.width;
+    const ih = img.videoHeight || img.naturalHeight || img.height;
     const scale = Math.min(width / iw, height / ih);
     const w = iw * scale;
     const h = ih * scale;
@@ -246,7 +246,24 @@
   }
 
   function paintScreen(g, scr) {
-    if (scr.active && scr.image) fit(g, scr.image, VIDEO_W, VIDEO_H);
+    if (scr.active && scr.image && !(scr.image.readyState < 2)) fit(g, scr.image, VIDEO_W, VIDEO_H);
+  }
+
+  // Connects an audio node into the bot's microphone graph (what the platform receives once
+  // the microphone is unmuted); the screen-share video uses it, and so can speech output.
+  function feedMic(node) {
+    node.connect(ensureMic().gain);
+    return node;
+  }
+
+  function stopScreenVideo(scr) {
+    if (!scr.video) return;
+    scr.video.pause();
+    if (scr.videoAudio) scr.videoAudio.disconnect();
+    scr.video.removeAttribute('src');
+    scr.video.load();
+    scr.video = null;
+    scr.videoAudio = null;
   }
 
   function ensureCamera() {
@@ -333,6 +350,7 @@
       } catch (err) {
         return false;
       }
+      stopScreenVideo(scr);
       scr.image = img;
       scr.active = true;
       return true;
@@ -342,6 +360,7 @@
     screenFrame(base64Jpeg) {
       const scr = ensureScreen();
       if (scr.pending) return false;
+      stopScreenVideo(scr);
       scr.pending = true;
       scr.active = true;
       loadImage('data:image/jpeg;base64,' + base64Jpeg).then(
@@ -350,8 +369,49 @@
       );
       return true;
     },
+    // A video (a same-origin URL the agent serves, so the canvas stays readable) drawn on every
+    // frame, its sound fed into the microphone graph. Resolves {ok, audio, duration}; ok false
+    // when it does not load or play.
+    async setScreenVideo(url) {
+      const scr = ensureScreen();
+      const video = document.createElement('video');
+      video.playsInline = true;
+      video.preload = 'auto';
+      video.src = url;
+      try {
+        await new Promise((resolve, reject) => {
+          video.onloadeddata = resolve;
+          video.onerror = () => reject(new Error('video failed to load'));
+        });
+      } catch (err) {
+        return { ok: false, audio: false, duration: 0 };
+      }
+      let audio = null;
+      try {
+        audio = feedMic(ensureMediaContext().createMediaElementSource(video));
+        if (mediaCtx.state !== 'running') await mediaCtx.resume();
+      } catch (err) {
+        audio = null;
+      }
+      try {
+        await video.play();
+      } catch (err) {
+        // Without a user activation a video with sound may not start: play it muted.
+        if (audio) audio.disconnect();
+        audio = null;
+        video.muted = true;
+        try { await video.play(); } catch (err2) { return { ok: false, audio: false, duration: 0 }; }
+      }
+      stopScreenVideo(scr);
+      scr.video = video;
+      scr.videoAudio = audio;
+      scr.image = video;
+      scr.active = true;
+      return { ok: true, audio: Boolean(audio), duration: video.duration || 0 };
+    },
     clearScreen() {
       const scr = ensureScreen();
+      stopScreenVideo(scr);
       scr.active = false;
       scr.image = null;
       return true;

@@ -154,6 +154,18 @@ class BrowserSession:
             await self.page.evaluate("(url) => window.__meetbot.setScreenImage(url)", data_url)
         )
 
+    async def set_screen_video(self, url: str) -> dict[str, Any]:
+        """Play a video (a URL of the meeting page's origin) on the screen stream.
+
+        Returns:
+            ``{"ok": bool, "audio": bool, "duration": seconds}``: ``ok`` false when it does not
+            load or play; ``audio`` whether its sound goes into the microphone graph.
+        """
+        result: dict[str, Any] = await self.page.evaluate(
+            "(url) => window.__meetbot.setScreenVideo(url)", url
+        )
+        return result
+
     async def screen_frame(self, base64_jpeg: str) -> None:
         """Feed the bot's screen stream one frame (base64 JPEG) of a page it renders."""
         await self.page.evaluate("(data) => window.__meetbot.screenFrame(data)", base64_jpeg)

@@ -386,7 +386,7 @@ async def stop_speaking(request: web.Request) -> web.Response:
 
 @routes.post(
     BOT_PATH + "/screen",
-    summary="Share a screen: an image or a web page",
+    summary="Share a screen: an image, a web page or a video",
     body=ScreenRequest,
     status=202,
     response=CommandAccepted,
@@ -394,17 +394,19 @@ async def stop_speaking(request: web.Request) -> web.Response:
     path_types=_BOT_TYPES,
 )
 async def share_screen(request: web.Request) -> web.Response:
-    """The bot presents ``image_url`` or the page at ``url`` through the platform's share control.
+    """The bot presents ``image_url``, the page at ``url`` or ``video_url`` (the share control).
 
     The shared stream is 1280x720 (16:9) at 30 fps; while it is shared the camera shows it too.
     A page is rendered by the bot in an isolated browser context, its frames drawn into the
-    stream as they change; images and pages are fetched under the webhook SSRF rules. A share
-    already running is replaced. 202 once the platform shows the share as started.
+    stream as they change; a video (``video/*``, at most 50 MiB) plays once, its sound fed into
+    the bot's microphone. Sources are fetched under the webhook SSRF rules. A share already
+    running is replaced. 202 once the platform shows the share as started.
 
     Errors: 422 ``screen_source_unavailable`` (``errors[0].loc`` names the argument) when the
-    image or page is refused, cannot be fetched or loaded, or the image does not decode;
-    422 ``capability_not_supported`` for ``video_url`` (not built); 409 ``voice_agent_disabled``;
-    404 ``bot_not_active``; 502 ``agent_command_failed`` when the share control did not respond.
+    source is refused, cannot be fetched or loaded, or does not decode or play; 422
+    ``capability_not_supported`` from a platform (or an older agent) without screen share; 409
+    ``voice_agent_disabled``; 404 ``bot_not_active``; 502 ``agent_command_failed`` when the share
+    control did not respond.
     """
     body = await read_body(request, ScreenRequest)
     meeting = await _voice_bot(request)

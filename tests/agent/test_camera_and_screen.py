@@ -4,7 +4,9 @@ The control plane (SQLite) runs in-process with a real agent (``agent.bot.Bot``:
 platform adapter, the agent link) that joins a testmeeting room; images and a page are served by
 a local HTTP server (``media_allow_http``/``media_allow_private`` let the agent reach it, as
 ``webhook_allow_*`` do for webhooks). What the meeting received is the room's copy of the bot's
-camera and screen streams (one PNG per second, ``Room.received_frames``).
+camera and screen streams (one PNG per second, ``Room.received_frames``). The image share runs
+on every skin; the page share (Meet) and the video share (Teams) on one each: past the share
+control, which the image share covers everywhere, they are the same code on every platform.
 
 Frames are compared with the source image by mean absolute difference (MAD) of RGB values,
 0-255. The streams are 1280x720 canvases and the test images are 1280x720, so only the capture
@@ -165,6 +167,28 @@ class MediaServer:
         return f"{self.base}/{name}"
 
 
+VIDEO_RGB = (60, 140, 200)
+
+
+async def make_clip() -> bytes:
+    """A 3 s 320x180 WebM (VP8, Opus): one colour (``VIDEO_RGB``) and a 440 Hz tone.
+
+    Small and encoded at libvpx's realtime speed: the page scales it to the 1280x720 stream.
+    """
+    colour = "0x{:02x}{:02x}{:02x}".format(*VIDEO_RGB)
+    process = await asyncio.create_subprocess_exec(
+        *("ffmpeg", "-nostdin", "-loglevel", "error", "-f", "lavfi", "-i"),
+        f"color=c={colour}:s=320x180:r=10:d=3",
+        *("-f", "lavfi", "-i", "sine=frequency=440:duration=3", "-c:v", "libvpx"),
+        *("-deadline", "realtime", "-cpu-used", "8", "-b:v", "100k", "-c:a", "libopus"),
+        *("-shortest", "-f", "webm", "-"),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    clip, _ = await process.communicate()
+    return clip
+
+
 @pytest.fixture
 async def media() -> AsyncIterator[MediaServer]:
     avatar, screen = pattern(1), pattern(2)
@@ -175,6 +199,7 @@ async def media() -> AsyncIterator[MediaServer]:
             "screen.png": (encode_png(screen), "image/png"),
             "broken.png": (b"\x89PNG\r\n\x1a\nthis is not a png", "image/png"),
             "page.html": (b"<html><body>not an image</body></html>", "text/html"),
+            "clip.webm": (await make_clip(), "video/webm"),
             "slide.html": (
                 b"<html><body style='margin:0;background:rgb(200,40,90)'></body></html>",
                 "text/html",
@@ -380,8 +405,7 @@ async def test_camera_avatar_and_screen_share_as_the_meeting_receives_them(
     await _until(share_ended, "the share to end in the meeting")
     await _until(lambda: _shows(live, "camera", at_join, sent), "the camera restored")
 
-    # A web page the bot renders, its frames drawn into the shared stream (one skin: it is the
-    # same code on every platform once sharing works).
+    # A web page the bot renders, its frames drawn into the shared stream.
     if platform == "google_meet":
         status, body = await live.call("POST", "/screen", {"url": media.url("slide.html")})
         assert status == 202, body
@@ -394,12 +418,26 @@ async def test_camera_avatar_and_screen_share_as_the_meeting_receives_them(
         sent = time.time()
         await _until(lambda: _shows(live, "camera", at_join, sent), "the camera after the page")
 
-    # A screen image that does not decode, a page the SSRF rules refuse, and a video (not
-    # built) are refused clearly.
+    # A video file, played into the shared stream (its sound goes to the microphone graph).
+    if platform == "teams":
+        status, body = await live.call("POST", "/screen", {"video_url": media.url("clip.webm")})
+        assert status == 202, body
+        sent = time.time()
+        colour = np.empty((H, W, 3), np.uint8)
+        colour[:] = VIDEO_RGB
+        await _until(lambda: _shows(live, "screen", colour, sent), "the shared video")
+        status, _ = await live.call("DELETE", "/screen")
+        assert status == 202
+        sent = time.time()
+        await _until(lambda: _shows(live, "camera", at_join, sent), "the camera after the video")
+
+    # A screen image that does not decode, a page the SSRF rules refuse, and a "video" that is
+    # not one are refused clearly.
     status, body = await live.call("POST", "/screen", {"image_url": media.url("broken.png")})
     assert (status, body["code"]) == (422, "screen_source_unavailable")
     status, body = await live.call("POST", "/screen", {"url": "file:///etc/passwd"})
     assert (status, body["code"]) == (422, "screen_source_unavailable")
     assert body["errors"][0]["loc"] == ["body", "url"]
-    status, body = await live.call("POST", "/screen", {"video_url": media.url("clip.mp4")})
-    assert (status, body["code"]) == (422, "capability_not_supported")
+    status, body = await live.call("POST", "/screen", {"video_url": media.url("page.html")})
+    assert (status, body["code"]) == (422, "screen_source_unavailable")
+    assert body["errors"][0]["loc"] == ["body", "video_url"]
