@@ -93,6 +93,10 @@ async def fetch_media(
     except TargetRefused as exc:
         raise CommandError(code, f"{field} is not allowed: {exc}", field=field) from exc
     except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+        # aiohttp wraps the guarded resolver's refusal into its connection error.
+        refused = getattr(exc, "os_error", None)
+        if isinstance(refused, TargetRefused):
+            raise CommandError(code, f"{field} is not allowed: {refused}", field=field) from exc
         raise CommandError(code, f"{field} could not be fetched", field=field) from exc
     if len(body) > limit:
         raise CommandError(code, f"{field} is larger than {limit // 2**20} MiB", field)
