@@ -467,6 +467,9 @@ class Bot:
         await self.media.stop_capture()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self._leave(), timeout=LEAVE_TIMEOUT_S)
+        # A shared page's screencast forwards are owned by the share: awaited before the browser
+        # goes.
+        await self.commands.screen.close()
         await self.browser.close()
         # The transcript, then the recording (``recording_ready``), before ``completed``.
         control_plane = self.config.control_plane_url if self.link is not None else None
