@@ -49,9 +49,9 @@ from agent.browser.session import BrowserSession
 from agent.capture.pcm import AudioCapture
 from agent.commands import CommandHandler
 from agent.contracts.bot_config import BotConfig
-from agent.contracts.link import Command, Register
+from agent.contracts.link import Command, CommandErrorCode, Register
 from agent.contracts.status import BotStatus, StatusReason
-from agent.errors import BrowserError, JoinFailed, MeetingExit, MeetingLeft
+from agent.errors import BrowserError, CommandError, JoinFailed, MeetingExit, MeetingLeft
 from agent.events import BotEvents, Observer
 from agent.lifecycle import MeetingTimers, StatusMachine, Timeouts
 from agent.link.client import LinkClient, LinkTiming, agent_link_url
@@ -60,6 +60,7 @@ from agent.live_settings import SettingsApplier
 from agent.media import MeetingMedia
 from agent.platforms import adapter_for
 from agent.platforms.base import MeetingState, PlatformAdapter
+from agent.remote_media import fetch_policy, image_data_url
 from agent.settings import AgentSettings
 from agent.sse.log import EventLog
 from agent.sse.server import SseServer, StreamAuth, create_sse_app
@@ -150,6 +151,7 @@ class Bot:
             settings=SettingsApplier(self.media, lambda: self.machine.status),
             bot_name=config.settings.bot_name,
             default_avatar_url=config.settings.default_avatar_url,
+            media_policy=fetch_policy(settings),
         )
 
     @property
@@ -292,7 +294,7 @@ class Bot:
 
     async def _attend(self) -> None:
         await self.machine.move(BotStatus.JOINING, StatusReason.JOIN_STARTED)
-        page = await self.browser.start()
+        page = await self.browser.start(await self._camera_image())
         url = self.adapter.meeting_url(self.config.meeting_url, self.config.passcode)
         self._start_watchdog(page, url)
         timeout_ms = self.settings.join_timeout_seconds * 1000
@@ -303,6 +305,22 @@ class Bot:
         await self._join(page)
         await self._admission(page)
         await self._in_meeting(page)
+
+    async def _camera_image(self) -> str | None:
+        """The camera image at join: ``default_avatar_url`` fetched, or None for the logo.
+
+        An image that cannot be fetched is logged and the logo shown; the bot still joins.
+        """
+        url = self.config.settings.default_avatar_url
+        if not url:
+            return None
+        try:
+            return await image_data_url(
+                url, fetch_policy(self.settings), CommandErrorCode.AVATAR_UNAVAILABLE
+            )
+        except CommandError as exc:
+            log.warning("default avatar unavailable, showing the logo", extra={"detail": str(exc)})
+            return None
 
     def _start_watchdog(self, page: Page, url: str) -> None:
         watchdog = PageWatchdog(
@@ -449,6 +467,9 @@ class Bot:
         await self.media.stop_capture()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self._leave(), timeout=LEAVE_TIMEOUT_S)
+        # A shared page's screencast forwards are owned by the share: awaited before the browser
+        # goes.
+        await self.commands.screen.close()
         await self.browser.close()
         # The transcript, then the recording (``recording_ready``), before ``completed``.
         control_plane = self.config.control_plane_url if self.link is not None else None

@@ -14,28 +14,32 @@ The link protocol is docs/architecture.md §5.
   ``chat_message`` with ``from_bot`` true.
 - ``hand`` (``raised``: bool, default true): result ``{raised}``.
 - ``avatar`` (``image_url``: http(s) or ``data:image/`` URL; absent resets to the bot's
-  ``default_avatar_url`` or the built-in image): result ``{}``.
+  ``default_avatar_url`` or the service logo): result ``{}``; ``avatar_unavailable`` when the
+  image is refused by the SSRF rules, cannot be fetched, is over 5 MiB or does not decode (the
+  camera keeps its previous image).
+- ``screen_share`` (``image_url``, ``url`` or ``video_url``; see ``agent/screen_share.py``):
+  result ``{source, width, height}`` (a video adds ``audio``, ``duration``);
+  ``screen_source_unavailable`` for a source that cannot be used. ``stop_screen_share``: result
+  ``{was_sharing}``.
 - ``update_settings`` (``changes``): all or nothing, see ``agent/live_settings.py``; result
   ``{settings}``; error ``setting_not_live`` with the ``field`` that cannot change now.
-- ``speak``, ``stop_speaking``, ``screen_share``, ``stop_screen_share``: error
-  ``capability_not_supported`` (speech output and screen share are a later issue).
+- ``speak``, ``stop_speaking``: error ``capability_not_supported`` (speech output is a later
+  issue).
 
 Errors are :class:`~agent.contracts.link.CommandErrorCode` values: ``bot_not_active`` (not in
 the meeting yet or any more), ``capability_not_supported``, ``setting_not_live``,
-``upload_failed``, ``avatar_unavailable``, ``browser_error`` (and, from the link client for a
-command that does not parse, ``unknown_command`` and ``invalid_arguments``).
+``upload_failed``, ``avatar_unavailable``, ``screen_source_unavailable``, ``browser_error``
+(and, from the link client for a command that does not parse, ``unknown_command`` and
+``invalid_arguments``).
 """
 
 from __future__ import annotations
 
-import base64
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
-
-import aiohttp
 
 from agent.artifacts import ArtifactUploader, png_size
 from agent.browser.session import BrowserSession
@@ -58,15 +62,16 @@ from agent.contracts.link import (
     StopSpeakingCommand,
     UpdateSettingsCommand,
 )
+from agent.contracts.ssrf import TargetPolicy
 from agent.contracts.status import BotStatus, StatusReason
 from agent.errors import BrowserError, CapabilityNotSupported, CommandError
 from agent.events import BotEvents
 from agent.live_settings import SettingsApplier
 from agent.platforms.base import PlatformAdapter
+from agent.remote_media import image_data_url
+from agent.screen_share import ScreenShare
 
 log = logging.getLogger(__name__)
-
-MAX_AVATAR_BYTES = 5 * 1024 * 1024
 
 _C = TypeVar("_C", bound=AgentCommand)
 Handler = Callable[[Any], Awaitable[dict[str, Any]]]
@@ -85,6 +90,7 @@ class CommandHandler:
         settings: Applies ``update_settings``.
         bot_name: The bot's display name (sender of its own chat messages).
         default_avatar_url: The bot's ``default_avatar_url`` (reset target), if any.
+        media_policy: The SSRF rules for images and pages the commands name.
     """
 
     def __init__(
@@ -98,6 +104,7 @@ class CommandHandler:
         settings: SettingsApplier,
         bot_name: str,
         default_avatar_url: str | None = None,
+        media_policy: TargetPolicy | None = None,
     ) -> None:
         self._bot_name = bot_name
         self._browser = browser
@@ -108,6 +115,8 @@ class CommandHandler:
         self._request_stop = request_stop
         self._settings = settings
         self._default_avatar_url = default_avatar_url
+        self._media_policy = media_policy or TargetPolicy()
+        self.screen = ScreenShare(browser, adapter, self._media_policy)
         self._handlers: dict[type[Any], Handler] = {
             StopCommand: self._stop,
             ScreenshotCommand: self._active(self._screenshot),
@@ -117,8 +126,8 @@ class CommandHandler:
             UpdateSettingsCommand: self._update_settings,
             SpeakCommand: self._not_yet,
             StopSpeakingCommand: self._not_yet,
-            ScreenShareCommand: self._not_yet,
-            StopScreenShareCommand: self._not_yet,
+            ScreenShareCommand: self._active(self._share_screen),
+            StopScreenShareCommand: self._active(self._stop_screen),
         }
 
     async def handle(self, command: Command) -> CommandResult:
@@ -184,8 +193,17 @@ class CommandHandler:
 
     async def _avatar(self, command: AvatarCommand) -> dict[str, Any]:
         url = command.image_url or self._default_avatar_url
-        await self._browser.set_avatar(await self._data_url(url) if url else None)
+        code = CommandErrorCode.AVATAR_UNAVAILABLE
+        data_url = await image_data_url(url, self._media_policy, code) if url else None
+        if not await self._browser.set_avatar(data_url):
+            raise CommandError(code, "image_url does not decode as an image", field="image_url")
         return {}
+
+    async def _share_screen(self, command: ScreenShareCommand) -> dict[str, Any]:
+        return await self.screen.start(command)
+
+    async def _stop_screen(self, command: StopScreenShareCommand) -> dict[str, Any]:
+        return await self.screen.stop()
 
     async def _screenshot(self, command: ScreenshotCommand) -> dict[str, Any]:
         captured_at = datetime.now(UTC)
@@ -217,34 +235,3 @@ class CommandHandler:
         if stored.local_path is not None:
             result["path"] = str(stored.local_path)
         return result
-
-    @staticmethod
-    async def _data_url(url: str) -> str:
-        """An image URL as a ``data:`` URL (keeps the camera canvas origin-clean)."""
-        if url.startswith("data:image/"):
-            return url
-        if not url.startswith(("http://", "https://")):
-            raise CommandError(
-                CommandErrorCode.INVALID_ARGUMENTS,
-                "image_url must be http(s) or data:image/",
-                field="image_url",
-            )
-        timeout = aiohttp.ClientTimeout(total=15)
-        try:
-            async with (
-                aiohttp.ClientSession(timeout=timeout) as session,
-                session.get(url) as resp,
-            ):
-                kind = resp.headers.get("Content-Type", "").split(";")[0].strip()
-                if resp.status != 200 or not kind.startswith("image/"):
-                    raise CommandError(
-                        CommandErrorCode.AVATAR_UNAVAILABLE, "image_url is not an image"
-                    )
-                body = await resp.content.read(MAX_AVATAR_BYTES + 1)
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise CommandError(
-                CommandErrorCode.AVATAR_UNAVAILABLE, "image_url could not be fetched"
-            ) from exc
-        if len(body) > MAX_AVATAR_BYTES:
-            raise CommandError(CommandErrorCode.AVATAR_UNAVAILABLE, "image is larger than 5 MiB")
-        return f"data:{kind};base64,{base64.b64encode(body).decode()}"

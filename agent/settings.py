@@ -179,6 +179,12 @@ class AgentSettings(BaseSettings):
     recording_video_fps: float = Field(default=1.0, gt=0, le=10)
     recording_jpeg_quality: int = Field(default=70, ge=10, le=100)
 
+    # Media the API names by URL (avatar images, screen-share images and pages) is fetched under
+    # the webhook SSRF rules (agent/contracts/ssrf.py): https to global addresses only, unless
+    # these allow plain http or private, loopback and link-local addresses (tests, a LAN).
+    media_allow_http: bool = False
+    media_allow_private: bool = False
+
     log_level: str = "INFO"
 
     def browser_args(self) -> list[str]:

@@ -226,14 +226,18 @@ async def received_audio(request: web.Request) -> web.Response:
 
 @routes.get("/api/rooms/{platform}/{meeting_id}/participants/{participant_id}/frames/{kind}")
 async def list_frames(request: web.Request) -> web.Response:
-    """``{"frames": [{"index", "t", "bytes"}]}`` of camera or screen frames received."""
-    frames = _room(request).received_frames(
-        request.match_info["participant_id"], request.match_info["kind"]
-    )
+    """Camera or screen frames received and the stream's frame rate, once a second.
+
+    ``{"frames": [{"index", "t", "bytes"}], "rates": [{"t", "fps"}]}``.
+    """
+    room = _room(request)
+    participant_id, kind = request.match_info["participant_id"], request.match_info["kind"]
+    frames = room.received_frames(participant_id, kind)
     listing: list[dict[str, Any]] = [
         {"index": index, "t": t, "bytes": len(png)} for index, (t, png) in enumerate(frames)
     ]
-    return web.json_response({"frames": listing})
+    rates = [{"t": t, "fps": fps} for t, fps in room.received_video_rate(participant_id, kind)]
+    return web.json_response({"frames": listing, "rates": rates})
 
 
 @routes.get(

@@ -1,7 +1,9 @@
 """The room WebSocket each skin page opens: page messages in, room events and speech out.
 
 Page → simulator (JSON text): ``join {name, mic, camera}``, ``chat {text}``,
-``hand {raised}``, ``device {device: mic|camera|screen, on}``, ``leave``.
+``hand {raised}``, ``device {device: mic|camera|screen, on}``, ``leave``,
+``video_rate {device: camera|screen, frames, seconds}`` (frames the page presented from that
+stream in the last ``seconds``, sent once a second while it sends the stream).
 Page → simulator (binary): one byte kind (1 microphone PCM, 2 camera PNG, 3 screen PNG),
 float64 LE capture time (UNIX epoch seconds), payload (16 kHz mono int16 LE PCM, or PNG).
 
@@ -64,6 +66,15 @@ class DeviceMessage(BaseModel):
     on: bool
 
 
+class VideoRateMessage(BaseModel):
+    """Frames the page presented from its camera or screen stream in the last ``seconds``."""
+
+    type: Literal["video_rate"]
+    device: Literal["camera", "screen"]
+    frames: int = Field(ge=0)
+    seconds: float = Field(gt=0)
+
+
 class LeaveMessage(BaseModel):
     """The page left the meeting."""
 
@@ -71,7 +82,8 @@ class LeaveMessage(BaseModel):
 
 
 PageMessage = Annotated[
-    JoinMessage | ChatSend | HandMessage | DeviceMessage | LeaveMessage, Field(discriminator="type")
+    JoinMessage | ChatSend | HandMessage | DeviceMessage | VideoRateMessage | LeaveMessage,
+    Field(discriminator="type"),
 ]
 _PAGE_MESSAGE: TypeAdapter[PageMessage] = TypeAdapter(PageMessage)
 
@@ -151,6 +163,8 @@ async def _on_text(
             await room.set_hand(participant_id, message.raised)
         elif isinstance(message, DeviceMessage):
             await room.set_device(participant_id, message.device, message.on)
+        elif isinstance(message, VideoRateMessage):
+            room.receive_video_rate(participant_id, message.device, message.frames, message.seconds)
         else:
             await room.leave(participant_id)
     except TestMeetingError as exc:

@@ -185,32 +185,38 @@
     return mic;
   }
 
-  function makeCanvasSource(label) {
+  // Camera and screen are 1280x720 canvases captured at 30 fps: Attendee's bot found Meet
+  // "complains" below 30 fps and Teams needs a wide canvas (1280x640 there; peers-2026-11.md);
+  // issue 14 gives Teams' need as 16:9 at 1280 wide or more. With a frame rate, a capture
+  // stream takes frames only as the canvas is drawn (MDN HTMLCanvasElement.captureStream;
+  // measured: no redraw, no frames), so each canvas is redrawn at 30 fps.
+  const VIDEO_W = 1280;
+  const VIDEO_H = 720;
+  const VIDEO_FPS = 30;
+
+  function fit(g, img, width, height) {
+    const iw = img.videoWidth || img.naturalWidth || img.width;
+    const ih = img.videoHeight || img.naturalHeight || img.height;
+    const scale = Math.min(width / iw, height / ih);
+    const w = iw * scale;
+    const h = ih * scale;
+    g.drawImage(img, (width - w) / 2, (height - h) / 2, w, h);
+  }
+
+  function makeCanvasSource(paint) {
     const canvas = document.createElement('canvas');
-    canvas.width = 640;
-    canvas.height = 360;
-    const source = { canvas, image: null, label, stream: null };
-    const draw = () => {
-      const g = canvas.getContext('2d');
+    canvas.width = VIDEO_W;
+    canvas.height = VIDEO_H;
+    const source = { canvas, image: null, stream: null, timer: null };
+    const g = canvas.getContext('2d', { alpha: false });
+    source.draw = () => {
       g.fillStyle = '#1f2937';
-      g.fillRect(0, 0, canvas.width, canvas.height);
-      if (source.image && source.image.complete && source.image.naturalWidth) {
-        const img = source.image;
-        const scale = Math.min(canvas.width / img.naturalWidth, canvas.height / img.naturalHeight);
-        const w = img.naturalWidth * scale;
-        const h = img.naturalHeight * scale;
-        g.drawImage(img, (canvas.width - w) / 2, (canvas.height - h) / 2, w, h);
-      } else {
-        g.fillStyle = '#e5e7eb';
-        g.font = 'bold 96px sans-serif';
-        g.textAlign = 'center';
-        g.textBaseline = 'middle';
-        g.fillText(source.label(), canvas.width / 2, canvas.height / 2);
-      }
+      g.fillRect(0, 0, VIDEO_W, VIDEO_H);
+      paint(g, source);
     };
-    draw();
-    setInterval(draw, 200);
-    source.stream = canvas.captureStream(5);
+    source.draw();
+    source.timer = setInterval(source.draw, Math.round(1000 / VIDEO_FPS));
+    source.stream = canvas.captureStream(VIDEO_FPS);
     for (const t of source.stream.getTracks()) ownTrackIds.add(t.id);
     return source;
   }
@@ -221,13 +227,59 @@
     return parts.map((p) => p[0].toUpperCase()).join('') || 'MB';
   }
 
+  // The camera shows the shared content while a share is active (default_avatar_url is shown
+  // "when no screen content is active", docs/api.md), else its image: the bot's
+  // default_avatar_url or the service logo (window.__meetbotAvatar, set by the agent before
+  // any page script), or the bot's initials if neither decodes.
+  function paintCamera(g, cam) {
+    if (screen && screen.active && screen.image) {
+      g.drawImage(screen.canvas, 0, 0);
+    } else if (cam.image) {
+      fit(g, cam.image, VIDEO_W, VIDEO_H);
+    } else {
+      g.fillStyle = '#e5e7eb';
+      g.font = 'bold 192px sans-serif';
+      g.textAlign = 'center';
+      g.textBaseline = 'middle';
+      g.fillText(botInitials(), VIDEO_W / 2, VIDEO_H / 2);
+    }
+  }
+
+  function paintScreen(g, scr) {
+    if (scr.active && scr.image && !(scr.image.readyState < 2)) fit(g, scr.image, VIDEO_W, VIDEO_H);
+  }
+
+  // Connects an audio node into the bot's microphone graph (what the platform receives once
+  // the microphone is unmuted); the screen-share video uses it, and so can speech output.
+  function feedMic(node) {
+    node.connect(ensureMic().gain);
+    return node;
+  }
+
+  function stopScreenVideo(scr) {
+    if (!scr.video) return;
+    scr.video.pause();
+    if (scr.videoAudio) scr.videoAudio.disconnect();
+    scr.video.removeAttribute('src');
+    scr.video.load();
+    scr.video = null;
+    scr.videoAudio = null;
+  }
+
   function ensureCamera() {
-    if (!camera) camera = makeCanvasSource(botInitials);
+    if (camera) return camera;
+    camera = makeCanvasSource(paintCamera);
+    const initial = window.__meetbotAvatar;
+    if (initial) loadImage(initial).then((img) => { if (!camera.image) camera.image = img; }, () => {});
     return camera;
   }
 
   function ensureScreen() {
-    if (!screen) screen = makeCanvasSource(() => '');
+    if (!screen) {
+      screen = makeCanvasSource(paintScreen);
+      screen.active = false;
+      screen.pending = false;
+    }
     return screen;
   }
 
@@ -273,10 +325,95 @@
 
   const api = {
     // Camera image: a data: URL (kept origin-clean so the canvas stream stays readable), or
-    // null for the default (the bot's initials).
+    // null for the default (window.__meetbotLogo). False, and the previous image kept, when it
+    // does not decode.
     async setAvatar(dataUrl) {
       const cam = ensureCamera();
-      cam.image = dataUrl ? await loadImage(dataUrl) : null;
+      const url = dataUrl || window.__meetbotLogo;
+      if (!url) {
+        cam.image = null;
+        return true;
+      }
+      try {
+        cam.image = await loadImage(url);
+      } catch (err) {
+        return false;
+      }
+      return true;
+    },
+    // Screen content: an image (data: URL) shown until clearScreen; false if it does not decode.
+    async setScreenImage(dataUrl) {
+      const scr = ensureScreen();
+      let img;
+      try {
+        img = await loadImage(dataUrl);
+      } catch (err) {
+        return false;
+      }
+      stopScreenVideo(scr);
+      scr.image = img;
+      scr.active = true;
+      return true;
+    },
+    // One frame of a page the bot renders (base64 JPEG of a CDP screencast); a frame that
+    // arrives while the previous one still decodes is dropped.
+    screenFrame(base64Jpeg) {
+      const scr = ensureScreen();
+      if (scr.pending) return false;
+      stopScreenVideo(scr);
+      scr.pending = true;
+      scr.active = true;
+      loadImage('data:image/jpeg;base64,' + base64Jpeg).then(
+        (img) => { scr.image = img; scr.pending = false; },
+        () => { scr.pending = false; },
+      );
+      return true;
+    },
+    // A video (a same-origin URL the agent serves, so the canvas stays readable) drawn on every
+    // frame, its sound fed into the microphone graph. Resolves {ok, audio, duration}; ok false
+    // when it does not load or play.
+    async setScreenVideo(url) {
+      const scr = ensureScreen();
+      const video = document.createElement('video');
+      video.playsInline = true;
+      video.preload = 'auto';
+      video.src = url;
+      try {
+        await new Promise((resolve, reject) => {
+          video.onloadeddata = resolve;
+          video.onerror = () => reject(new Error('video failed to load'));
+        });
+      } catch (err) {
+        return { ok: false, audio: false, duration: 0 };
+      }
+      let audio = null;
+      try {
+        audio = feedMic(ensureMediaContext().createMediaElementSource(video));
+        if (mediaCtx.state !== 'running') await mediaCtx.resume();
+      } catch (err) {
+        audio = null;
+      }
+      try {
+        await video.play();
+      } catch (err) {
+        // Without a user activation a video with sound may not start: play it muted.
+        if (audio) audio.disconnect();
+        audio = null;
+        video.muted = true;
+        try { await video.play(); } catch (err2) { return { ok: false, audio: false, duration: 0 }; }
+      }
+      stopScreenVideo(scr);
+      scr.video = video;
+      scr.videoAudio = audio;
+      scr.image = video;
+      scr.active = true;
+      return { ok: true, audio: Boolean(audio), duration: video.duration || 0 };
+    },
+    clearScreen() {
+      const scr = ensureScreen();
+      stopScreenVideo(scr);
+      scr.active = false;
+      scr.image = null;
       return true;
     },
     captureState() {

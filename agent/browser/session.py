@@ -9,6 +9,7 @@ microphone, camera and screen (no physical devices).
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import logging
@@ -45,10 +46,26 @@ def tune_driver_environment(environ: MutableMapping[str, str]) -> None:
     environ.setdefault("NODE_OPTIONS", DRIVER_NODE_OPTIONS)
 
 
-def inject_script(bot_name: str) -> str:
-    """The init script: the bot's name for its camera image, then ``inject.js``."""
+def logo_data_url() -> str:
+    """The service logo (``logo.png``, 1280x720, shipped in this package) as a ``data:`` URL."""
+    png = resources.files("agent.browser").joinpath("logo.png").read_bytes()
+    return "data:image/png;base64," + base64.b64encode(png).decode()
+
+
+def inject_script(bot_name: str, avatar: str | None = None) -> str:
+    """The init script: the bot's name, the logo and camera image, then ``inject.js``.
+
+    Args:
+        bot_name: Drawn as initials when no image decodes.
+        avatar: The camera's image at join (a ``data:`` URL); None shows the logo.
+    """
     source = resources.files("agent.browser").joinpath("inject.js").read_text(encoding="utf-8")
-    return f"window.__meetbotBotName = {json.dumps(bot_name)};\n{source}"
+    logo = logo_data_url()
+    return (
+        f"window.__meetbotBotName = {json.dumps(bot_name)};\n"
+        f"window.__meetbotLogo = {json.dumps(logo)};\n"
+        f"window.__meetbotAvatar = {json.dumps(avatar or logo)};\n{source}"
+    )
 
 
 class BrowserSession:
@@ -80,8 +97,12 @@ class BrowserSession:
             raise RuntimeError("browser session not started")
         return self._page
 
-    async def start(self) -> Page:
-        """Launch Chromium and open a blank page with the bindings and the init script."""
+    async def start(self, avatar: str | None = None) -> Page:
+        """Launch Chromium and open a blank page with the bindings and the init script.
+
+        Args:
+            avatar: The camera image at join (a ``data:`` URL); None shows the service logo.
+        """
         s = self._settings
         self._playwright = await async_playwright().start()
         self._browser = await self._playwright.chromium.launch(
@@ -102,7 +123,7 @@ class BrowserSession:
         )
         await self._context.expose_binding("__meetbotPcm", self._on_pcm)
         await self._context.expose_binding("__meetbotTrack", self._on_track)
-        await self._context.add_init_script(script=inject_script(self._bot_name))
+        await self._context.add_init_script(script=inject_script(self._bot_name, avatar))
         self._page = await self._context.new_page()
         log.info("browser started", extra={"headless": s.headless})
         return self._page
@@ -119,9 +140,56 @@ class BrowserSession:
         """PNG of the page as the bot sees it (the viewport)."""
         return await self.page.screenshot(type="png")
 
-    async def set_avatar(self, data_url: str | None) -> None:
-        """Show an image (a ``data:`` URL) on the bot's camera, or the default when None."""
-        await self.page.evaluate("(url) => window.__meetbot.setAvatar(url)", data_url)
+    async def set_avatar(self, data_url: str | None) -> bool:
+        """Show an image (a ``data:`` URL) on the bot's camera, or the logo when None.
+
+        Returns:
+            False when the image does not decode (the camera keeps its previous image).
+        """
+        return bool(await self.page.evaluate("(url) => window.__meetbot.setAvatar(url)", data_url))
+
+    async def set_screen_image(self, data_url: str) -> bool:
+        """Feed the bot's screen stream (and camera) an image; False when it does not decode."""
+        return bool(
+            await self.page.evaluate("(url) => window.__meetbot.setScreenImage(url)", data_url)
+        )
+
+    async def set_screen_video(self, url: str) -> dict[str, Any]:
+        """Play a video (a URL of the meeting page's origin) on the screen stream.
+
+        Returns:
+            ``{"ok": bool, "audio": bool, "duration": seconds}``: ``ok`` false when it does not
+            load or play; ``audio`` whether its sound goes into the microphone graph.
+        """
+        result: dict[str, Any] = await self.page.evaluate(
+            "(url) => window.__meetbot.setScreenVideo(url)", url
+        )
+        return result
+
+    async def screen_frame(self, base64_jpeg: str) -> None:
+        """Feed the bot's screen stream one frame (base64 JPEG) of a page it renders."""
+        await self.page.evaluate("(data) => window.__meetbot.screenFrame(data)", base64_jpeg)
+
+    async def clear_screen(self) -> None:
+        """Empty the screen stream; the camera shows its own image again."""
+        await self.page.evaluate("() => window.__meetbot.clearScreen()")
+
+    async def isolated_page(self, width: int, height: int) -> Page:
+        """A page in a context of its own (no init script, bindings or cookies of the meeting).
+
+        The caller closes it with ``page.context.close()``; :meth:`close` closes it too.
+
+        Raises:
+            RuntimeError: :meth:`start` has not run.
+        """
+        if self._browser is None:
+            raise RuntimeError("browser session not started")
+        context = await self._browser.new_context(
+            ignore_https_errors=self._settings.ignore_https_errors,
+            viewport={"width": width, "height": height},
+            locale="en-US",
+        )
+        return await context.new_page()
 
     async def capture_state(self) -> dict[str, Any]:
         """The page's capture state: AudioContext state and tracks (for diagnostics, tests)."""

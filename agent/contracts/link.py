@@ -415,7 +415,9 @@ class CommandErrorCode(StrEnum):
     UPLOAD_FAILED = "upload_failed"
     """The artifact could not be uploaded."""
     AVATAR_UNAVAILABLE = "avatar_unavailable"
-    """The image could not be fetched, is not an image, or is over 5 MiB."""
+    """The image could not be fetched, is not an image, is over 5 MiB, or does not decode."""
+    SCREEN_SOURCE_UNAVAILABLE = "screen_source_unavailable"
+    """A screen-share image or page could not be fetched, loaded or decoded, or is refused."""
     BROWSER_ERROR = "browser_error"
     """The meeting page did not do what was asked."""
 

@@ -136,6 +136,11 @@ class PlatformSelectors:
     chat_send: Target = field(default_factory=Target)
     hand_raise: Target = field(default_factory=Target)
     hand_lower: Target = field(default_factory=Target)
+    # The camera toggle while the camera is off ("Turn on camera"), clicked before joining, and
+    # the share control and its stop while sharing (issue 14).
+    camera_on: Target = field(default_factory=Target)
+    share_start: Target = field(default_factory=Target)
+    share_stop: Target = field(default_factory=Target)
     # Where participants' own words appear (chat messages, names): excluded from text probes,
     # so a chat line "the meeting has ended" never ends the bot.
     quoted: tuple[str, ...] = ()
@@ -293,6 +298,10 @@ class PlatformAdapter(Protocol):
         """Raise or lower the bot's hand."""
         ...
 
+    async def set_sharing(self, page: Page, on: bool) -> None:
+        """Start (the page then calls ``getDisplayMedia``) or stop presenting the screen."""
+        ...
+
     async def leave(self, page: Page) -> None:
         """Leave the meeting cleanly (and confirm when asked)."""
         ...
@@ -396,6 +405,7 @@ class SelectorAdapter:
                 if (await field_.input_value(timeout=1_000)) != bot_name:
                     await field_.fill(bot_name, timeout=2_000)
         await self.click_if_visible(page, s.mic_off)
+        await self.click_if_visible(page, s.camera_on)
         return await self.visible(page, s.join)
 
     async def click_join(self, page: Page) -> None:
@@ -575,6 +585,30 @@ class SelectorAdapter:
         if await self.visible(page, other):
             return
         raise BrowserError("hand button not found")
+
+    async def set_sharing(self, page: Page, on: bool) -> None:
+        """Click the share control (or its stop) and wait until the page shows the other one.
+
+        Raises:
+            CapabilityNotSupported: The platform table has no share control.
+            BrowserError: Neither control is visible, or the page did not switch after three
+                clicks (2 s apart).
+        """
+        s = self.selectors
+        if not (s.share_start and s.share_stop):
+            raise CapabilityNotSupported(self.platform.value, "screen share")
+        wanted, done = (s.share_start, s.share_stop) if on else (s.share_stop, s.share_start)
+        # A click while the page re-renders its toolbar (just after joining) can be lost, so
+        # the control is clicked again while the page has not switched.
+        for _ in range(3):
+            if await self.visible(page, done):
+                return
+            if not await self.click_if_visible(page, wanted) and not await self.visible(page, done):
+                raise BrowserError("share control not found")
+            with contextlib.suppress(PlaywrightError):
+                await self.locate(page, done).wait_for(state="visible", timeout=2_000)
+        if not await self.visible(page, done):
+            raise BrowserError("the page did not switch its share control")
 
     async def leave(self, page: Page) -> None:
         """Click leave, confirm when the platform asks, then leave the page."""

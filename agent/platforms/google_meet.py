@@ -139,6 +139,17 @@ SELECTORS = PlatformSelectors(
         roles=(("button", "Lower hand"),),
         css=('button[aria-label="Lower hand"]',),
     ),
+    # V09 camera labels; VH: button[aria-label*="Share screen"] ("Present now" in older
+    # clients); the stop label "Stop presenting" is not confirmed.
+    camera_on=Target(
+        roles=(("button", "Turn on camera"),),
+        css=('[aria-label="Turn on camera"]',),
+    ),
+    share_start=Target(
+        roles=(("button", "Share screen"), ("button", "Present now")),
+        css=('button[aria-label*="Share screen"]',),
+    ),
+    share_stop=Target(roles=(("button", "Stop presenting"),)),
 )
 
 # Tiles: div[data-participant-id], name in span.notranslate or the data-self-name attribute

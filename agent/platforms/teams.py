@@ -141,6 +141,15 @@ SELECTORS = PlatformSelectors(
         roles=(("button", "Lower your hand"),),
         css=('button#raisehands-button[aria-label="Lower your hand"]',),  # not confirmed
     ),
+    # AT/VH: toggle-video and "Turn on camera"; #share-button and its labels are not confirmed.
+    camera_on=Target(
+        css=(
+            '[data-tid="toggle-video"][aria-label="Turn on camera"]',
+            'button#video-button[aria-label="Turn on camera"]',
+        ),
+    ),
+    share_start=Target(css=('button#share-button[aria-label="Share"]',)),
+    share_stop=Target(css=('button#share-button[aria-label="Stop sharing"]',)),
 )
 
 # Video tiles: [data-stream-type][data-tid] wrappers name their participant in data-tid (VH);

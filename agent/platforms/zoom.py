@@ -120,6 +120,15 @@ SELECTORS = PlatformSelectors(
     hand_lower=Target(
         roles=(("button", "Lower Hand"),),  # not confirmed
     ),
+    # VH: the preview video button; the footer video and share labels are not confirmed.
+    camera_on=Target(
+        css=(
+            '#preview-video-control-button[aria-label="Start Video"]',
+            'button.send-video-container__btn[aria-label="start my video"]',
+        ),
+    ),
+    share_start=Target(roles=(("button", "Share Screen"),)),
+    share_stop=Target(roles=(("button", "Stop Share"),)),
 )
 
 # Names in the footers of the speaker bar and the active-speaker frame (VH, PF).

@@ -9,6 +9,7 @@ bot's agent link and waits for its result; a refusal becomes the API's error
 | ``capability_not_supported`` | 422 | ``capability_not_supported`` |
 | ``bot_not_active`` | 404 | ``bot_not_active`` (docs/api.md 2.5) |
 | ``setting_not_live`` | 409 | ``setting_not_live``; ``errors[0].loc`` = ``["body", <field>]`` |
+| ``avatar_unavailable``, ``screen_source_unavailable`` | 422 | the same; ``errors`` names it |
 | any other (``invalid_arguments``, ``unknown_command``, …) | 502 | ``agent_command_failed`` |
 
 and, before any answer: no link → 503 ``agent_unavailable``, no answer in
@@ -63,6 +64,28 @@ class SettingNotLive(DomainError):
         self.field = field
 
 
+class MediaUnavailable(DomainError):
+    """422: an image or page a command names cannot be used; ``errors`` names the argument.
+
+    The code is the agent's: ``avatar_unavailable`` or ``screen_source_unavailable`` (refused by
+    the SSRF rules, not fetched, not an image, over 5 MiB, or not decodable).
+    """
+
+    status = 422
+    default_code = "avatar_unavailable"
+    title = "Media could not be used"
+
+    def __init__(self, code: str, field: str, detail: str) -> None:
+        super().__init__(
+            detail,
+            code=code,
+            errors=[ErrorItem(loc=["body", field], msg=detail, type=code)],
+        )
+
+
+_MEDIA_ERRORS = (CommandErrorCode.AVATAR_UNAVAILABLE, CommandErrorCode.SCREEN_SOURCE_UNAVAILABLE)
+
+
 def refusal_error(result: CommandResult, name: CommandName) -> DomainError:
     """The API error for the command ``name`` the agent did not carry out (module table)."""
     detail = result.detail
@@ -72,6 +95,9 @@ def refusal_error(result: CommandResult, name: CommandName) -> DomainError:
         return NotFound(detail or "the bot is not in the meeting", code="bot_not_active")
     if result.error is CommandErrorCode.SETTING_NOT_LIVE:
         return SettingNotLive(result.field or "settings", detail)
+    if result.error is not None and result.error in _MEDIA_ERRORS:
+        field = result.field or "image_url"
+        return MediaUnavailable(result.error.value, field, detail or f"{field} cannot be used")
     code = result.error.value if result.error is not None else "unknown"
     return AgentCommandFailed(detail or f"the {name.value} command failed ({code})")
 

@@ -5,6 +5,7 @@ Stream subscription, participants, screenshot, avatar, hand, chat, speech and sc
 Each command route builds its typed command (``agent.contracts.link.AgentCommand``) and sends
 it through :class:`~control_plane.bots.live_commands.LiveCommands`, which waits for the agent's
 result, so a failure is reported, never swallowed: ``capability_not_supported`` → 422,
+``avatar_unavailable`` / ``screen_source_unavailable`` → 422 (the image or page cannot be used),
 ``bot_not_active`` → 404, another agent error → 502 ``agent_command_failed``, no link → 503
 ``agent_unavailable``, no answer → 504 ``agent_timeout``. Routes that need the bot in the
 meeting answer 404 ``bot_not_active`` in any other status (Part 1 says so for screenshot,
@@ -225,7 +226,12 @@ async def screenshot(request: web.Request) -> web.Response:
     path_types=_BOT_TYPES,
 )
 async def set_avatar(request: web.Request) -> web.Response:
-    """Show ``image_url`` on the bot's camera feed."""
+    """Show ``image_url`` on the bot's camera feed (while no screen content is shared).
+
+    The bot fetches the image under the webhook SSRF rules (at most 5 MiB) and draws it on its
+    1280x720 camera. 422 ``avatar_unavailable`` (``errors[0].loc`` ``["body", "image_url"]``)
+    when it is refused, cannot be fetched or does not decode; the camera keeps its image.
+    """
     body = await read_body(request, AvatarSet)
     meeting = await _active_bot(request)
     return await _carry_out(request, meeting, AvatarCommand(image_url=body.image_url))
@@ -240,7 +246,10 @@ async def set_avatar(request: web.Request) -> web.Response:
     path_types=_BOT_TYPES,
 )
 async def reset_avatar(request: web.Request) -> web.Response:
-    """Back to the bot's ``default_avatar_url``, or the service logo without one."""
+    """Back to the bot's ``default_avatar_url``, or the service logo without one.
+
+    422 ``avatar_unavailable`` when ``default_avatar_url`` cannot be fetched or decoded now.
+    """
     meeting = await _active_bot(request)
     return await _carry_out(request, meeting, AvatarCommand(image_url=None))
 
@@ -377,7 +386,7 @@ async def stop_speaking(request: web.Request) -> web.Response:
 
 @routes.post(
     BOT_PATH + "/screen",
-    summary="Share a screen (not available yet)",
+    summary="Share a screen: an image, a web page or a video",
     body=ScreenRequest,
     status=202,
     response=CommandAccepted,
@@ -385,7 +394,20 @@ async def stop_speaking(request: web.Request) -> web.Response:
     path_types=_BOT_TYPES,
 )
 async def share_screen(request: web.Request) -> web.Response:
-    """Sent to the agent, which answers 422 ``capability_not_supported`` for now."""
+    """The bot presents ``image_url``, the page at ``url`` or ``video_url`` (the share control).
+
+    The shared stream is 1280x720 (16:9) at 30 fps; while it is shared the camera shows it too.
+    A page is rendered by the bot in an isolated browser context, its frames drawn into the
+    stream as they change; a video (``video/*``, at most 50 MiB) plays once, its sound fed into
+    the bot's microphone. Sources are fetched under the webhook SSRF rules. A share already
+    running is replaced. 202 once the platform shows the share as started.
+
+    Errors: 422 ``screen_source_unavailable`` (``errors[0].loc`` names the argument) when the
+    source is refused, cannot be fetched or loaded, or does not decode or play; 422
+    ``capability_not_supported`` from a platform (or an older agent) without screen share; 409
+    ``voice_agent_disabled``; 404 ``bot_not_active``; 502 ``agent_command_failed`` when the share
+    control did not respond.
+    """
     body = await read_body(request, ScreenRequest)
     meeting = await _voice_bot(request)
     command = ScreenShareCommand(url=body.url, image_url=body.image_url, video_url=body.video_url)
@@ -394,13 +416,16 @@ async def share_screen(request: web.Request) -> web.Response:
 
 @routes.delete(
     BOT_PATH + "/screen",
-    summary="Stop sharing the screen (not available yet)",
+    summary="Stop sharing the screen",
     status=202,
     response=CommandAccepted,
     errors=(404, 409, 422, 502, 503, 504),
     path_types=_BOT_TYPES,
 )
 async def stop_screen(request: web.Request) -> web.Response:
-    """Sent to the agent, which answers 422 ``capability_not_supported`` for now."""
+    """The bot stops presenting; its camera shows its avatar again (202 also when not sharing).
+
+    422 ``capability_not_supported`` only from an agent that predates screen share.
+    """
     meeting = await _voice_bot(request)
     return await _carry_out(request, meeting, StopScreenShareCommand())

@@ -175,6 +175,16 @@ class Room:
         """See :meth:`RoomMedia.receive_frame`."""
         self.media.receive_frame(participant_id, kind, t, png)
 
+    def receive_video_rate(
+        self, participant_id: str, kind: str, frames: int, seconds: float
+    ) -> None:
+        """See :meth:`RoomMedia.receive_video_rate`."""
+        self.media.receive_video_rate(participant_id, kind, frames, seconds)
+
+    def received_video_rate(self, participant_id: str, kind: str) -> list[tuple[float, float]]:
+        """See :meth:`RoomMedia.received_video_rate`."""
+        return self.media.received_video_rate(participant_id, kind)
+
     def received_audio(self, participant_id: str) -> tuple[float, bytes]:
         """See :meth:`RoomMedia.received_audio`."""
         return self.media.received_audio(participant_id)

@@ -97,6 +97,9 @@ class ReceivedMedia:
     frames: dict[str, list[tuple[float, bytes]]] = field(
         default_factory=lambda: {kind: [] for kind in FRAME_KINDS}
     )
+    rates: dict[str, list[tuple[float, float]]] = field(
+        default_factory=lambda: {kind: [] for kind in FRAME_KINDS}
+    )
 
 
 class RoomMedia:
@@ -217,6 +220,29 @@ class RoomMedia:
         frames = self._received_by(participant_id).frames[kind]
         frames.append((t, png))
         del frames[:-MAX_FRAMES_KEPT]
+
+    def receive_video_rate(
+        self, participant_id: str, kind: str, frames: int, seconds: float
+    ) -> None:
+        """Store the frame rate (frames per second) a page reported for its ``kind`` stream."""
+        rates = self._received_by(participant_id).rates[kind]
+        rates.append((self._clock(), frames / seconds))
+        del rates[:-MAX_FRAMES_KEPT]
+
+    def received_video_rate(self, participant_id: str, kind: str) -> list[tuple[float, float]]:
+        """``[(epoch, frames per second), ...]`` of a camera or screen stream, one a second.
+
+        The newest 60; each is the rate at which the page presented that stream's frames over
+        the second before ``epoch``.
+
+        Raises:
+            ParticipantNotFound: No such browser participant.
+            MediaNotFound: ``kind`` is not camera/screen.
+        """
+        if kind not in FRAME_KINDS:
+            raise MediaNotFound(f"unknown frame kind {kind!r}")
+        received = self._received_from(participant_id)
+        return list(received.rates[kind]) if received is not None else []
 
     def received_audio(self, participant_id: str) -> tuple[float, bytes]:
         """``(epoch of the first sample, 16 kHz mono int16 PCM)`` a browser participant sent.

@@ -669,7 +669,20 @@
     video.srcObject = stream;
     video.play().catch(() => {});
     const canvas = document.createElement("canvas");
+    // Frames the page presented from the stream (requestVideoFrameCallback), reported once per
+    // interval as a frame rate (what bench/screen.py reads).
+    let presented = 0;
+    let since = performance.now();
+    const count = () => {
+      presented += 1;
+      video.requestVideoFrameCallback(count);
+    };
+    if (video.requestVideoFrameCallback) video.requestVideoFrameCallback(count);
     return setInterval(() => {
+      const now = performance.now();
+      if (!state.over) send({ type: "video_rate", device: kind, frames: presented, seconds: (now - since) / 1000 });
+      presented = 0;
+      since = now;
       if (!video.videoWidth || state.over) return;
       canvas.width = video.videoWidth;
       canvas.height = video.videoHeight;

@@ -310,6 +310,16 @@ async def test_uploaded_microphone_and_frames_come_back(
         assert await r.read() == png
     async with http.get(f"{base}/frames/screen/latest") as r:
         assert r.status == 404
+    # The page's frame-rate reports come back beside the frames (bench/screen.py reads them).
+    await ws.send_json({"type": "video_rate", "device": "screen", "frames": 29, "seconds": 1.0})
+    async with asyncio.timeout(5):
+        while True:
+            async with http.get(f"{base}/frames/screen") as r:
+                rates = (await r.json())["rates"]
+            if rates:
+                break
+            await asyncio.sleep(0.05)
+    assert [rate["fps"] for rate in rates] == [29.0]
 
 
 async def test_a_browser_microphone_reaches_the_other_pages(
