@@ -94,7 +94,14 @@ class MeetingWatch:
 
     async def speakers(self, page: Page) -> None:
         """Read the speaking indicators; pass changes to the transcription and the sink."""
-        speaking = await self._adapter.speakers(page)
+        # The bot's own indicator lights while it speaks: its voice is nobody's speech to
+        # attribute (and the bot never captures its own microphone, inject.js).
+        own = {self._bot_name.lower(), "you"}
+        speaking = {
+            name
+            for name in await self._adapter.speakers(page)
+            if name.lower() not in own and "(you)" not in name.lower()
+        }
         if speaking == self._speaking:
             return
         changes = speaker_changes(self._speaking, speaking)

@@ -131,6 +131,9 @@ class PlatformSelectors:
     join: Target
     leave: Target
     leave_confirm: Target = field(default_factory=Target)
+    # The in-meeting microphone button in each state: unmute shows while muted, mute while on.
+    mic_unmute: Target = field(default_factory=Target)
+    mic_mute: Target = field(default_factory=Target)
     chat_open: Target = field(default_factory=Target)
     chat_input: Target = field(default_factory=Target)
     chat_send: Target = field(default_factory=Target)
@@ -291,6 +294,10 @@ class PlatformAdapter(Protocol):
 
     async def set_hand(self, page: Page, raised: bool) -> None:
         """Raise or lower the bot's hand."""
+        ...
+
+    async def set_microphone(self, page: Page, on: bool) -> None:
+        """Unmute (``on``) or mute the bot's microphone with the meeting's own button."""
         ...
 
     async def leave(self, page: Page) -> None:
@@ -575,6 +582,23 @@ class SelectorAdapter:
         if await self.visible(page, other):
             return
         raise BrowserError("hand button not found")
+
+    async def set_microphone(self, page: Page, on: bool) -> None:
+        """Click the meeting's unmute (``on``) or mute button; nothing when already so.
+
+        Raises:
+            CapabilityNotSupported: The platform table has no in-meeting microphone buttons.
+            BrowserError: Neither button is visible.
+        """
+        s = self.selectors
+        if not (s.mic_unmute and s.mic_mute):
+            raise CapabilityNotSupported(self.platform.value, "microphone")
+        wanted, other = (s.mic_unmute, s.mic_mute) if on else (s.mic_mute, s.mic_unmute)
+        if await self.click_if_visible(page, wanted):
+            return
+        if await self.visible(page, other):
+            return
+        raise BrowserError("microphone button not found")
 
     async def leave(self, page: Page) -> None:
         """Click leave, confirm when the platform asks, then leave the page."""
