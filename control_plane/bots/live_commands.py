@@ -9,6 +9,7 @@ bot's agent link and waits for its result; a refusal becomes the API's error
 | ``capability_not_supported`` | 422 | ``capability_not_supported`` |
 | ``bot_not_active`` | 404 | ``bot_not_active`` (docs/api.md 2.5) |
 | ``setting_not_live`` | 409 | ``setting_not_live``; ``errors[0].loc`` = ``["body", <field>]`` |
+| ``voice_agent_disabled`` | 409 | ``voice_agent_disabled`` |
 | any other (``invalid_arguments``, ``unknown_command``, …) | 502 | ``agent_command_failed`` |
 
 and, before any answer: no link → 503 ``agent_unavailable``, no answer in
@@ -37,7 +38,13 @@ from control_plane.agent_hub.errors import AgentCommandFailed, AgentTimeout, Age
 from control_plane.agent_hub.hub import AgentHub, AgentNotConnected, CommandTimedOut
 from control_plane.db.engine import Database
 from control_plane.db.models.bot import Meeting
-from control_plane.errors import CapabilityNotSupported, DomainError, ErrorItem, NotFound
+from control_plane.errors import (
+    CapabilityNotSupported,
+    Conflict,
+    DomainError,
+    ErrorItem,
+    NotFound,
+)
 from control_plane.settings import Settings
 from control_plane.storage.base import ArtifactStorage, PresignedUrl, artifact_key
 
@@ -72,6 +79,10 @@ def refusal_error(result: CommandResult, name: CommandName) -> DomainError:
         return NotFound(detail or "the bot is not in the meeting", code="bot_not_active")
     if result.error is CommandErrorCode.SETTING_NOT_LIVE:
         return SettingNotLive(result.field or "settings", detail)
+    if result.error is CommandErrorCode.VOICE_AGENT_DISABLED:
+        return Conflict(
+            detail or "the bot's voice_agent_enabled is false", code="voice_agent_disabled"
+        )
     code = result.error.value if result.error is not None else "unknown"
     return AgentCommandFailed(detail or f"the {name.value} command failed ({code})")
 
