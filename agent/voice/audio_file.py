@@ -41,12 +41,15 @@ async def fetch_audio(url: str) -> bytes:
         ):
             if response.status != 200:
                 raise AudioUnavailable(f"audio_url answered {response.status}")
-            body = await response.content.read(MAX_AUDIO_BYTES + 1)
+            body = bytearray()
+            # read(n) returns what has arrived so far, not n bytes: read to the end.
+            async for block in response.content.iter_chunked(64 * 1024):
+                body += block
+                if len(body) > MAX_AUDIO_BYTES:
+                    raise AudioUnavailable(f"audio file is larger than {MAX_AUDIO_BYTES} bytes")
     except (aiohttp.ClientError, TimeoutError) as exc:
         raise AudioUnavailable("audio_url could not be fetched") from exc
-    if len(body) > MAX_AUDIO_BYTES:
-        raise AudioUnavailable(f"audio file is larger than {MAX_AUDIO_BYTES} bytes")
-    return body
+    return bytes(body)
 
 
 async def decode_audio(data: bytes) -> bytes:
@@ -79,7 +82,12 @@ async def decode_audio(data: bytes) -> bytes:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL,
     )
-    pcm, _ = await process.communicate(data)
+    try:
+        pcm, _ = await process.communicate(data)
+    except asyncio.CancelledError:  # an interrupt while decoding: leave no ffmpeg behind
+        process.kill()
+        await process.wait()
+        raise
     if process.returncode != 0 or not pcm:
         raise AudioUnavailable("audio file could not be decoded")
     if len(pcm) / 2 / SAMPLE_RATE > MAX_AUDIO_SECONDS:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -92,12 +93,31 @@ class PiperSynthesizer:
                 self._voice = await asyncio.to_thread(self._load)
 
     async def stream(self, text: str, voice: str | None) -> AsyncIterator[Pcm]:
-        """One :class:`Pcm` per sentence of ``text`` (22 050 Hz), synthesised in a thread."""
+        """One :class:`Pcm` per sentence of ``text`` (22 050 Hz), synthesised in a thread.
+
+        The first sentence's opening clause goes first on its own (:func:`first_clause`):
+        synthesis time grows with the sentence, and the listener hears the bot sooner.
+        """
         self.check_voice(voice)
         await self.warm_up()
-        sentences: Iterator[Any] = iter(self._voice.synthesize(text))
-        while True:
-            chunk = await asyncio.to_thread(next, sentences, None)
-            if chunk is None:
-                return
-            yield Pcm(chunk.audio_int16_bytes, chunk.sample_rate)
+        for part in first_clause(text):
+            sentences: Iterator[Any] = iter(self._voice.synthesize(part))
+            while True:
+                chunk = await asyncio.to_thread(next, sentences, None)
+                if chunk is None:
+                    break
+                yield Pcm(chunk.audio_int16_bytes, chunk.sample_rate)
+
+
+_CLAUSE = re.compile(r"^([^.!?]*?\w[^.!?]*?\s\S[^.!?]*?[,;:])\s+(\S.*)$", re.DOTALL)
+
+
+def first_clause(text: str) -> list[str]:
+    """Split off the opening clause of ``text`` when there is one.
+
+    Returns ``[opening clause, rest]`` when the first sentence has a comma, colon or semicolon
+    after two words or more, else ``[text]``:
+    "Good morning, everyone. Let us start." → ``["Good morning,", "everyone. Let us start."]``.
+    """
+    match = _CLAUSE.match(text.strip())
+    return [match.group(1), match.group(2)] if match else [text]

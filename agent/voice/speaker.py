@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -170,15 +171,24 @@ class Speaker:
 
     async def _speak(self, speech: Speech) -> None:
         started = False
+        began = time.monotonic()
         unmute = asyncio.create_task(self._switch(True), name="unmute")
         try:
             async for pcm in self._pieces(speech):
+                ready = time.monotonic()
                 await unmute
                 if not self._unmuted:
                     raise _Failed("microphone_unavailable", "the microphone could not be unmuted")
                 await self._microphone.play(pcm)
                 if not started:
                     started = True
+                    log.info(
+                        "speech started",
+                        extra={
+                            "first_piece_s": round(ready - began, 3),
+                            "playing_s": round(time.monotonic() - began, 3),
+                        },
+                    )
                     await self._report(
                         "speak_started", {"speech_id": speech.speech_id, "timestamp": self._now()}
                     )
@@ -233,12 +243,14 @@ class Speaker:
     async def _switch(self, on: bool) -> None:
         if self._unmuted == on:
             return
+        began = time.monotonic()
         try:
             await self._microphone.switch(on)
         except Exception as exc:  # reported through the speech (unmute) or logged (mute)
             log.warning("microphone not switched", extra={"on": on, "error": str(exc)})
             return
         self._unmuted = on
+        log.info("microphone switched", extra={"on": on, "s": round(time.monotonic() - began, 3)})
 
     async def _finished(
         self,
