@@ -1,10 +1,12 @@
-"""The voice's parts with their real surroundings: Piper and the packaged voice, ffmpeg, and
-``audio_url`` fetching from a loopback server (limits, redirects, errors)."""
+"""The voice's parts with their real surroundings: Piper and the packaged voice, ffmpeg,
+``audio_url`` fetching from a loopback server (limits, redirects, errors), and the
+OpenAI-compatible client against a loopback ``/v1/audio/speech``."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,8 +15,9 @@ from aiohttp.test_utils import TestServer
 
 from agent.voice import audio_file
 from agent.voice.audio_file import AudioUnavailable, audio_pieces, decode_audio
+from agent.voice.openai_tts import OpenAISpeechSynthesizer
 from agent.voice.piper_tts import PiperSynthesizer, first_clause, voice_files
-from agent.voice.synthesis import VoiceNotAvailable
+from agent.voice.synthesis import SynthesisFailed, VoiceNotAvailable
 
 pytestmark = pytest.mark.model
 
@@ -90,3 +93,57 @@ async def test_audio_url_is_fetched_decoded_and_limited(files: str) -> None:
         await audio_pieces("file:///etc/passwd")
     with pytest.raises(AudioUnavailable, match="decoded"):
         await decode_audio(b"this is not audio")
+
+
+@pytest.fixture
+async def speech_endpoint() -> AsyncIterator[tuple[str, list[dict[str, Any]]]]:
+    """An OpenAI-compatible /v1/audio/speech on loopback: 1.2 s of a 24 kHz tone, in pieces."""
+    seen: list[dict[str, Any]] = []
+    tone = (np.sin(np.arange(28_800) * 2 * np.pi * 440 / 24_000) * 12_000).astype(np.int16)
+
+    async def speech(request: web.Request) -> web.StreamResponse:
+        seen.append({"auth": request.headers.get("Authorization"), **(await request.json())})
+        if seen[-1]["voice"] == "broken":
+            return web.Response(status=500)
+        response = web.StreamResponse()
+        await response.prepare(request)
+        data = tone.tobytes()
+        for start in range(0, len(data), 9_999):  # odd sizes: pieces must stay sample-aligned
+            await response.write(data[start : start + 9_999])
+        await response.write_eof()
+        return response
+
+    app = web.Application()
+    app.router.add_post("/v1/audio/speech", speech)
+    server = TestServer(app)
+    await server.start_server()
+    try:
+        yield str(server.make_url("")), seen
+    finally:
+        await server.close()
+
+
+async def test_an_openai_compatible_endpoint_streams_pcm_pieces(
+    speech_endpoint: tuple[str, list[dict[str, Any]]],
+) -> None:
+    url, seen = speech_endpoint
+    synth = OpenAISpeechSynthesizer(url + "/", "sk-test", "tts-1", "alloy")
+    pieces = [p async for p in synth.stream("Hello there.", None)]
+    assert {p.sample_rate for p in pieces} == {24_000}
+    assert all(len(p.data) % 2 == 0 for p in pieces)
+    assert len(pieces) >= 2  # handed on while the body streams, not at its end
+    assert sum(len(p.data) for p in pieces) == 28_800 * 2
+    assert seen == [
+        {
+            "auth": "Bearer sk-test",
+            "model": "tts-1",
+            "input": "Hello there.",
+            "voice": "alloy",
+            "response_format": "pcm",
+        }
+    ]
+    with pytest.raises(SynthesisFailed, match="500"):
+        _ = [p async for p in synth.stream("Hello.", "broken")]
+    unreachable = OpenAISpeechSynthesizer("http://127.0.0.1:9", "", "tts-1", "alloy")
+    with pytest.raises(SynthesisFailed, match="unreachable"):
+        _ = [p async for p in unreachable.stream("Hello.", None)]
