@@ -31,8 +31,8 @@ from agent.voice.synthesis import Pcm, SpeechSynthesizer, SynthesisFailed
 
 log = logging.getLogger(__name__)
 
-# How often the end of playback is checked once everything is queued (seconds, at most).
-DRAIN_POLL_S = 0.1
+# Slack added when sleeping until the queued speech should have played (seconds).
+DRAIN_SLACK_S = 0.02
 
 SpeechReport = Callable[[str, dict[str, Any]], Awaitable[None]]
 """Receives ``(event name, payload)`` of ``speak_started`` / ``speak_finished``."""
@@ -130,7 +130,9 @@ class Speaker:
         Returns:
             How many speeches were stopped or dropped.
         """
+        began = time.monotonic()
         await self._silence()
+        log.info("speech silenced", extra={"s": round(time.monotonic() - began, 3)})
         dropped: list[Speech] = []
         while not self._queue.empty():
             dropped.append(self._queue.get_nowait())
@@ -217,7 +219,8 @@ class Speaker:
             left = await self._microphone.queued()
             if left <= 0:
                 return
-            await asyncio.sleep(min(left, DRAIN_POLL_S))
+            # Sleep until the queue should be done, then ask again (the page's clock rules).
+            await asyncio.sleep(left + DRAIN_SLACK_S)
 
     async def _pieces(self, speech: Speech) -> AsyncIterator[Pcm]:
         if speech.audio_url is not None:
