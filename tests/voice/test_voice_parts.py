@@ -18,8 +18,15 @@ from agent.voice.audio_file import AudioUnavailable, audio_pieces, decode_audio
 from agent.voice.openai_tts import OpenAISpeechSynthesizer
 from agent.voice.piper_tts import PiperSynthesizer, first_clause, voice_files
 from agent.voice.synthesis import SynthesisFailed, VoiceNotAvailable
+from agent.watch import others_speaking
 
 pytestmark = pytest.mark.model
+
+
+def test_the_bots_own_speaking_indicator_is_nobodys_speech() -> None:
+    lit = {"Alice", "Notetaker", "Notetaker (You)", "You", "Bob"}
+    assert others_speaking(lit, "notetaker") == {"Alice", "Bob"}
+    assert others_speaking({"Notetaker"}, "Notetaker") == set()
 
 
 def test_the_first_clause_goes_first_when_there_is_one() -> None:
