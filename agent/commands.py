@@ -190,9 +190,7 @@ class CommandHandler:
         if command.interrupt:
             await self._speaker.interrupt()
         speech_id = command.speech_id or str(uuid.uuid4())
-        ahead = self._speaker.say(
-            Speech(speech_id, command.text, command.voice, command.audio_url)
-        )
+        ahead = self._speaker.say(Speech(speech_id, command.text, command.voice, command.audio_url))
         return {"speech_id": speech_id, "ahead": ahead}
 
     async def _stop_speaking(self, command: StopSpeakingCommand) -> dict[str, Any]:
