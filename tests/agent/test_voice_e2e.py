@@ -156,8 +156,11 @@ async def test_the_bot_speaks_is_understood_and_falls_silent_when_interrupted(
 
             assert wer(_words(SPOKEN), heard) <= 0.1, heard
 
-            # 2. Interrupted mid-sentence: silent within 300 ms of the DELETE.
+            # 2. Interrupted mid-sentence: silent within 300 ms of the DELETE; the speech queued
+            # behind it is dropped (each accepted speech gets one speak_finished).
             accepted = await _speak(http, cp, bot_id, LONG)
+            queued = await _speak(http, cp, bot_id, SPOKEN)
+            assert queued["ahead"] == 1
             await _event(stream, "speak_started", accepted["speech_id"])
             await asyncio.sleep(2.0)
             deleted_at = time.time()
@@ -165,6 +168,11 @@ async def test_the_bot_speaks_is_understood_and_falls_silent_when_interrupted(
                 assert r.status == 202, await r.text()
             finished = await _event(stream, "speak_finished", accepted["speech_id"])
             assert finished["interrupted"] is True
+            dropped = await _event(stream, "speak_finished", queued["speech_id"])
+            assert dropped["interrupted"] is True
+            assert not [
+                e for e in stream.of("speak_started") if e["speech_id"] == queued["speech_id"]
+            ]
             await _until(lambda: _muted(room), "the microphone muted after the interrupt", 10)
             start, samples = _received(room)
             loud = np.flatnonzero(np.abs(samples.astype(np.int32)) > LOUD)
