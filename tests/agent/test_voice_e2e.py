@@ -11,6 +11,8 @@ page captures its ``getUserMedia`` track; muted stretches are silence, testmeeti
 - ``DELETE …/speak`` mid-sentence: the last loud sample the room received is at most 300 ms
   after the DELETE was sent (a correctness bound, not a speed figure: bench/voice.py measures),
   and ``speak_finished`` says ``interrupted``;
+- ``{audio_url}`` (Zoom run): a WAV served on loopback (the fixture's control plane allows
+  plain-HTTP private addresses, as an operator may) is fetched, played and understood;
 - the bot's own speech is not transcribed, nor is the bot a participant (Google Meet run,
   transcription on: no segment while only the bot spoke);
 - ``voice_agent_enabled`` false: speak, chat and screen answer 409 and the bot's microphone is
@@ -21,11 +23,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import numpy as np
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
 
 from testmeeting import Room
 from tests.agent.test_control_plane_e2e import (
@@ -124,7 +129,7 @@ async def _speak(
 
 @pytest.mark.parametrize("platform", ["google_meet", "zoom", "teams"])
 async def test_the_bot_speaks_is_understood_and_falls_silent_when_interrupted(
-    platform: str, control_plane: ControlPlane, monkeypatch: pytest.MonkeyPatch
+    platform: str, control_plane: ControlPlane, monkeypatch: pytest.MonkeyPatch, speech: Path
 ) -> None:
     cp = control_plane
     transcribe = platform == "google_meet"  # the bot must not transcribe its own voice
@@ -185,6 +190,9 @@ async def test_the_bot_speaks_is_understood_and_falls_silent_when_interrupted(
             values = [value for _, value in _mic_events(room)]
             assert values[-4:] == [True, False, True, False], values
 
+            if platform == "zoom":
+                await _plays_an_audio_url(http, cp, bot_id, room, stream, speech)
+
             if transcribe:
                 await asyncio.sleep(2.0)  # a final segment would have come by now
                 record = await _record(http, cp, bot_id)
@@ -199,6 +207,43 @@ async def test_the_bot_speaks_is_understood_and_falls_silent_when_interrupted(
             await _close(stream)
     finally:
         await meeting.stop()
+
+
+async def _plays_an_audio_url(
+    http: aiohttp.ClientSession,
+    cp: ControlPlane,
+    bot_id: str,
+    room: Room,
+    stream: Any,
+    speech: Path,
+) -> None:
+    """``{audio_url}``: the bot fetches a WAV from a loopback server and the room hears it."""
+    clip = speech / "LJ001-0004.wav"
+
+    async def serve(request: web.Request) -> web.Response:
+        return web.Response(body=clip.read_bytes(), content_type="audio/wav")
+
+    app = web.Application()
+    app.router.add_get("/clip.wav", serve)
+    server = TestServer(app)
+    await server.start_server()
+    try:
+        asked_at = time.time()
+        body = {"audio_url": str(server.make_url("/clip.wav"))}
+        async with http.post(f"{cp.api}/bots/{bot_id}/speak", json=body) as r:
+            assert r.status == 202, await r.text()
+            speech_id = (await r.json())["speech_id"]
+        finished = await _event(stream, "speak_finished", speech_id)
+        assert (finished["interrupted"], finished["error"]) == (False, None), finished
+    finally:
+        await server.close()
+    await _until(lambda: _muted(room), "the microphone muted after the clip", 10)
+    start, samples = _received(room)
+    heard = _words(_transcribe(samples[max(0, int((asked_at - start) * RATE)) :]))
+    from jiwer import wer
+
+    reference = _words(clip.with_suffix(".txt").read_text(encoding="utf-8"))
+    assert wer(reference, heard) <= 0.25, heard
 
 
 async def _muted(room: Room) -> bool:
