@@ -38,6 +38,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
 from playwright.async_api import Error as PlaywrightError
@@ -52,7 +53,7 @@ from agent.contracts.bot_config import BotConfig
 from agent.contracts.link import Command, CommandErrorCode, Register
 from agent.contracts.status import BotStatus, StatusReason
 from agent.errors import BrowserError, CommandError, JoinFailed, MeetingExit, MeetingLeft
-from agent.events import BotEvents, Observer
+from agent.events import BotEvents, Observer, iso
 from agent.lifecycle import MeetingTimers, StatusMachine, Timeouts
 from agent.link.client import LinkClient, LinkTiming, agent_link_url
 from agent.link.outbox import Outbox
@@ -65,6 +66,9 @@ from agent.settings import AgentSettings
 from agent.sse.log import EventLog
 from agent.sse.server import SseServer, StreamAuth, create_sse_app
 from agent.transcribe.options import TranscribeOptions
+from agent.voice.factory import synthesizer_for
+from agent.voice.microphone import PageMicrophone
+from agent.voice.speaker import Speaker
 from agent.watch import MeetingWatch, SpeakerSink
 from agent.watchdog import PageWatchdog, screen_exit
 
@@ -141,6 +145,12 @@ class Bot:
             audio=self.capture.stats,
         )
         self.uploader = ArtifactUploader(config.agent_token, settings.data_dir / "artifacts")
+        self.speaker = Speaker(
+            synthesizer_for(settings),
+            PageMicrophone(self.browser, self.adapter),
+            lambda name, payload: self.events.speech(name, payload),
+            now=lambda: iso(datetime.now(UTC)),
+        )
         self.commands = CommandHandler(
             self.browser,
             self.adapter,
@@ -152,6 +162,8 @@ class Bot:
             bot_name=config.settings.bot_name,
             default_avatar_url=config.settings.default_avatar_url,
             media_policy=fetch_policy(settings),
+            speaker=self.speaker,
+            voice_enabled=lambda: self.media.settings.voice_agent_enabled,
         )
 
     @property
@@ -399,6 +411,8 @@ class Bot:
                 self.joined_at = not_in_yet
                 await self.machine.move(BotStatus.ACTIVE, reason)
                 self.media.start(self.joined_at)
+                if self.media.settings.voice_agent_enabled:
+                    self.speaker.warm_up()
                 return
             not_in_yet = probed_at
             if state is MeetingState.PASSCODE and _now() - passcode_at >= REJOIN_CLICK_AFTER_S:
@@ -465,6 +479,7 @@ class Bot:
         await self.machine.move(BotStatus.STOPPING, exit_.reason, exit_.detail)
         # Before leaving: the bot's own exit screens are not part of the meeting.
         await self.media.stop_capture()
+        await self.speaker.close()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self._leave(), timeout=LEAVE_TIMEOUT_S)
         # A shared page's screencast forwards are owned by the share: awaited before the browser

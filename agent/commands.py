@@ -23,12 +23,19 @@ The link protocol is docs/architecture.md §5.
   ``{was_sharing}``.
 - ``update_settings`` (``changes``): all or nothing, see ``agent/live_settings.py``; result
   ``{settings}``; error ``setting_not_live`` with the ``field`` that cannot change now.
-- ``speak``, ``stop_speaking``: error ``capability_not_supported`` (speech output is a later
-  issue).
+- ``speak`` (``text`` + ``voice`` or ``audio_url``, ``speech_id``, ``interrupt``): queued on the
+  bot's :class:`~agent.voice.speaker.Speaker` (or played at once after an interrupt); result
+  ``{speech_id, ahead}``; ``speak_started`` / ``speak_finished`` follow on the stream. Error
+  ``voice_agent_disabled`` when the bot's ``voice_agent_enabled`` is false, ``invalid_arguments``
+  (``field`` ``voice``) for a voice the bot does not have.
+- ``stop_speaking``: silences the bot at once, drops its queue; result ``{stopped}``.
+- ``chat`` is refused with ``voice_agent_disabled`` like ``speak``.
+- ``screen_share`` is refused with ``voice_agent_disabled`` too; ``stop_screen_share`` never is.
 
 Errors are :class:`~agent.contracts.link.CommandErrorCode` values: ``bot_not_active`` (not in
 the meeting yet or any more), ``capability_not_supported``, ``setting_not_live``,
-``upload_failed``, ``avatar_unavailable``, ``screen_source_unavailable``, ``browser_error``
+``upload_failed``, ``avatar_unavailable``, ``screen_source_unavailable``,
+``voice_agent_disabled``, ``browser_error``
 (and, from the link client for a command that does not parse, ``unknown_command`` and
 ``invalid_arguments``).
 """
@@ -70,6 +77,8 @@ from agent.live_settings import SettingsApplier
 from agent.platforms.base import PlatformAdapter
 from agent.remote_media import image_data_url
 from agent.screen_share import ScreenShare
+from agent.voice.speaker import Speaker, Speech
+from agent.voice.synthesis import VoiceNotAvailable
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +100,8 @@ class CommandHandler:
         bot_name: The bot's display name (sender of its own chat messages).
         default_avatar_url: The bot's ``default_avatar_url`` (reset target), if any.
         media_policy: The SSRF rules for images and pages the commands name.
+        speaker: The bot's voice (``speak``, ``stop_speaking``).
+        voice_enabled: Returns the bot's ``voice_agent_enabled`` now (it may change live).
     """
 
     def __init__(
@@ -105,7 +116,12 @@ class CommandHandler:
         bot_name: str,
         default_avatar_url: str | None = None,
         media_policy: TargetPolicy | None = None,
+        *,
+        speaker: Speaker,
+        voice_enabled: Callable[[], bool],
     ) -> None:
+        self._speaker = speaker
+        self._voice_enabled = voice_enabled
         self._bot_name = bot_name
         self._browser = browser
         self._adapter = adapter
@@ -120,13 +136,13 @@ class CommandHandler:
         self._handlers: dict[type[Any], Handler] = {
             StopCommand: self._stop,
             ScreenshotCommand: self._active(self._screenshot),
-            ChatCommand: self._active(self._chat),
+            ChatCommand: self._active(self._voice(self._chat)),
             HandCommand: self._active(self._hand),
             AvatarCommand: self._active(self._avatar),
             UpdateSettingsCommand: self._update_settings,
-            SpeakCommand: self._not_yet,
-            StopSpeakingCommand: self._not_yet,
-            ScreenShareCommand: self._active(self._share_screen),
+            SpeakCommand: self._active(self._voice(self._speak)),
+            StopSpeakingCommand: self._stop_speaking,
+            ScreenShareCommand: self._active(self._voice(self._share_screen)),
             StopScreenShareCommand: self._active(self._stop_screen),
         }
 
@@ -164,15 +180,41 @@ class CommandHandler:
 
         return run
 
+    def _voice(self, handler: Callable[[_C], Awaitable[dict[str, Any]]]) -> Handler:
+        """``handler``, refused with ``voice_agent_disabled`` while the bot's voice is off."""
+
+        async def run(command: _C) -> dict[str, Any]:
+            if not self._voice_enabled():
+                raise CommandError(
+                    CommandErrorCode.VOICE_AGENT_DISABLED, "the bot's voice_agent_enabled is false"
+                )
+            return await handler(command)
+
+        return run
+
+    async def _speak(self, command: SpeakCommand) -> dict[str, Any]:
+        try:
+            self._speaker.check_voice(command.voice)
+        except VoiceNotAvailable as exc:
+            raise CommandError(CommandErrorCode.INVALID_ARGUMENTS, str(exc), field="voice") from exc
+        if command.interrupt:
+            await self._speaker.interrupt()
+        speech_id = command.speech_id or str(uuid.uuid4())
+        ahead = self._speaker.say(Speech(speech_id, command.text, command.voice, command.audio_url))
+        return {"speech_id": speech_id, "ahead": ahead}
+
+    async def _stop_speaking(self, command: StopSpeakingCommand) -> dict[str, Any]:
+        return {"stopped": await self._speaker.interrupt()}
+
     async def _stop(self, command: StopCommand) -> dict[str, Any]:
         self._request_stop(command.reason)
         return {}
 
-    async def _not_yet(self, command: AgentCommand) -> dict[str, Any]:
-        raise CapabilityNotSupported(self._adapter.platform.value, command.name.value)
-
     async def _update_settings(self, command: UpdateSettingsCommand) -> dict[str, Any]:
-        return await self._settings.apply(command.changes)
+        result = await self._settings.apply(command.changes)
+        if not self._voice_enabled():
+            await self._speaker.interrupt()  # switched off mid-speech: silent and muted now
+        return result
 
     async def _chat(self, command: ChatCommand) -> dict[str, Any]:
         await self._adapter.send_chat(self._browser.page, command.text)

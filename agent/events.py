@@ -149,6 +149,11 @@ class BotEvents:
         await self._to_link(frame)
         await self._to_stream("action_detected", payload)
 
+    async def speech(self, name: str, payload: dict[str, Any]) -> None:
+        """``speak_started`` / ``speak_finished`` (stream only; agent/voice/speaker.py)."""
+        self._observe(name, payload)
+        await self._to_stream(name, payload)
+
     async def command_result(self, frame: CommandResult) -> None:
         """The outcome of a command from the control plane."""
         self._observe("command_result", {"ok": frame.ok, "error": frame.error})

@@ -13,6 +13,7 @@ timeouts of the ``BotConfig`` so end-to-end tests need not wait the API's minimu
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -184,6 +185,16 @@ class AgentSettings(BaseSettings):
     # these allow plain http or private, loopback and link-local addresses (tests, a LAN).
     media_allow_http: bool = False
     media_allow_private: bool = False
+    # Speech output (agent/voice): ``piper`` speaks with the packaged offline voice on
+    # ``tts_cpu_threads`` ONNX threads; ``openai`` posts to an OpenAI-compatible
+    # ``{tts_url}/v1/audio/speech`` with ``tts_api_key``, ``tts_model`` and, when a speak
+    # command names no voice, ``tts_voice``.
+    tts_provider: Literal["piper", "openai"] = "piper"
+    tts_cpu_threads: int = Field(default=1, ge=1, le=16)
+    tts_url: str = ""
+    tts_api_key: str = ""
+    tts_model: str = "tts-1"
+    tts_voice: str = "alloy"
 
     log_level: str = "INFO"
 

@@ -94,7 +94,7 @@ class MeetingWatch:
 
     async def speakers(self, page: Page) -> None:
         """Read the speaking indicators; pass changes to the transcription and the sink."""
-        speaking = await self._adapter.speakers(page)
+        speaking = others_speaking(await self._adapter.speakers(page), self._bot_name)
         if speaking == self._speaking:
             return
         changes = speaker_changes(self._speaking, speaking)
@@ -118,6 +118,16 @@ class MeetingWatch:
             # The bot's own messages were reported when it sent them (commands.py).
             if line.sender.lower() not in own:
                 await events.chat(chat_event(line))
+
+
+def others_speaking(names: set[str], bot_name: str) -> set[str]:
+    """The lit speaking indicators that are not the bot's own.
+
+    The bot's tile lights while it speaks (``POST …/speak``); its voice is nobody's speech to
+    attribute, and the bot never captures its own microphone (``inject.js``).
+    """
+    own = {bot_name.lower(), "you"}
+    return {name for name in names if name.lower() not in own and "(you)" not in name.lower()}
 
 
 def speaker_changes(before: set[str], after: set[str]) -> list[SpeakerActivity]:

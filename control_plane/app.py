@@ -39,6 +39,7 @@ from control_plane.bots.live_commands import LIVE_COMMANDS, LiveCommands
 from control_plane.bots.scheduler import SCHEDULER, Scheduler
 from control_plane.bots.service import BOT_SERVICE, BotService
 from control_plane.bots.transcription import transcription_step
+from control_plane.bots.url_guard import URL_GUARD, UrlGuard, UrlRefused
 from control_plane.db.engine import DB, create_database
 from control_plane.hooks import (
     AGENT_COMMANDS,
@@ -55,7 +56,8 @@ from control_plane.meta import routes as meta
 from control_plane.metrics import METRICS, Metrics
 from control_plane.settings import SETTINGS, Settings
 from control_plane.webhooks import routes as webhooks
-from control_plane.webhooks.wiring import add_to_openapi, webhooks_ctx
+from control_plane.webhooks.ssrf import TargetRefused, check_target
+from control_plane.webhooks.wiring import add_to_openapi, target_policy, webhooks_ctx
 from control_plane.workspaces import routes as workspaces
 from control_plane.zoom import routes as zoom_connections
 from control_plane.zoom.config_step import zoom_token_step
@@ -164,6 +166,21 @@ async def _bots_ctx(app: web.Application) -> AsyncIterator[None]:
         yield
 
 
+def media_url_guard(settings: Settings) -> UrlGuard:
+    """The webhook SSRF rules as the check of URLs a bot fetches (``bots.url_guard``)."""
+    policy = target_policy(settings)
+
+    async def guard(url: str) -> None:
+        try:
+            await check_target(url, policy)
+        except TargetRefused as exc:
+            raise UrlRefused(str(exc)) from exc
+        except (OSError, ValueError) as exc:
+            raise UrlRefused("host does not resolve or URL is malformed") from exc
+
+    return guard
+
+
 def create_app(settings: Settings, *, launcher: BotLauncher | None = None) -> web.Application:
     """Build the control plane application.
 
@@ -189,6 +206,7 @@ def create_app(settings: Settings, *, launcher: BotLauncher | None = None) -> we
         rate=settings.address_rate_limit_per_second, burst=settings.address_rate_limit_burst
     )
     app[KEY_CACHE] = KeyCache(ttl=settings.auth_cache_ttl_seconds)
+    app[URL_GUARD] = media_url_guard(settings)
     app[STATUS_HOOKS] = []
     app[STATUS_HOOKS].append(app[METRICS].count_status_change)
     app[PURGE_HOOKS] = []

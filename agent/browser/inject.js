@@ -180,7 +180,8 @@
     const destination = ctx.createMediaStreamDestination();
     const gain = ctx.createGain();
     gain.connect(destination);
-    mic = { destination, gain };
+    // until: AudioContext time at which the queued speech ends; sources: what is scheduled.
+    mic = { destination, gain, until: 0, sources: new Set() };
     for (const t of destination.stream.getAudioTracks()) ownTrackIds.add(t.id);
     return mic;
   }
@@ -414,6 +415,45 @@
       stopScreenVideo(scr);
       scr.active = false;
       scr.image = null;
+      return true;
+    },
+    // Speech into the microphone: base64 int16 little-endian mono PCM at `rate` Hz, played
+    // right after what is already queued. Returns the seconds queued from now.
+    micPlay(b64, rate) {
+      const m = ensureMic();
+      const ctx = mediaCtx;
+      if (ctx.state !== 'running') ctx.resume().catch(() => {});
+      const bytes = atob(b64);
+      const n = bytes.length >> 1;
+      if (!n) return Math.max(0, m.until - ctx.currentTime);
+      const buffer = ctx.createBuffer(1, n, rate);
+      const data = buffer.getChannelData(0);
+      for (let i = 0; i < n; i++) {
+        const v = bytes.charCodeAt(2 * i) | (bytes.charCodeAt(2 * i + 1) << 8);
+        data[i] = (v >= 0x8000 ? v - 0x10000 : v) / 32768;
+      }
+      const source = ctx.createBufferSource();
+      source.buffer = buffer;
+      source.connect(m.gain);
+      const at = Math.max(ctx.currentTime + 0.01, m.until);
+      source.start(at);
+      m.until = at + buffer.duration;
+      m.sources.add(source);
+      source.onended = () => m.sources.delete(source);
+      return m.until - ctx.currentTime;
+    },
+    // Seconds of speech still queued in the microphone.
+    micQueued() {
+      return mic ? Math.max(0, mic.until - mediaCtx.currentTime) : 0;
+    },
+    // Silence the microphone at once: every queued piece of speech is dropped.
+    micStop() {
+      if (!mic) return true;
+      for (const source of mic.sources) {
+        try { source.stop(); } catch (err) { /* not started or already ended */ }
+      }
+      mic.sources.clear();
+      mic.until = 0;
       return true;
     },
     captureState() {

@@ -191,6 +191,26 @@ class BrowserSession:
         )
         return await context.new_page()
 
+    async def play_microphone(self, pcm: bytes, sample_rate: int) -> float:
+        """Queue mono int16 PCM at ``sample_rate`` Hz on the bot's microphone.
+
+        Returns:
+            Seconds of speech queued from now, this piece included.
+        """
+        queued = await self.page.evaluate(
+            "([b64, rate]) => window.__meetbot.micPlay(b64, rate)",
+            [base64.b64encode(pcm).decode("ascii"), sample_rate],
+        )
+        return float(queued)
+
+    async def microphone_queued(self) -> float:
+        """Seconds of speech still queued on the bot's microphone."""
+        return float(await self.page.evaluate("() => window.__meetbot.micQueued()"))
+
+    async def stop_microphone(self) -> None:
+        """Drop every piece of speech queued on the bot's microphone (silent at once)."""
+        await self.page.evaluate("() => window.__meetbot.micStop()")
+
     async def capture_state(self) -> dict[str, Any]:
         """The page's capture state: AudioContext state and tracks (for diagnostics, tests)."""
         state: dict[str, Any] = await self.page.evaluate("() => window.__meetbot.captureState()")

@@ -253,9 +253,20 @@ class ScreenshotCommand(_Cmd):
 
 
 class SpeakCommand(_Cmd):
-    """Speak ``text`` (with an optional ``voice``) or play ``audio_url``: exactly one source."""
+    """Speak ``text`` (with an optional ``voice``) or play ``audio_url``: exactly one source.
+
+    ``speech_id`` names the speech in its ``speak_started`` / ``speak_finished`` stream events
+    (a fresh UUID when absent); ``interrupt`` true stops what the bot is saying and drops its
+    queue first, false queues the speech after it. Result ``{speech_id, ahead}`` (``ahead``:
+    speeches before this one). Error ``voice_agent_disabled`` when the bot's
+    ``voice_agent_enabled`` is false.
+    """
 
     name: Literal[CommandName.SPEAK] = CommandName.SPEAK
+    speech_id: str | None = Field(
+        default=None, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$"
+    )
+    interrupt: bool = False
     text: str | None = Field(default=None, min_length=1, max_length=MAX_CHAT_CHARS)
     voice: str | None = Field(default=None, max_length=100)
     audio_url: str | None = Field(default=None, max_length=MAX_URL_CHARS)
@@ -268,7 +279,7 @@ class SpeakCommand(_Cmd):
 
 
 class StopSpeakingCommand(_Cmd):
-    """Interrupt the bot's speech."""
+    """Silence the bot at once and drop its queued speeches; result ``{stopped}`` (a count)."""
 
     name: Literal[CommandName.STOP_SPEAKING] = CommandName.STOP_SPEAKING
 
@@ -414,6 +425,8 @@ class CommandErrorCode(StrEnum):
     """``field`` cannot change while the bot runs (or not any more); nothing was applied."""
     UPLOAD_FAILED = "upload_failed"
     """The artifact could not be uploaded."""
+    VOICE_AGENT_DISABLED = "voice_agent_disabled"
+    """The bot's ``voice_agent_enabled`` is false: it neither speaks, chats nor shares."""
     AVATAR_UNAVAILABLE = "avatar_unavailable"
     """The image could not be fetched, is not an image, is over 5 MiB, or does not decode."""
     SCREEN_SOURCE_UNAVAILABLE = "screen_source_unavailable"

@@ -131,6 +131,9 @@ class PlatformSelectors:
     join: Target
     leave: Target
     leave_confirm: Target = field(default_factory=Target)
+    # The in-meeting microphone button in each state: unmute shows while muted, mute while on.
+    mic_unmute: Target = field(default_factory=Target)
+    mic_mute: Target = field(default_factory=Target)
     chat_open: Target = field(default_factory=Target)
     chat_input: Target = field(default_factory=Target)
     chat_send: Target = field(default_factory=Target)
@@ -300,6 +303,8 @@ class PlatformAdapter(Protocol):
 
     async def set_sharing(self, page: Page, on: bool) -> None:
         """Start (the page then calls ``getDisplayMedia``) or stop presenting the screen."""
+    async def set_microphone(self, page: Page, on: bool) -> None:
+        """Unmute (``on``) or mute the bot's microphone with the meeting's own button."""
         ...
 
     async def leave(self, page: Page) -> None:
@@ -609,6 +614,22 @@ class SelectorAdapter:
                 await self.locate(page, done).wait_for(state="visible", timeout=2_000)
         if not await self.visible(page, done):
             raise BrowserError("the page did not switch its share control")
+    async def set_microphone(self, page: Page, on: bool) -> None:
+        """Click the meeting's unmute (``on``) or mute button; nothing when already so.
+
+        Raises:
+            CapabilityNotSupported: The platform table has no in-meeting microphone buttons.
+            BrowserError: Neither button is visible.
+        """
+        s = self.selectors
+        if not (s.mic_unmute and s.mic_mute):
+            raise CapabilityNotSupported(self.platform.value, "microphone")
+        wanted, other = (s.mic_unmute, s.mic_mute) if on else (s.mic_mute, s.mic_unmute)
+        if await self.click_if_visible(page, wanted):
+            return
+        if await self.visible(page, other):
+            return
+        raise BrowserError("microphone button not found")
 
     async def leave(self, page: Page) -> None:
         """Click leave, confirm when the platform asks, then leave the page."""

@@ -120,6 +120,13 @@ SELECTORS = PlatformSelectors(
         roles=(("button", "Just leave the meeting"),),
         css=('button:has-text("Just leave the meeting")',),  # V09
     ),
+    # In the call's toolbar; the labels name the action (V09 clicks "Turn off microphone").
+    mic_unmute=Target(
+        css=('[role="toolbar"] button[aria-label="Turn on microphone"]',),  # V09 (label)
+    ),
+    mic_mute=Target(
+        css=('[role="toolbar"] button[aria-label="Turn off microphone"]',),  # V09
+    ),
     chat_open=Target(
         roles=(("button", "Chat with everyone"),),
         css=('button[aria-label*="Chat with everyone"]',),  # VC

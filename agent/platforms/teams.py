@@ -123,6 +123,14 @@ SELECTORS = PlatformSelectors(
         ),
         roles=(("button", "Leave"),),  # V09 button[aria-label="Leave"]
     ),
+    # The toolbar's microphone button (id from public Teams UI-automation code; the labels
+    # are those of the pre-join toggle, AT): not confirmed.
+    mic_unmute=Target(
+        css=('button#microphone-button[aria-label="Unmute mic"]',),
+    ),
+    mic_mute=Target(
+        css=('button#microphone-button[aria-label="Mute mic"]',),
+    ),
     chat_open=Target(
         roles=(("button", "Chat"),),
         css=("button#chat-button",),  # not confirmed

@@ -105,6 +105,13 @@ SELECTORS = PlatformSelectors(
     leave_confirm=Target(
         css=("button.leave-meeting-options__btn--danger",),  # VH
     ),
+    # The footer's audio button (VH class); labels from public Zoom-web automation code.
+    mic_unmute=Target(
+        css=('button.join-audio-container__btn[aria-label="unmute my microphone"]',),
+    ),
+    mic_mute=Target(
+        css=('button.join-audio-container__btn[aria-label="mute my microphone"]',),
+    ),
     chat_open=Target(
         css=('button[aria-label*="chat panel" i]',),  # VH ("chat panel")
     ),

@@ -10,6 +10,7 @@ bot's agent link and waits for its result; a refusal becomes the API's error
 | ``bot_not_active`` | 404 | ``bot_not_active`` (docs/api.md 2.5) |
 | ``setting_not_live`` | 409 | ``setting_not_live``; ``errors[0].loc`` = ``["body", <field>]`` |
 | ``avatar_unavailable``, ``screen_source_unavailable`` | 422 | the same; ``errors`` names it |
+| ``voice_agent_disabled`` | 409 | ``voice_agent_disabled`` |
 | any other (``invalid_arguments``, ``unknown_command``, …) | 502 | ``agent_command_failed`` |
 
 and, before any answer: no link → 503 ``agent_unavailable``, no answer in
@@ -38,7 +39,13 @@ from control_plane.agent_hub.errors import AgentCommandFailed, AgentTimeout, Age
 from control_plane.agent_hub.hub import AgentHub, AgentNotConnected, CommandTimedOut
 from control_plane.db.engine import Database
 from control_plane.db.models.bot import Meeting
-from control_plane.errors import CapabilityNotSupported, DomainError, ErrorItem, NotFound
+from control_plane.errors import (
+    CapabilityNotSupported,
+    Conflict,
+    DomainError,
+    ErrorItem,
+    NotFound,
+)
 from control_plane.settings import Settings
 from control_plane.storage.base import ArtifactStorage, PresignedUrl, artifact_key
 
@@ -98,6 +105,10 @@ def refusal_error(result: CommandResult, name: CommandName) -> DomainError:
     if result.error is not None and result.error in _MEDIA_ERRORS:
         field = result.field or "image_url"
         return MediaUnavailable(result.error.value, field, detail or f"{field} cannot be used")
+    if result.error is CommandErrorCode.VOICE_AGENT_DISABLED:
+        return Conflict(
+            detail or "the bot's voice_agent_enabled is false", code="voice_agent_disabled"
+        )
     code = result.error.value if result.error is not None else "unknown"
     return AgentCommandFailed(detail or f"the {name.value} command failed ({code})")
 

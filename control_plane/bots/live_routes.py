@@ -1,6 +1,8 @@
 """Live routes of a bot (docs/api.md Part 1, 2.5 and 2.7).
 
 Stream subscription, participants, screenshot, avatar, hand, chat, speech and screen share.
+``voice_agent_enabled`` false closes speech, chat sending and screen share (409
+``voice_agent_disabled``, :func:`_voice_bot`).
 
 Each command route builds its typed command (``agent.contracts.link.AgentCommand``) and sends
 it through :class:`~control_plane.bots.live_commands.LiveCommands`, which waits for the agent's
@@ -46,8 +48,10 @@ from control_plane.bots.live_schemas import (
     ScreenRequest,
     Screenshot,
     SpeakRequest,
+    SpeechAccepted,
     Subscription,
 )
+from control_plane.bots.url_guard import checked as checked_url
 from control_plane.db.engine import DB
 from control_plane.db.models.agent_link import AgentLink, ChatMessage
 from control_plane.db.models.bot import Meeting
@@ -291,13 +295,16 @@ async def lower_hand(request: web.Request) -> web.Response:
     body=ChatSend,
     response=CommandAccepted,
     status=202,
-    errors=(404, 422, 502, 503, 504),
+    errors=(404, 409, 422, 502, 503, 504),
     path_types=_BOT_TYPES,
 )
 async def send_chat(request: web.Request) -> web.Response:
-    """The bot posts ``text`` to the meeting chat; it then appears in GET …/chat."""
+    """The bot posts ``text`` to the meeting chat; it then appears in GET …/chat.
+
+    409 ``voice_agent_disabled`` when the bot's ``voice_agent_enabled`` is false.
+    """
     body = await read_body(request, ChatSend)
-    meeting = await _active_bot(request)
+    meeting = await _voice_bot(request)
     return await _carry_out(request, meeting, ChatCommand(text=body.text))
 
 
@@ -337,49 +344,79 @@ async def read_chat(request: web.Request) -> web.Response:
     )
 
 
-# Speech and screen share (the agents answer capability_not_supported until the voice work) ------
+# Speech and screen share (the voice-agent switch gates both, and chat) ------------------------
 
 
 async def _voice_bot(request: web.Request) -> Meeting:
+    """The path's active bot, whose ``voice_agent_enabled`` must be true (409 otherwise)."""
     meeting = await _active_bot(request)
     if not meeting.settings.get("voice_agent_enabled", True):
         raise Conflict(
-            "the bot was launched with voice_agent_enabled false", code="voice_agent_disabled"
+            "the bot's voice_agent_enabled is false: it does not speak, chat or share",
+            code="voice_agent_disabled",
         )
     return meeting
 
 
 @routes.post(
     BOT_PATH + "/speak",
-    summary="Speak in the meeting (not available yet)",
+    summary="Speak in the meeting",
     body=SpeakRequest,
     status=202,
-    response=CommandAccepted,
+    response=SpeechAccepted,
     errors=(404, 409, 422, 502, 503, 504),
     path_types=_BOT_TYPES,
 )
 async def speak(request: web.Request) -> web.Response:
-    """Sent to the agent: 422 ``capability_not_supported`` on every platform for now.
+    """The bot says ``text`` (or plays ``audio_url``) through its microphone.
 
-    The agent gives that answer after the 404 ``bot_not_active`` and 409 ``voice_agent_disabled``
-    checks.
+    The 202 comes once the bot queued the speech (after what it is saying, or at once with
+    ``interrupt`` true); it unmutes with the platform's microphone button, streams the speech
+    sentence by sentence as it is synthesised, and mutes again when its queue is empty.
+    ``speak_started`` / ``speak_finished`` on the stream carry the answer's ``speech_id``.
+    ``voice``: the bot's voice names (the packaged ``en_US-joe-medium``, alias ``joe``), any
+    name with an OpenAI-compatible speech endpoint. ``audio_url``: http(s), checked against the
+    webhook address rules (422 ``url_not_allowed``), at most 20 MiB and 600 s, any format
+    ffmpeg reads; a file that cannot be fetched or decoded ends as ``speak_finished`` with
+    ``error`` ``audio_unavailable``. 409 ``voice_agent_disabled`` when the bot's
+    ``voice_agent_enabled`` is false; 502 ``agent_command_failed`` for a voice the bot lacks.
     """
     body = await read_body(request, SpeakRequest)
     meeting = await _voice_bot(request)
-    command = SpeakCommand(text=body.text, voice=body.voice, audio_url=body.audio_url)
-    return await _carry_out(request, meeting, command)
+    if body.audio_url is not None:
+        await checked_url(request.app, "audio_url", body.audio_url)
+    command = SpeakCommand(
+        text=body.text,
+        voice=body.voice,
+        audio_url=body.audio_url,
+        speech_id=str(uuid.uuid4()),
+        interrupt=body.interrupt,
+    )
+    result = await live_commands(request.app).carry_out(meeting.bot_id, command)
+    return json_response(
+        SpeechAccepted(
+            bot_id=meeting.bot_id,
+            command=command.name.value,
+            speech_id=str(command.speech_id),
+            ahead=int(result.result.get("ahead", 0)),
+        ),
+        status=202,
+    )
 
 
 @routes.delete(
     BOT_PATH + "/speak",
-    summary="Interrupt speech (not available yet)",
+    summary="Interrupt speech",
     status=202,
     response=CommandAccepted,
-    errors=(404, 409, 422, 502, 503, 504),
+    errors=(404, 409, 502, 503, 504),
     path_types=_BOT_TYPES,
 )
 async def stop_speaking(request: web.Request) -> web.Response:
-    """Sent to the agent, which answers 422 ``capability_not_supported`` for now."""
+    """The bot falls silent at once and drops its queued speeches (each ends ``interrupted``).
+
+    409 ``voice_agent_disabled`` when the bot's ``voice_agent_enabled`` is false.
+    """
     meeting = await _voice_bot(request)
     return await _carry_out(request, meeting, StopSpeakingCommand())
 

@@ -88,17 +88,35 @@ class ChatMessages(_Out):
 
 
 class SpeakRequest(_In):
-    """Speech for the bot: ``text`` (with an optional ``voice``) or an ``audio_url``."""
+    """Speech for the bot: ``text`` (with an optional ``voice``) or an ``audio_url``.
+
+    ``interrupt`` true stops what the bot is saying (and drops its queue) first; false (the
+    default) queues this speech after it.
+    """
 
     text: str | None = Field(default=None, min_length=1, max_length=MAX_CHAT_CHARS)
     voice: str | None = Field(default=None, max_length=100)
     audio_url: str | None = Field(default=None, max_length=MAX_URL_CHARS)
+    interrupt: bool = False
 
     @model_validator(mode="after")
     def _one_source(self) -> SpeakRequest:
         if (self.text is None) == (self.audio_url is None):
             raise ValueError("give exactly one of text or audio_url")
         return self
+
+
+class SpeechAccepted(_Out):
+    """202 to a speak request: the bot queued the speech ``speech_id``.
+
+    Its ``speak_started`` and ``speak_finished`` stream events carry the same ``speech_id``;
+    ``ahead`` counts the speeches the bot says before it.
+    """
+
+    bot_id: uuid.UUID
+    command: str
+    speech_id: str
+    ahead: int
 
 
 class ScreenRequest(_In):

@@ -126,6 +126,9 @@ async def control_plane(
         scheduler_interval_seconds=0.1,
         heartbeat_timeout_seconds=4.0,
         presigned_url_ttl_seconds=2,
+        # Media URLs a bot fetches (speak's audio_url) may be served from loopback here.
+        webhook_allow_http=True,
+        webhook_allow_private=True,
     )
     launcher = LocalLauncher(settings.data_dir, grace_seconds=10.0)
     cp = ControlPlane(settings, launcher)

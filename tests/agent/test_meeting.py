@@ -245,9 +245,10 @@ participants:
     assert word_error_rate(reference, final.text) <= 0.5, final.text
     assert 0.0 <= final.start < final.end
 
-    # Capabilities that come later answer clearly.
-    speak = await run.command(SpeakCommand(text="hi"))
-    assert speak.error is CommandErrorCode.CAPABILITY_NOT_SUPPORTED  # type: ignore[attr-defined]
+    # A voice the bot does not have is refused clearly, naming the argument.
+    speak = await run.command(SpeakCommand(text="hi", voice="nobody"))
+    assert speak.error is CommandErrorCode.INVALID_ARGUMENTS  # type: ignore[attr-defined]
+    assert speak.field == "voice"  # type: ignore[attr-defined]
 
     await room.end()
     assert await run.finish() is BotStatus.COMPLETED

@@ -14,7 +14,6 @@ from urllib.parse import urlsplit
 import jwt
 import pytest
 
-from agent.contracts.bot_config import BotSettings
 from agent.contracts.link import (
     AgentCommand,
     AvatarCommand,
@@ -25,9 +24,7 @@ from agent.contracts.link import (
     ParticipantsEvent,
     ScreenShareCommand,
     ScreenshotCommand,
-    SpeakCommand,
     StopScreenShareCommand,
-    StopSpeakingCommand,
 )
 from agent.contracts.status import BotStatus
 from control_plane.agent_hub.stream_tokens import verify_stream_token
@@ -303,15 +300,13 @@ async def test_chat_text_limits_and_reading_the_chat(
     assert response.status == 404
 
 
-async def test_speech_and_screen_share_answer_capability_not_supported(
+async def test_screen_share_answers_capability_not_supported(
     client: Client, owner: Caller, launch_bot: LaunchBot, connect_agent: ConnectAgent
 ) -> None:
     bot = await launch_bot(BotStatus.ACTIVE)
     agent = await connect_agent(bot)
     base = f"/api/v1/bots/{bot.bot_id}"
     cases: list[tuple[str, str, dict[str, str] | None, AgentCommand]] = [
-        ("POST", "/speak", {"text": "hello"}, SpeakCommand(text="hello")),
-        ("DELETE", "/speak", None, StopSpeakingCommand()),
         (
             "POST",
             "/screen",
@@ -330,10 +325,6 @@ async def test_speech_and_screen_share_answer_capability_not_supported(
         response = await call
         assert response.status == 422, (method, suffix)
         assert (await response.json())["code"] == "capability_not_supported"
-    for body in ({"text": "hi", "audio_url": "https://example.org/a.mp3"}, {"voice": "x"}):
-        response = await client.post(base + "/speak", json=body, headers=owner.headers)
-        assert response.status == 422  # exactly one of text and audio_url
-        assert (await response.json())["code"] == "validation_error"
     response = await client.post(
         base + "/screen",
         json={"url": "https://example.org", "image_url": "https://example.org/a.png"},
@@ -341,18 +332,8 @@ async def test_speech_and_screen_share_answer_capability_not_supported(
     )
     assert response.status == 422  # exactly one source
     assert agent.commands.empty()  # none of the invalid requests reached the agent
-    muted = await launch_bot(BotStatus.ACTIVE, settings=BotSettings(voice_agent_enabled=False))
-    response = await client.post(
-        f"/api/v1/bots/{muted.bot_id}/speak", json={"text": "hi"}, headers=owner.headers
-    )
-    assert response.status == 409
-    assert (await response.json())["code"] == "voice_agent_disabled"
-
     document = await (await client.get("/api/v1/openapi.json")).json()
-    for path, method in (
-        ("/api/v1/bots/{bot_id}/speak", "post"),
-        ("/api/v1/bots/{bot_id}/screen", "delete"),
-    ):
+    for path, method in (("/api/v1/bots/{bot_id}/screen", "delete"),):
         operation = document["paths"][path][method]
         assert "422" in operation["responses"]
         assert "capability_not_supported" in operation["description"]
