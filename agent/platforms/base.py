@@ -303,6 +303,7 @@ class PlatformAdapter(Protocol):
 
     async def set_sharing(self, page: Page, on: bool) -> None:
         """Start (the page then calls ``getDisplayMedia``) or stop presenting the screen."""
+
     async def set_microphone(self, page: Page, on: bool) -> None:
         """Unmute (``on``) or mute the bot's microphone with the meeting's own button."""
         ...
@@ -614,6 +615,7 @@ class SelectorAdapter:
                 await self.locate(page, done).wait_for(state="visible", timeout=2_000)
         if not await self.visible(page, done):
             raise BrowserError("the page did not switch its share control")
+
     async def set_microphone(self, page: Page, on: bool) -> None:
         """Click the meeting's unmute (``on``) or mute button; nothing when already so.
 
