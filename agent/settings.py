@@ -35,7 +35,14 @@ QUIET_CHROMIUM_ARGS: tuple[str, ...] = (
 # that added them for figures). One renderer is enough for one meeting page; the zygotes only
 # exist to fork sandboxed children (the sandbox is off); with the GPU disabled, the GPU process
 # only composites in software and can live in the browser process.
+#
+# Low-end device mode keeps Chromium's caches at the size of a small machine, which a bot's
+# 1 vCPU / 2 GB VM is. Without it every video frame a page draws into a canvas (a platform's
+# self-view or effects pipeline; the testmeeting's 1 Hz camera grab) stayed in a software
+# rendering cache of ~450 MB: the renderer grew by ~0.9 MB per 640x360 frame until that was
+# full (issue 19; tests/agent/test_long_meeting.py holds it flat).
 LEAN_CHROMIUM_ARGS: tuple[str, ...] = (
+    "--enable-low-end-device-mode",
     "--renderer-process-limit=1",
     "--no-zygote",
     "--in-process-gpu",
