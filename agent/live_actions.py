@@ -3,7 +3,9 @@
 :class:`LiveActions` is what the bot wires between its transcript and its events. With
 ``enable_actions`` false it does nothing at all: no detector is built, no model loaded, no
 connection opened, no call made (docs/api.md 2.9). With it on, :meth:`LiveActions.start` (the
-bot was admitted) opens the detector in the background, and completed segments handed to
+bot was admitted) starts its task, which opens the detector in the background once the first
+completed segment arrives (so the model never loads while the transcriber does, nor in a
+meeting where nobody spoke), and completed segments handed to
 :meth:`LiveActions.submit` (``BotEvents``' final-segment sink) go to an
 :class:`~agent.actions.windowing.ActionWindower`; each action it yields becomes an
 :class:`~agent.contracts.link.ActionEvent` through :meth:`agent.events.BotEvents.action`
@@ -62,6 +64,7 @@ class LiveActions:
         self._early: list[Segment] = []
         self._windower: ActionWindower | None = None
         self._closing = asyncio.Event()
+        self._spoken = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.metrics: ActionMetrics | None = None
         self.reported = 0
@@ -83,11 +86,15 @@ class LiveActions:
         if self._windower is not None:
             self._windower.submit(segment)
             return
+        self._spoken.set()
         self._early.append(segment)
         if len(self._early) > self._settings.queue_size:
             del self._early[0]
 
     async def _run(self) -> None:
+        await self._first_segment_or_close()
+        if not self._spoken.is_set():
+            return  # nothing was said: no model loaded, no call made
         try:
             detector = await open_detector(self._bot, self._settings, self._prompt)
         except DetectorError as exc:
@@ -101,6 +108,18 @@ class LiveActions:
             self._windower = None
             with contextlib.suppress(TimeoutError, DetectorError):
                 await asyncio.wait_for(detector.aclose(), _DETECTOR_CLOSE_S)
+
+    async def _first_segment_or_close(self) -> None:
+        waits = [
+            asyncio.create_task(self._spoken.wait(), name="live-actions-spoken"),
+            asyncio.create_task(self._closing.wait(), name="live-actions-closing"),
+        ]
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
+            await asyncio.gather(*waits, return_exceptions=True)
 
     async def _detect(self, detector: ActionDetector) -> None:
         instructions = self._prompt.instructions if self._prompt is not None else None

@@ -142,3 +142,15 @@ async def test_answers_become_action_events_on_the_stream_and_the_link() -> None
     assert [f.id for f in sent] == [d["id"] for d in detected]
     assert actions.reported == 3
     assert actions.metrics is not None and actions.metrics.duplicates_dropped == 1
+
+
+async def test_a_meeting_where_nobody_spoke_opens_no_detector() -> None:
+    async with serve(None) as server:
+        actions = LiveActions(
+            BotSettings(enable_actions=True), _settings(server), None, BotEvents(EventLog())
+        )
+        actions.start()
+        # A partial is not a completed segment: still nothing to detect.
+        actions.submit(_segment(0, "Dana", "so we", completed=False))
+        await actions.finish(5.0)
+    assert server.requests == [] and actions.metrics is None
