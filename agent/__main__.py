@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from agent.actions.settings import ActionSettings
 from agent.bot import Bot
 from agent.browser.session import tune_driver_environment
 from agent.contracts.bot_config import BotConfig
@@ -43,6 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--config", type=Path, required=True, help="BotConfig JSON file")
     args = parser.parse_args(argv)
     settings = AgentSettings()
+    action_settings = ActionSettings()
     configure_logging(settings.log_level)
     try:
         config = BotConfig.model_validate_json(args.config.read_bytes())
@@ -53,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The launcher's per-bot folder (beside bot.json) keeps the outbox with the bot.
         settings = settings.model_copy(update={"data_dir": args.config.resolve().parent})
     tune_driver_environment(os.environ)
-    status = asyncio.run(run_bot(Bot(config, settings)))
+    status = asyncio.run(run_bot(Bot(config, settings, action_settings=action_settings)))
     return 0 if status is BotStatus.COMPLETED else 1
 
 

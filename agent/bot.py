@@ -39,24 +39,27 @@ import contextlib
 import logging
 import time
 from datetime import UTC, datetime
+from functools import partial
 from urllib.parse import urlsplit
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
 
 from agent import __version__
+from agent.actions.settings import ActionSettings
 from agent.artifacts import ArtifactUploader
 from agent.browser.session import BrowserSession
 from agent.capture.pcm import AudioCapture
 from agent.commands import CommandHandler
 from agent.contracts.bot_config import BotConfig
-from agent.contracts.link import Command, CommandErrorCode, Register
+from agent.contracts.link import Command, CommandErrorCode, Register, Segment
 from agent.contracts.status import BotStatus, StatusReason
 from agent.errors import BrowserError, CommandError, JoinFailed, MeetingExit, MeetingLeft
 from agent.events import BotEvents, Observer, iso
 from agent.lifecycle import MeetingTimers, StatusMachine, Timeouts
 from agent.link.client import LinkClient, LinkTiming, agent_link_url
 from agent.link.outbox import Outbox
+from agent.live_actions import LiveActions
 from agent.live_settings import SettingsApplier
 from agent.media import MeetingMedia
 from agent.platforms import adapter_for
@@ -91,6 +94,8 @@ class Bot:
         settings: The agent host's settings.
         observer: Optional consumer of every event (the CLI prints them).
         speaker_sink: Optional consumer of active-speaker changes (the transcriber).
+        action_settings: The agent host's action-detection settings (read from the
+            environment by the entry point); None uses the built-in defaults.
     """
 
     def __init__(
@@ -99,6 +104,8 @@ class Bot:
         settings: AgentSettings,
         observer: Observer | None = None,
         speaker_sink: SpeakerSink | None = None,
+        *,
+        action_settings: ActionSettings | None = None,
     ) -> None:
         self.config = config
         self.settings = settings
@@ -117,7 +124,13 @@ class Bot:
         self._outbox: Outbox | None = None
         self.link: LinkClient | None = None
         self.sse: SseServer | None = None
-        self.events = BotEvents(self.stream, None, observer)
+        self.events = BotEvents(self.stream, None, observer, self._final_segment)
+        self.actions = LiveActions(
+            config.settings,
+            action_settings if action_settings is not None else ActionSettings(),
+            config.action_prompt,
+            self.events,
+        )
         self.machine = StatusMachine(self.events)
         self.joined_at: float | None = None
         self.media = MeetingMedia(
@@ -170,6 +183,10 @@ class Bot:
     def participants(self) -> list[str]:
         """The participant names last seen (the bot excluded)."""
         return self.watch.participants
+
+    def _final_segment(self, segment: Segment) -> None:
+        """A completed segment went out: action detection gets it (never blocks)."""
+        self.actions.submit(segment)
 
     # ---- control --------------------------------------------------------------------
 
@@ -283,14 +300,18 @@ class Bot:
                     s.heartbeat_interval_seconds, s.reconnect_min_seconds, s.reconnect_max_seconds
                 ),
             )
-            self.events = BotEvents(self.stream, self.link.send, self._observer)
+            self.events = BotEvents(
+                self.stream, self.link.send, self._observer, self._final_segment
+            )
             self.machine = StatusMachine(self.events)
             self.media.events = self.events
+            self.actions.events = self.events
             self.commands.events = self.events
             self.link.start()
         log.info("agent started", extra={"bot_id": self.bot_id, "stream_url": self.sse.url})
 
     async def _stop_services(self) -> None:
+        await self.actions.aclose()
         if self.link is not None:
             drained = await self.link.drain(self.settings.drain_timeout_seconds)
             if not drained:
@@ -413,6 +434,7 @@ class Bot:
                 self.media.start(self.joined_at)
                 if self.media.settings.voice_agent_enabled:
                     self.speaker.warm_up()
+                self.actions.start()
                 return
             not_in_yet = probed_at
             if state is MeetingState.PASSCODE and _now() - passcode_at >= REJOIN_CLICK_AFTER_S:
@@ -488,8 +510,12 @@ class Bot:
         await self.browser.close()
         # The transcript, then the recording (``recording_ready``), before ``completed``.
         control_plane = self.config.control_plane_url if self.link is not None else None
+        # Actions of the last window come after the last segments, before the recording.
         await self.media.finish(
-            self.settings.finalize_timeout_seconds, self.uploader, control_plane
+            self.settings.finalize_timeout_seconds,
+            self.uploader,
+            control_plane,
+            after_transcript=partial(self.actions.finish, self.settings.finalize_timeout_seconds),
         )
         await self.machine.move(final, exit_.reason, exit_.detail)
 

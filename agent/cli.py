@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 from pydantic import ValidationError
 
 from agent.__main__ import run_bot
+from agent.actions.settings import ActionSettings
 from agent.bot import Bot
 from agent.browser.session import tune_driver_environment
 from agent.contracts.bot_config import BotConfig, BotSettings, Platform
@@ -105,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValidationError, ValueError) as exc:
         print(f"meetbot agent: {exc}", file=sys.stderr)
         return 2
-    bot = Bot(config, settings, observer=_print_event)
+    bot = Bot(config, settings, observer=_print_event, action_settings=ActionSettings())
     tune_driver_environment(os.environ)
     status = asyncio.run(run_bot(bot))
     return 0 if status is BotStatus.COMPLETED else 1

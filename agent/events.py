@@ -30,6 +30,10 @@ from agent.sse.log import EventLog
 FrameSender = Callable[[AgentFrame], Awaitable[None]]
 """Queues a frame for the control plane (``LinkClient.send``)."""
 
+SegmentSink = Callable[[Segment], object]
+"""Sees every completed, non-empty segment once it was sent (action detection's windower);
+must not block."""
+
 Observer = Callable[[str, dict[str, Any]], None]
 """Sees every event by name and payload (the CLI prints them to the terminal as its output;
 payloads hold transcript and chat text, so observers must not log them)."""
@@ -47,14 +51,20 @@ class BotEvents:
         stream: The SSE event log.
         link: Queues frames for the control plane; None when running without one.
         observer: Optional extra consumer (terminal output, tests).
+        final_sink: Optional consumer of completed segments (action detection).
     """
 
     def __init__(
-        self, stream: EventLog, link: FrameSender | None = None, observer: Observer | None = None
+        self,
+        stream: EventLog,
+        link: FrameSender | None = None,
+        observer: Observer | None = None,
+        final_sink: SegmentSink | None = None,
     ) -> None:
         self.stream = stream
         self._link = link
         self._observer = observer
+        self._final_sink = final_sink
         self.chat_log: list[ChatMessageEvent] = []
 
     async def _to_link(self, frame: AgentFrame) -> None:
@@ -107,9 +117,12 @@ class BotEvents:
         """
         payload = segment.model_dump(mode="json")
         self._observe("transcript_segment", payload)
-        if segment.completed and segment.text.strip():
+        final = segment.completed and bool(segment.text.strip())
+        if final:
             await self._to_link(TranscriptSegmentEvent(segment=segment))
         await self._to_stream("transcript_segment", payload)
+        if final and self._final_sink is not None:
+            self._final_sink(segment)
 
     async def transcription_ready(self, frame: TranscriptionReady) -> None:
         """A tier finished the meeting's transcript (link only; the webhook comes from it)."""
@@ -142,6 +155,8 @@ class BotEvents:
             "id": frame.id,
             "type": frame.action_type.value,
             "text": frame.text,
+            "owner": frame.owner,
+            "due": frame.due,
             "segment_ids": frame.segment_ids,
             "timestamp": iso(frame.ts),
         }

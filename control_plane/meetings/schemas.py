@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from agent.contracts.bot_config import Platform
 from agent.contracts.status import BotStatus
@@ -62,12 +62,46 @@ class TranscriptSummary(BaseModel):
     ready: bool
 
 
+class ActionOut(BaseModel):
+    """An action found by live action detection (docs/api.md 2.9).
+
+    The same shape as the ``action_detected`` stream event and the ``action.detected``
+    webhook's ``data`` (without ``bot_id``/``meeting_id``).
+    """
+
+    id: str = Field(description="Stable id of the action.")
+    type: Literal["action_item", "decision", "question", "follow_up"]
+    text: str = Field(description="The action in a short sentence.")
+    owner: str | None = Field(description="Who takes it, when said in the meeting; else null.")
+    due: str | None = Field(description="When it is due, as said (e.g. `Friday`); else null.")
+    segment_ids: list[str] = Field(description="Ids of the transcript segments it rests on.")
+    timestamp: UtcDateTime = Field(description="When the bot detected it.")
+
+
+class ActionList(BaseModel):
+    """``GET /api/v1/meetings/{meeting_id}/actions``: oldest first."""
+
+    actions: list[ActionOut]
+
+
+class ActionQuery(BaseModel):
+    """``limit`` 1–200 (default 50), ``offset`` ≥ 0."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    limit: int = Field(default=50, ge=1, le=200)
+    offset: int = Field(default=0, ge=0, le=2**31 - 1)
+
+
 class MeetingRecord(BotRecord):
-    """The full meeting record: the bot record plus artifacts and transcript summary."""
+    """The full meeting record: the bot record plus artifacts, transcript summary, actions."""
 
     recordings: list[Recording]
     screenshots: list[Screenshot]
     transcript: TranscriptSummary
+    actions: list[ActionOut] = Field(
+        description="Every action live action detection found, oldest first (docs/api.md 2.9)."
+    )
     redacted: bool
 
 

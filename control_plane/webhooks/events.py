@@ -73,8 +73,10 @@ class ActionDetected(_Data):
     id: str = Field(description="Stable id of the action.")
     type: Literal["action_item", "decision", "question", "follow_up"]
     text: str
-    segment_ids: list[str]
-    timestamp: datetime
+    owner: str | None = Field(default=None, description="Who takes it, when said; else null.")
+    due: str | None = Field(default=None, description="When it is due, as said; else null.")
+    segment_ids: list[str] = Field(description="Ids of the transcript segments it rests on.")
+    timestamp: datetime = Field(description="When the agent detected it.")
 
     @field_serializer("timestamp")
     def _utc(self, value: datetime) -> str:

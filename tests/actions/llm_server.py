@@ -27,6 +27,8 @@ class ChatServer:
         fail_statuses: Statuses to answer the next requests with (consumed one a request).
         delay: Seconds to hang before answering 504 (longer than the client's timeout).
         reject_json_schema: Answer 400 to ``response_format.type == "json_schema"``.
+        answer: When set, the assistant message of every answer (a fixed model, for tests of
+            what surrounds the model), in the OpenAI response shape.
     """
 
     def __init__(self, model: LocalActionDetector | None) -> None:
@@ -35,6 +37,7 @@ class ChatServer:
         self.fail_statuses: list[int] = []
         self.delay = 0.0
         self.reject_json_schema = False
+        self.answer: str | None = None
         self._lock = asyncio.Lock()
         self.base_url = ""
 
@@ -55,6 +58,8 @@ class ChatServer:
             return web.json_response(
                 {"error": {"message": "response_format json_schema not supported"}}, status=400
             )
+        if self.answer is not None:
+            return web.json_response(_completion(self.answer))
         if self.model is None:
             return web.json_response({"error": {"message": "no model"}}, status=503)
         async with self._lock:
@@ -62,6 +67,24 @@ class ChatServer:
         if "error" in result:
             return web.json_response(result, status=500)
         return web.json_response(result)
+
+
+def _completion(content: str) -> dict[str, Any]:
+    """An OpenAI chat-completions response carrying ``content``."""
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "fixed",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+    }
 
 
 @asynccontextmanager

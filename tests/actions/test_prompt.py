@@ -112,3 +112,32 @@ def test_schema_and_response_formats() -> None:
     strict = response_format("json_schema")
     assert strict["type"] == "json_schema" and strict["json_schema"]["schema"] is ANSWER_SCHEMA
     assert response_format("json_object") == {"type": "json_object"}
+
+
+def test_owner_and_due_are_grounded_in_the_cited_lines() -> None:
+    lines = (
+        WindowLine("s1", "Dana", None, 0.0, 2.0, "Okay, I will send the launch email by Friday."),
+        WindowLine("s2", "Eli", None, 2.5, 4.0, "Dana, can you update the pricing page?"),
+        WindowLine("s3", "Dana", None, 4.5, 6.0, "Somebody should fix the build."),
+    )
+    request = DetectionRequest(lines)
+    item = {"type": "action_item", "owner": None, "due": None}
+    content = json.dumps(
+        {
+            "actions": [
+                {**item, "text": "Send the launch email", "due": "2023-03-05", "lines": [1]},
+                {**item, "text": "Update the pricing page", "due": "Friday", "lines": [2]},
+                {**item, "text": "Fix the build", "lines": [3]},
+                {**item, "text": "Send it", "owner": "Eli", "due": "by Friday", "lines": [1]},
+            ]
+        }
+    )
+    actions, _ = parse_answer(content, request)
+    # The invented date goes, the said one stays; "I will" is the speaker's, "Dana, can you"
+    # is Dana's; an owner the model named is kept; nobody owns the build.
+    assert [(a.owner, a.due) for a in actions] == [
+        ("Dana", None),
+        ("Dana", None),
+        (None, None),
+        ("Eli", "by Friday"),
+    ]

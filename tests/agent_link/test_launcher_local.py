@@ -48,6 +48,7 @@ async def test_launch_writes_private_config_and_terminate_stops_the_process(
     monkeypatch.setenv("MEETBOT_SVIX_API_KEY", "control-plane-secret")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "cloud-secret")
     monkeypatch.setenv("MEETBOT_AGENT_HEADLESS", "true")
+    monkeypatch.setenv("MEETBOT_ACTIONS_PROVIDER", "openai")
     launcher = LocalLauncher(tmp_path, command=[sys.executable, str(STAND_IN)])
     config = _config()
     handle = await launcher.launch(config)
@@ -60,6 +61,7 @@ async def test_launch_writes_private_config_and_terminate_stops_the_process(
     assert (folder / "started").read_text() == str(config.bot_id)
     passed = json.loads((folder / "env.json").read_text())
     assert "MEETBOT_AGENT_HEADLESS" in passed
+    assert "MEETBOT_ACTIONS_PROVIDER" in passed
     assert "MEETBOT_SVIX_API_KEY" not in passed
     assert "AWS_SECRET_ACCESS_KEY" not in passed
     assert handle.id.startswith("local-")

@@ -4,6 +4,7 @@ Alembic's autogenerate and ``Base.metadata`` see exactly the modules imported he
 aggregate adds its module and one import line below.
 """
 
+from control_plane.db.models.action import MeetingAction
 from control_plane.db.models.action_prompt import ActionPrompt
 from control_plane.db.models.agent_link import AgentFrameReceipt, AgentLink, Artifact, ChatMessage
 from control_plane.db.models.bot import BotStatusChange, Meeting
@@ -30,6 +31,7 @@ __all__ = [
     "IdempotencyRecord",
     "Invitation",
     "Meeting",
+    "MeetingAction",
     "Membership",
     "Segment",
     "User",

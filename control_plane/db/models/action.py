@@ -1,0 +1,40 @@
+"""Actions detected in a meeting by live action detection (docs/api.md 2.9).
+
+One row per action the bot's agent reported (``action`` link frames), keyed by the agent's
+stable id, so a frame resent after a reconnect stores nothing twice.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from control_plane.db.base import Base, UtcDateTime
+
+
+class MeetingAction(Base):
+    """An action item, decision, open question or follow-up found in the meeting's transcript.
+
+    ``action_id`` is the agent's stable id (the API's ``id``); ``type`` one of
+    ``action_item``, ``decision``, ``question``, ``follow_up``; ``owner`` and ``due`` as said in
+    the meeting (null when not said); ``segment_ids`` the ids of the segments it rests on;
+    ``detected_at`` when the agent detected it.
+    """
+
+    __tablename__ = "meeting_actions"
+    __table_args__ = (
+        UniqueConstraint("meeting_id", "action_id"),
+        Index("ix_meeting_actions_meeting_detected", "meeting_id", "detected_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    meeting_id: Mapped[int] = mapped_column(ForeignKey("meetings.id", ondelete="CASCADE"))
+    action_id: Mapped[str] = mapped_column(String(64))
+    type: Mapped[str] = mapped_column(String(16))
+    text: Mapped[str] = mapped_column(Text)
+    owner: Mapped[str | None] = mapped_column(String(100), default=None)
+    due: Mapped[str | None] = mapped_column(String(100), default=None)
+    segment_ids: Mapped[list[str]] = mapped_column(JSON, default=list)
+    detected_at: Mapped[datetime] = mapped_column(UtcDateTime)
