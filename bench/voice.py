@@ -16,7 +16,12 @@ JSON line per figure:
 - ``agent_cpu_cores_speaking``: CPU seconds of the agent's process tree (Python with Piper,
   Playwright's driver, Chromium) per wall second while the bot spoke, and per part.
 
-Usage: ``python -m bench.voice [--platforms google_meet,zoom,teams] [--speeches 10]``.
+- then, unless ``--screen-seconds 0``, the screen-share figures of :mod:`bench.screen` (frame
+  rate the meeting receives from the bot's camera and from a shared image, page and video, with
+  Chromium's CPU), since issue 14 asks for them beside the voice's.
+
+Usage: ``python -m bench.voice [--platforms google_meet,zoom,teams] [--speeches 10]
+[--screen-seconds 10]``.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import aiohttp
 import numpy as np
 
 from agent.voice.piper_tts import PiperSynthesizer
+from bench import screen
 from bench.join import AgentTree, get, launch_and_wait, serve, stop
 from bench.stats import free_port, percentile
 from control_plane.app import create_app
@@ -245,7 +251,11 @@ def main() -> None:
         type=lambda v: [p for p in v.split(",") if p],
     )
     parser.add_argument("--speeches", type=int, default=10)
-    asyncio.run(run(parser.parse_args()))
+    parser.add_argument("--screen-seconds", type=float, default=10.0)
+    args = parser.parse_args()
+    asyncio.run(run(args))
+    if args.screen_seconds > 0:
+        asyncio.run(screen.run(args.platforms, args.screen_seconds))
 
 
 if __name__ == "__main__":
