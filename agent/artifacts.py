@@ -103,6 +103,7 @@ class ArtifactUploader:
         kind: ArtifactKind,
         name: str,
         content_type: str,
+        size: int | None = None,
     ) -> UploadSlot:
         """Ask the control plane where to upload an artifact the agent makes on its own.
 
@@ -112,11 +113,13 @@ class ArtifactUploader:
             kind: What the artifact is.
             name: File name within the bot's artifacts (``[A-Za-z0-9._-]``).
             content_type: MIME type of the bytes.
+            size: Bytes that will be sent (S3 storage signs it as ``Content-Length``; the
+                control plane refuses a slot over its cap).
 
         Raises:
             CommandError: ``upload_failed`` when the control plane refuses or is unreachable.
         """
-        body = UploadRequest(kind=kind, name=name, content_type=content_type)
+        body = UploadRequest(kind=kind, name=name, content_type=content_type, size=size)
         url = f"{control_plane_url.rstrip('/')}{agent_uploads_path(bot_id)}"
         headers = bearer(self._agent_token or "")
         timeout = aiohttp.ClientTimeout(total=30)

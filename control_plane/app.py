@@ -40,6 +40,7 @@ from control_plane.bots.scheduler import SCHEDULER, Scheduler
 from control_plane.bots.service import BOT_SERVICE, BotService
 from control_plane.bots.transcription import transcription_step
 from control_plane.bots.url_guard import URL_GUARD, UrlGuard, UrlRefused
+from control_plane.db.checkpoint import WalCheckpointer
 from control_plane.db.engine import DB, create_database
 from control_plane.hooks import (
     AGENT_COMMANDS,
@@ -89,9 +90,13 @@ def _version() -> str:
 
 
 async def _database_ctx(app: web.Application) -> AsyncIterator[None]:
-    database = create_database(app[SETTINGS].effective_database_url)
+    database = create_database(app[SETTINGS].effective_database_url, background_checkpoints=True)
     app[DB] = database
-    yield
+    if database.checkpoint_path is None:
+        yield
+    else:
+        async with WalCheckpointer(database.checkpoint_path).running():
+            yield
     await database.dispose()
 
 

@@ -177,6 +177,10 @@ class Heartbeat(_Frame):
     type: Literal["heartbeat"] = "heartbeat"
 
 
+MAX_ARTIFACT_BYTES = 5 * 1024**3
+"""Largest artifact an upload request may announce: S3's limit for one PUT (5 GiB)."""
+
+
 class UploadSlot(BaseModel):
     """Where an agent sends one artifact's bytes.
 
@@ -202,7 +206,10 @@ class UploadRequest(BaseModel):
     """Body of the agent's upload-slot request: what it is about to upload.
 
     ``name`` is the file name within the bot's artifacts (``[A-Za-z0-9._-]``, e.g.
-    ``recording.mp4``); ``content_type`` is sent back in the slot's headers.
+    ``recording.mp4``); ``content_type`` is sent back in the slot's headers. ``size`` is the
+    number of bytes the agent will send: a slot is refused (413) when it passes the control
+    plane's ``max_upload_bytes``, and S3 storage signs it as the upload's ``Content-Length``
+    (S3 refuses any other length), so S3 slots need it (422 ``size_required`` without).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -210,6 +217,7 @@ class UploadRequest(BaseModel):
     kind: ArtifactKind
     name: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     content_type: str = Field(min_length=1, max_length=100)
+    size: int | None = Field(default=None, ge=0, le=MAX_ARTIFACT_BYTES)
 
 
 class CommandName(StrEnum):

@@ -254,8 +254,9 @@ class MeetingRecorder:
         async def attempt() -> StoredArtifact:
             slot: UploadSlot | None = None
             if control_plane_url:
+                size = (await asyncio.to_thread(path.stat)).st_size
                 slot = await uploader.request_slot(
-                    control_plane_url, bot_id, ArtifactKind.RECORDING, name, mime
+                    control_plane_url, bot_id, ArtifactKind.RECORDING, name, mime, size
                 )
             return await uploader.store_file(path, mime, name, slot)
 

@@ -38,7 +38,14 @@ from control_plane.api.http import path_uuid, read_body
 from control_plane.db.engine import DB
 from control_plane.db.models.agent_link import AgentLink
 from control_plane.db.models.bot import Meeting
-from control_plane.errors import AuthError, Forbidden, NotFound, PayloadTooLarge
+from control_plane.errors import (
+    AuthError,
+    ErrorItem,
+    Forbidden,
+    NotFound,
+    PayloadTooLarge,
+    Validation,
+)
 from control_plane.hooks import STATUS_HOOKS
 from control_plane.settings import SETTINGS
 from control_plane.storage.base import InvalidArtifactKey, artifact_key, bot_prefix
@@ -123,13 +130,28 @@ async def agent_link(request: web.Request) -> web.StreamResponse:
 
 @routes.post(AGENT_UPLOADS_PATH)
 async def upload_slot(request: web.Request) -> web.Response:
-    """Where the agent uploads one artifact (an ``UploadSlot``)."""
+    """Where the agent uploads one artifact (an ``UploadSlot``).
+
+    413 ``payload_too_large`` when the announced ``size`` passes ``max_upload_bytes``; 422
+    ``size_required`` when the storage cannot cap an upload itself (S3) and no ``size`` came:
+    the size is signed into the presigned URL, so S3 refuses any other length.
+    """
     bot_id = path_uuid(request, "bot_id", code="bot_not_found")
     await authenticate_agent(request, bot_id)
     body = await read_body(request, UploadRequest)
+    storage = request.app[STORAGE]
+    cap = request.app[SETTINGS].max_upload_bytes
+    if body.size is not None and body.size > cap:
+        raise PayloadTooLarge(f"artifact uploads are limited to {cap} bytes")
+    if body.size is None and not storage.caps_uploads:
+        raise Validation(
+            "this storage needs the upload's size in advance",
+            code="size_required",
+            errors=[ErrorItem(loc=["body", "size"], msg="required", type="size_required")],
+        )
     key = artifact_key(bot_id, _ARTIFACT_FOLDERS[body.kind.value], body.name)
-    target = await request.app[STORAGE].upload_target(
-        key, body.content_type, request.app[SETTINGS].upload_url_ttl_seconds
+    target = await storage.upload_target(
+        key, body.content_type, request.app[SETTINGS].upload_url_ttl_seconds, body.size
     )
     slot = UploadSlot(
         storage_key=key,

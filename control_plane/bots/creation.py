@@ -7,22 +7,20 @@ from datetime import UTC, datetime
 
 from aiohttp import web
 from pydantic import BaseModel
-from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from agent.contracts.status import LIVE_STATUSES, BotStatus
+from agent.contracts.status import BotStatus
 from control_plane.api.http import read_json_object, validate
 from control_plane.api.idempotency import body_digest, claim, find_replay, idempotency_key
 from control_plane.auth.context import auth_of
+from control_plane.bots.live_count import live_bots
 from control_plane.bots.scheduler import SCHEDULER
 from control_plane.bots.schemas import BotCreate, ScheduledBotCreate
 from control_plane.bots.service import BOT_SERVICE
 from control_plane.db.engine import DB
 from control_plane.db.models.bot import Meeting
-from control_plane.quotas import enforce_quota
+from control_plane.quotas import check_quota
 from control_plane.settings import SETTINGS
-
-_LIVE = tuple(status.value for status in LIVE_STATUSES)
 
 
 async def create_response(
@@ -61,12 +59,10 @@ async def create_response(
                     return replay
                 record = await claim(session, auth.key_id, route, key, digest)
             if launches_now:
-                await enforce_quota(
-                    session,
-                    select(Meeting.id).where(
-                        Meeting.workspace_id == auth.workspace_id, Meeting.status.in_(_LIVE)
-                    ),
-                    request.app[SETTINGS].max_concurrent_bots,
+                limit = request.app[SETTINGS].max_concurrent_bots
+                check_quota(
+                    await live_bots(session, auth.require_workspace(), limit),
+                    limit,
                     "bots at once (requested to stopping)",
                 )
             meeting = await service.create_meeting(session, auth, body, zoom_connection_id)

@@ -213,8 +213,14 @@ class LiveCommands:
             shot = _ScreenshotResult.model_validate(result.result)
         except ValidationError as exc:
             raise AgentCommandFailed("the bot answered the screenshot without its details") from exc
-        if shot.storage_key != key or await self._storage.size(key) is None:
+        stored = await self._storage.size(key) if shot.storage_key == key else None
+        if stored is None:
             raise AgentCommandFailed("the bot did not upload the screenshot")
+        if stored > settings.max_upload_bytes:
+            # Only S3 gets here: its presigned URL cannot bound a screenshot of unknown size,
+            # so the cap is applied once the bytes are there (local storage refuses them early).
+            await self._storage.delete_prefix(key)
+            raise AgentCommandFailed("the bot's screenshot is over max_upload_bytes")
         await record_artifact(
             self._db,
             meeting.id,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -87,12 +88,29 @@ class ChatMessages(_Out):
     messages: list[ChatMessageOut]
 
 
+def _exactly_one(given: str, others: tuple[str, ...], title: str) -> dict[str, Any]:
+    """A ``oneOf`` branch: ``given`` is a string, each of ``others`` absent or null."""
+    properties: dict[str, Any] = {given: {"type": "string"}}
+    properties.update({other: {"type": "null"} for other in others})
+    return {"title": title, "required": [given], "properties": properties}
+
+
 class SpeakRequest(_In):
     """Speech for the bot: ``text`` (with an optional ``voice``) or an ``audio_url``.
 
     ``interrupt`` true stops what the bot is saying (and drops its queue) first; false (the
     default) queues this speech after it.
     """
+
+    # The schema states the validator's rule (issue 18): exactly one of text and audio_url.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [
+                _exactly_one("text", ("audio_url",), "Text to speak"),
+                _exactly_one("audio_url", ("text",), "Audio to play"),
+            ]
+        }
+    )
 
     text: str | None = Field(default=None, min_length=1, max_length=MAX_CHAT_CHARS)
     voice: str | None = Field(default=None, max_length=100)
@@ -119,16 +137,32 @@ class SpeechAccepted(_Out):
     ahead: int
 
 
+_SCREEN_SOURCES = ("url", "image_url", "video_url")
+
+
 class ScreenRequest(_In):
     """What to share: a page ``url``, an ``image_url`` or a ``video_url`` (exactly one)."""
 
-    url: str | None = Field(default=None, max_length=MAX_URL_CHARS)
-    image_url: str | None = Field(default=None, max_length=MAX_URL_CHARS)
-    video_url: str | None = Field(default=None, max_length=MAX_URL_CHARS)
+    # The schema states the validator's rule (issue 18): exactly one of the three.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [
+                _exactly_one(name, tuple(o for o in _SCREEN_SOURCES if o != name), title)
+                for name, title in zip(
+                    _SCREEN_SOURCES, ("A page", "An image", "A video"), strict=True
+                )
+            ]
+        }
+    )
+
+    url: str | None = Field(default=None, min_length=1, max_length=MAX_URL_CHARS)
+    image_url: str | None = Field(default=None, min_length=1, max_length=MAX_URL_CHARS)
+    video_url: str | None = Field(default=None, min_length=1, max_length=MAX_URL_CHARS)
 
     @model_validator(mode="after")
     def _one_source(self) -> ScreenRequest:
-        given = [value for value in (self.url, self.image_url, self.video_url) if value]
+        sources = (self.url, self.image_url, self.video_url)
+        given = [value for value in sources if value is not None]
         if len(given) != 1:
             raise ValueError("give exactly one of url, image_url or video_url")
         return self

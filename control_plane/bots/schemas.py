@@ -48,6 +48,19 @@ class _LaunchOptions(_EditableOptions):
     ``transcribe_enabled``: the workspace's settings).
     """
 
+    # The document states the rule the service enforces (issue 18): at least one of the two.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {"required": ["meeting_url"], "properties": {"meeting_url": {"type": "string"}}},
+                {
+                    "required": ["native_meeting_id"],
+                    "properties": {"native_meeting_id": {"type": "string"}},
+                },
+            ]
+        }
+    )
+
     platform: Platform
     meeting_url: str | None = Field(
         default=None,

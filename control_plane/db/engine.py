@@ -26,6 +26,12 @@ serving, so creations starved beside lists (issue 18). Read connections keep the
 threads; ``READ_CONNECTIONS`` of them stay open (SQLAlchemy's default of 5 opened and closed
 overflow connections — a thread and five PRAGMAs each — under every burst of lists; bench/api.py
 mixed run: 83 creations/s beside 8 listers with 16 kept, 43 with 4).
+
+For the same reason the app's write connection does not checkpoint the WAL itself
+(``background_checkpoints``): SQLite's automatic checkpoint runs inside the COMMIT that takes
+the WAL past 1,000 pages — copying them into the database file and syncing it, on the event
+loop's thread, about once a second under load. The app runs them from a worker thread instead
+(:mod:`control_plane.db.checkpoint`).
 """
 
 from __future__ import annotations
@@ -68,12 +74,16 @@ class Database:
             transaction that commits on success and rolls back on error.
         read_engine: SQLite's engine for read-only sessions (None on PostgreSQL).
         read_sessions: Its session factory (None on PostgreSQL).
+        checkpoint_path: The SQLite file whose WAL the owner must checkpoint (see
+            :mod:`control_plane.db.checkpoint`), when ``background_checkpoints`` was asked
+            for; None otherwise.
     """
 
     engine: AsyncEngine
     sessions: async_sessionmaker[AsyncSession]
     read_engine: AsyncEngine | None = None
     read_sessions: async_sessionmaker[AsyncSession] | None = None
+    checkpoint_path: str | None = None
 
     @property
     def reads(self) -> async_sessionmaker[AsyncSession]:
@@ -98,7 +108,11 @@ class Database:
 
 
 def _configure_sqlite(
-    engine: AsyncEngine, *, read_only: bool = False, inline: bool = False
+    engine: AsyncEngine,
+    *,
+    read_only: bool = False,
+    inline: bool = False,
+    auto_checkpoint: bool = True,
 ) -> None:
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -114,6 +128,8 @@ def _configure_sqlite(
         cursor.execute("PRAGMA synchronous=NORMAL")
         if read_only:
             cursor.execute("PRAGMA query_only=ON")
+        if not auto_checkpoint:
+            cursor.execute("PRAGMA wal_autocheckpoint=0")
         cursor.close()
 
     @event.listens_for(engine.sync_engine, "begin")
@@ -147,7 +163,11 @@ def _ping_idle_connections(engine: AsyncEngine, idle_after: float) -> None:
 
 
 def create_database(
-    url: str, *, pool_size: int = 20, idle_ping_after: float = IDLE_PING_AFTER_S
+    url: str,
+    *,
+    pool_size: int = 20,
+    idle_ping_after: float = IDLE_PING_AFTER_S,
+    background_checkpoints: bool = False,
 ) -> Database:
     """Create the engine and session factory for ``url``.
 
@@ -163,6 +183,9 @@ def create_database(
             server's CPU per bot creation.
         idle_ping_after: Seconds after which an unused PostgreSQL connection is pinged before
             reuse (and replaced when the ping fails).
+        background_checkpoints: On a SQLite file, the write connection leaves WAL checkpoints
+            to the caller, who must run :class:`~control_plane.db.checkpoint.WalCheckpointer`
+            on :attr:`Database.checkpoint_path` (the app does); elsewhere ignored.
     """
     kwargs: dict[str, Any] = {}
     if url.startswith("postgresql"):
@@ -192,7 +215,8 @@ def create_database(
     if engine.dialect.name != "sqlite":
         _ping_idle_connections(engine, idle_ping_after)
         return Database(engine=engine, sessions=async_sessionmaker(engine, expire_on_commit=False))
-    _configure_sqlite(engine, inline=not in_memory)
+    background_checkpoints = background_checkpoints and not in_memory
+    _configure_sqlite(engine, inline=not in_memory, auto_checkpoint=not background_checkpoints)
     if in_memory:
         # A second engine would open a second, empty in-memory database.
         return Database(engine=engine, sessions=async_sessionmaker(engine, expire_on_commit=False))
@@ -205,6 +229,7 @@ def create_database(
         sessions=async_sessionmaker(engine, expire_on_commit=False),
         read_engine=read_engine,
         read_sessions=async_sessionmaker(read_engine, expire_on_commit=False),
+        checkpoint_path=str(make_url(url).database) if background_checkpoints else None,
     )
 
 

@@ -81,8 +81,21 @@ class ArtifactStorage(Protocol):
     async def size(self, key: str) -> int | None:
         """Return the stored size in bytes, or ``None`` when nothing is stored under ``key``."""
 
-    async def upload_target(self, key: str, content_type: str, ttl_seconds: int) -> UploadTarget:
-        """Return where an agent may upload ``key`` during the next ``ttl_seconds``."""
+    @property
+    def caps_uploads(self) -> bool:
+        """Whether the upload target itself counts the bytes against ``max_upload_bytes``.
+
+        True for local storage (its upload route streams and counts); false for S3, where only
+        a ``size`` signed into the presigned URL bounds an upload.
+        """
+
+    async def upload_target(
+        self, key: str, content_type: str, ttl_seconds: int, size: int | None = None
+    ) -> UploadTarget:
+        """Return where an agent may upload ``key`` during the next ``ttl_seconds``.
+
+        ``size``, when given, is the exact byte count the upload must have (S3 signs it).
+        """
 
     async def presign_get(self, key: str, ttl_seconds: int) -> PresignedUrl:
         """Return a URL that downloads ``key`` during the next ``ttl_seconds``."""

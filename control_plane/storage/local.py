@@ -163,8 +163,18 @@ class LocalArtifactStorage:
         """Return the file's size in bytes, or ``None`` when it does not exist."""
         return await asyncio.to_thread(self._size, key)
 
-    async def upload_target(self, key: str, content_type: str, ttl_seconds: int) -> UploadTarget:
-        """Return a signed PUT URL on the control plane; the agent adds its agent token."""
+    @property
+    def caps_uploads(self) -> bool:
+        """True: the upload route counts the streamed bytes against ``max_upload_bytes``."""
+        return True
+
+    async def upload_target(
+        self, key: str, content_type: str, ttl_seconds: int, size: int | None = None
+    ) -> UploadTarget:
+        """Return a signed PUT URL on the control plane; the agent adds its agent token.
+
+        ``size`` is not needed: the upload route caps what arrives.
+        """
         signed = self._signed_url("PUT", UPLOAD_PATH, check_key(key), ttl_seconds)
         return UploadTarget(
             url=signed.url,

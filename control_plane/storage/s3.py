@@ -84,16 +84,33 @@ class S3ArtifactStorage:
         """Return the object's size, or ``None`` when there is no object under ``key``."""
         return await asyncio.to_thread(self._size, check_key(key))
 
-    async def upload_target(self, key: str, content_type: str, ttl_seconds: int) -> UploadTarget:
-        """Return a presigned PUT URL; the upload must send exactly ``Content-Type``."""
+    @property
+    def caps_uploads(self) -> bool:
+        """False: S3 stores whatever a presigned PUT sends unless its length is signed."""
+        return False
+
+    async def upload_target(
+        self, key: str, content_type: str, ttl_seconds: int, size: int | None = None
+    ) -> UploadTarget:
+        """Return a presigned PUT URL; the upload must send exactly these headers.
+
+        With ``size``, ``Content-Length`` is part of the signature: S3 refuses an upload of
+        any other length (SignatureDoesNotMatch), which is what caps S3 uploads.
+        """
         expires_at = self._expiry(ttl_seconds)
+        params: dict[str, object] = {
+            "Bucket": self._bucket,
+            "Key": check_key(key),
+            "ContentType": content_type,
+        }
+        headers = {"Content-Type": content_type}
+        if size is not None:
+            params["ContentLength"] = size
+            headers["Content-Length"] = str(size)
         url = await asyncio.to_thread(
-            self._client.generate_presigned_url,
-            "put_object",
-            Params={"Bucket": self._bucket, "Key": check_key(key), "ContentType": content_type},
-            ExpiresIn=ttl_seconds,
+            self._client.generate_presigned_url, "put_object", Params=params, ExpiresIn=ttl_seconds
         )
-        return UploadTarget(url=url, expires_at=expires_at, headers={"Content-Type": content_type})
+        return UploadTarget(url=url, expires_at=expires_at, headers=headers)
 
     async def presign_get(self, key: str, ttl_seconds: int) -> PresignedUrl:
         """Return a presigned GET URL."""

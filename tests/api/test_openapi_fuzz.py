@@ -1,14 +1,30 @@
-"""schemathesis against the live app's own OpenAPI document: zero 5xx, zero responses that
-violate the document (status codes, content types, headers, bodies).
+"""schemathesis with every check against the live app's own OpenAPI document: zero 5xx, zero
+responses that violate the document (status codes, content types, headers, bodies, ``Allow``),
+no schema-invalid request accepted, no schema-valid one refused, auth enforced.
 
 The app runs for real on loopback (its own event loop in a thread, a real database on each of
 SQLite and PostgreSQL) with a real owner key; schemathesis loads ``/api/v1/openapi.json`` from
-it and sends generated requests to every operation. Bounded: a few examples per operation.
+it and sends generated requests, schema-valid and schema-invalid, to every operation with
+every check schemathesis registers. Bounded: a few derandomized examples per operation and
+mode.
+
+One allowance: a schema-valid request may be refused for a reason no JSON Schema can state —
+relative to the clock (``expires_at_in_past``, ``scheduled_start_in_past``), to stored state
+(``zoom_token_required``: no usable Zoom connection), to a third party
+(``zoom_authorization_failed``: Zoom refused the code), to another field's value
+(``invalid_meeting_id``: the id must follow the chosen platform's rule and agree with
+``meeting_url``) or to the deployment (``malformed_meeting_url``: the platform's hosts plus the
+configured extra hosts). Those refusals are documented with their fields; any other refusal of
+valid data fails the test.
+
+Schema-invalid requests are generated for operations with a body or query parameters; path
+parameters get their hostile values from tests/api/test_hostile_fuzz.py.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,14 +36,18 @@ import requests
 import schemathesis
 from aiohttp import web
 from hypothesis import HealthCheck, Phase, given, settings
-from schemathesis.checks import not_a_server_error
-from schemathesis.core.result import Ok
-from schemathesis.specs.openapi.checks import (
-    content_type_conformance,
-    response_headers_conformance,
-    response_schema_conformance,
-    status_code_conformance,
+from hypothesis.errors import Unsatisfiable
+from schemathesis.checks import (
+    CHECKS,
+    CheckContext,
+    load_all_checks,
+    not_a_server_error,
 )
+from schemathesis.core.failures import FailureGroup
+from schemathesis.core.result import Ok
+from schemathesis.core.transport import Response
+from schemathesis.generation import GenerationMode
+from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from control_plane.api.server import ApiRunner
 from control_plane.app import create_app
@@ -41,15 +61,48 @@ from .fake_zoom import FakeZoom
 pytestmark = pytest.mark.api
 
 EXAMPLES_PER_OPERATION = 6
+"""Per operation and generation mode (schema-valid, schema-invalid)."""
 # docs/api.md Part 1: "Always 501" — a 5xx by contract, still checked against the document.
 ALWAYS_501 = {("POST", "/api/v1/bots/{bot_id}/subscribe/refresh")}
-CHECKS = [
-    not_a_server_error,
-    status_code_conformance,
-    content_type_conformance,
-    response_headers_conformance,
-    response_schema_conformance,
-]
+BEYOND_SCHEMA = {
+    "expires_at_in_past",
+    "scheduled_start_in_past",
+    "zoom_token_required",
+    "zoom_authorization_failed",
+    "invalid_meeting_id",
+    "malformed_meeting_url",
+}
+"""Problem codes that refuse schema-valid data for reasons no schema states (see above)."""
+
+
+def _refused_beyond_schema(response: Response) -> bool:
+    if response.status_code not in (400, 422):
+        return False
+    try:
+        code = json.loads(response.content).get("code")
+    except (ValueError, AttributeError):
+        return False
+    return code in BEYOND_SCHEMA
+
+
+def positive_data_acceptance_beyond_schema(
+    ctx: CheckContext, response: Response, case: schemathesis.Case[Any]
+) -> bool | None:
+    """schemathesis's ``positive_data_acceptance``, but for the :data:`BEYOND_SCHEMA` codes."""
+    if _refused_beyond_schema(response):
+        return None
+    return positive_data_acceptance(ctx, response, case)
+
+
+def _all_checks() -> list[Any]:
+    """Every check schemathesis registers, ``positive_data_acceptance`` as above."""
+    load_all_checks()
+    checks = [
+        positive_data_acceptance_beyond_schema if check is positive_data_acceptance else check
+        for check in CHECKS.get_all()
+    ]
+    assert len(checks) >= 14, [getattr(check, "__name__", check) for check in checks]
+    return checks
 
 
 @dataclass(frozen=True)
@@ -137,7 +190,7 @@ def _fuzz(
     contractual_501: bool,
 ) -> None:
     """Send ``EXAMPLES_PER_OPERATION`` generated cases of one operation and validate each."""
-    checks = [c for c in CHECKS if not (contractual_501 and c is not_a_server_error)]
+    checks = [c for c in _all_checks() if not (contractual_501 and c is not_a_server_error)]
 
     @settings(
         max_examples=EXAMPLES_PER_OPERATION,
@@ -155,7 +208,17 @@ def _fuzz(
         if contractual_501:
             assert response.status_code == 501
 
-    exercise()
+    try:
+        exercise()
+    except Unsatisfiable:
+        pass  # nothing of this operation can be made schema-invalid
+
+
+def _negatable(operation: Any) -> bool:
+    """Whether the operation takes a body or query parameters (what negative mode varies)."""
+    raw = operation.definition.raw
+    query = [p for p in raw.get("parameters", []) if p.get("in") == "query"]
+    return bool(query) or "requestBody" in raw
 
 
 def test_every_operation_conforms_to_the_document(live_app: LiveApp) -> None:
@@ -174,16 +237,22 @@ def test_every_operation_conforms_to_the_document(live_app: LiveApp) -> None:
         if operation.path == "/api/v1/api-keys/{key_id}":
             # Random small ids would delete the fuzzing key itself; aim at a spare one.
             fixed = {"key_id": live_app.spare_key_id}
-        try:
-            _fuzz(
-                operation.as_strategy(headers=headers, path_parameters=fixed or None),
-                base_url=live_app.base_url,
-                session=session,
-                headers=headers,
-                contractual_501=(operation.method.upper(), operation.path) in ALWAYS_501,
-            )
-        except Exception as exc:  # collect every operation's failure, then report them all
-            failures.append(f"{operation.label}: {exc}")
+        modes = [GenerationMode.POSITIVE]
+        if _negatable(operation):
+            modes.append(GenerationMode.NEGATIVE)
+        for mode in modes:
+            try:
+                _fuzz(
+                    operation.as_strategy(mode, headers=headers, path_parameters=fixed or None),
+                    base_url=live_app.base_url,
+                    session=session,
+                    headers=headers,
+                    contractual_501=(operation.method.upper(), operation.path) in ALWAYS_501,
+                )
+            # Collect every operation's failure, then report them all (schemathesis raises a
+            # FailureGroup, a BaseExceptionGroup).
+            except (Exception, FailureGroup) as exc:
+                failures.append(f"{operation.label} ({mode.value}): {exc}")
     session.close()
     assert operations >= 30
     assert not failures, "\n\n".join(failures)

@@ -70,6 +70,14 @@ async def test_document_states_enforced_rules(client: Client) -> None:
         in components["ApiKeyCreate"]["properties"]["expires_at"]["description"]
     )
     assert create["bot_name"]["anyOf"][0]["pattern"] == NO_NUL
+    # Exactly one source of speech / of a screen share; a meeting reference for a bot.
+    speak = [branch["required"] for branch in components["SpeakRequest"]["oneOf"]]
+    assert speak == [["text"], ["audio_url"]]
+    screen = [branch["required"] for branch in components["ScreenRequest"]["oneOf"]]
+    assert screen == [["url"], ["image_url"], ["video_url"]]
+    for name in ("BotCreate", "ScheduledBotCreate"):
+        required = [branch["required"] for branch in components[name]["anyOf"]]
+        assert required == [["meeting_url"], ["native_meeting_id"]], name
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)

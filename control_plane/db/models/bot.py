@@ -19,6 +19,7 @@ from sqlalchemy import (
     String,
     Text,
     Uuid,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -44,6 +45,13 @@ class Meeting(Base):
         Index("ix_meetings_workspace_status_created", "workspace_id", "status", "created_at", "id"),
         Index("ix_meetings_status_launch_at", "status", "launch_claimed_at", "launch_at"),
         Index("ix_meetings_native", "workspace_id", "platform", "native_meeting_id"),
+        # Finished bots whose VM the reaper checks (migration 0009).
+        Index(
+            "ix_meetings_ended_with_handle",
+            "end_time",
+            sqlite_where=text("bot_container_id IS NOT NULL"),
+            postgresql_where=text("bot_container_id IS NOT NULL"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
