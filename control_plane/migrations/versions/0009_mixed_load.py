@@ -18,11 +18,8 @@ needs a migration that recreates the triggers and recounts. A later migration th
 ``meetings`` on SQLite (``batch_alter_table``) drops the triggers with the old table and must
 create them again (tests/api/test_live_counts.py checks they exist at head).
 
-Numbered 0009 because 0008 is another branch's; whichever lands second sets ``down_revision``
-to the other.
-
 Revision ID: 0009_mixed_load
-Revises: 0007_launch_leases
+Revises: 0008_meeting_actions
 Create Date: 2026-11-23 22:45:00
 """
 
@@ -34,7 +31,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0009_mixed_load"
-down_revision: str | None = "0007_launch_leases"
+down_revision: str | None = "0008_meeting_actions"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
