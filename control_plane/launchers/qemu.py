@@ -36,6 +36,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit, urlunsplit
+from uuid import UUID
 
 import psutil
 
@@ -349,18 +350,21 @@ class QemuLauncher:
             if path.is_dir() and path.name.startswith(NAME_PREFIX)
         )
 
-    async def reconcile(self, live: Collection[str]) -> list[str]:
-        """Stop every VM (and remove every folder) whose name is not in ``live``.
+    async def reconcile(self, live_bot_ids: Collection[UUID]) -> list[str]:
+        """Stop every VM (and remove every folder) whose bot is not in ``live_bot_ids``.
 
         Args:
-            live: Handle ids (VM names) of bots still in a live status.
+            live_bot_ids: Bots in a live status (``requested`` … ``stopping``).
 
         Returns:
-            The names torn down.
+            The names of the VMs torn down.
         """
+        live = {f"{NAME_PREFIX}{bot_id}" for bot_id in live_bot_ids}
         names = await asyncio.to_thread(self.vm_names)
         gone = [name for name in names if name not in live]
         await asyncio.gather(*(self.terminate(LaunchHandle(id=name)) for name in gone))
+        if gone:
+            logger.info("orphan VMs stopped", extra={"vms": gone})
         return gone
 
     async def aclose(self) -> None:

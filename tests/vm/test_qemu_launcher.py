@@ -18,10 +18,14 @@ from pathlib import Path
 
 import psutil
 import pytest
+from aiohttp import web
 
 from agent.contracts.bot_config import BotConfig, Platform
+from control_plane.app import create_app
+from control_plane.db.migrate import upgrade
 from control_plane.launchers.base import LaunchError, LaunchHandle
 from control_plane.launchers.qemu import QemuLauncher, guest_url
+from control_plane.settings import Settings
 
 pytestmark = [
     pytest.mark.vm,
@@ -116,13 +120,14 @@ async def test_a_new_launcher_finds_running_vms_and_reconcile_stops_the_orphans(
     image: Path, tmp_path: Path
 ) -> None:
     first = _launcher(image, tmp_path / "vms")
-    kept, orphan = await first.launch(_config()), await first.launch(_config())
+    kept_config = _config()
+    kept, orphan = await first.launch(kept_config), await first.launch(_config())
     await first.aclose()  # a control-plane restart: the VMs keep running
     second = _launcher(image, tmp_path / "vms")
     try:
         assert await second.is_alive(kept)
         assert await second.is_alive(orphan)
-        assert await second.reconcile({kept.id}) == [orphan.id]
+        assert await second.reconcile({kept_config.bot_id}) == [orphan.id]
         assert not await second.is_alive(orphan)
         assert not second.vm_dir(orphan.id).exists()
         assert await second.is_alive(kept)
@@ -137,3 +142,23 @@ async def test_missing_image_is_a_launch_error(tmp_path: Path) -> None:
     with pytest.raises(LaunchError, match="does not exist"):
         await launcher.launch(_config())
     await launcher.terminate(LaunchHandle(id="meetbot-unknown"))
+
+
+async def test_a_starting_control_plane_stops_vms_whose_bot_is_not_live(
+    image: Path, tmp_path: Path
+) -> None:
+    database_url = f"sqlite+aiosqlite:///{tmp_path / 'meetbot.db'}"
+    await upgrade(database_url)
+    before = _launcher(image, tmp_path / "vms")
+    orphan = await before.launch(_config())  # a VM left by a bot the database does not know
+    await before.aclose()
+    launcher = _launcher(image, tmp_path / "vms")
+    settings = Settings(database_url=database_url, data_dir=tmp_path / "data")
+    runner = web.AppRunner(create_app(settings, launcher=launcher))
+    await runner.setup()
+    try:
+        assert not await launcher.is_alive(orphan)
+        assert launcher.vm_names() == []
+    finally:
+        await runner.cleanup()
+        await launcher.terminate(orphan)
