@@ -99,6 +99,7 @@ class QemuLauncher:
         self._nice = nice
         self._processes: dict[str, asyncio.subprocess.Process] = {}
         self._accel_lock = asyncio.Lock()
+        self._launching: set[str] = set()  # names whose launch is under way
 
     def vm_dir(self, name: str) -> Path:
         """The folder of the VM called ``name``."""
@@ -123,6 +124,13 @@ class QemuLauncher:
             LaunchError: No image, no qemu, or qemu refused to start.
         """
         name = f"{NAME_PREFIX}{config.bot_id}"
+        self._launching.add(name)
+        try:
+            return await self._launch(name, config)
+        finally:
+            self._launching.discard(name)
+
+    async def _launch(self, name: str, config: BotConfig) -> LaunchHandle:
         if await asyncio.to_thread(self._running_pid, name) is not None:
             logger.info("VM already running", extra={"bot_id": str(config.bot_id), "vm": name})
             return LaunchHandle(id=name)
@@ -275,11 +283,20 @@ class QemuLauncher:
         return process.pid
 
     async def is_alive(self, handle: LaunchHandle) -> bool:
-        """Whether the VM ``handle`` names runs (also one started before a restart)."""
-        process = self._processes.get(handle.id)
-        if process is not None and process.returncode is not None:
-            return False
-        return await asyncio.to_thread(self._running_pid, handle.id) is not None
+        """Whether the VM ``handle`` names runs (also one started before a restart).
+
+        A VM found stopped (powered off after its agent exited, or killed from outside) has
+        its folder and overlay removed here: a VM is never booted twice.
+        """
+        name = handle.id
+        process = self._processes.get(name)
+        alive = (process is None or process.returncode is None) and (
+            await asyncio.to_thread(self._running_pid, name) is not None
+        )
+        if not alive and name not in self._launching and name.startswith(NAME_PREFIX):
+            self._processes.pop(name, None)
+            await asyncio.to_thread(shutil.rmtree, self.vm_dir(name), True)
+        return alive
 
     async def terminate(self, handle: LaunchHandle) -> None:
         """Power the VM off (ACPI, then kill after the grace period) and delete its folder.

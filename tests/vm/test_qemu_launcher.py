@@ -162,3 +162,17 @@ async def test_a_starting_control_plane_stops_vms_whose_bot_is_not_live(
     finally:
         await runner.cleanup()
         await launcher.terminate(orphan)
+
+
+async def test_a_vm_killed_from_outside_is_dead_and_its_overlay_removed(
+    image: Path, tmp_path: Path
+) -> None:
+    launcher = _launcher(image, tmp_path / "vms")
+    handle = await launcher.launch(_config())
+    folder = launcher.vm_dir(handle.id)
+    pid = int((folder / "qemu.pid").read_text())
+    psutil.Process(pid).kill()
+    await asyncio.to_thread(psutil.Process(pid).wait, 10)
+    assert not await launcher.is_alive(handle)
+    assert not folder.exists()
+    await launcher.terminate(handle)
