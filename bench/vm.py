@@ -24,6 +24,7 @@ import json
 import os
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -66,7 +67,7 @@ def _free_port() -> int:
 async def _registered(app: web.Application, bot_id: str) -> bool:
     async with app[DB].sessions.begin() as session:
         meeting = (
-            await session.execute(select(Meeting).where(Meeting.bot_id == bot_id))
+            await session.execute(select(Meeting).where(Meeting.bot_id == uuid.UUID(bot_id)))
         ).scalar_one()
         link = await session.get(AgentLink, meeting.id)
         return link is not None and link.registered_at is not None

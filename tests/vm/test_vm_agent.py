@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -97,7 +98,7 @@ async def control_plane(tmp_path: Path) -> AsyncIterator[Running]:
 async def _link(cp: Running, bot_id: str) -> AgentLink | None:
     async with cp.app[DB].sessions.begin() as session:
         meeting = (
-            await session.execute(select(Meeting).where(Meeting.bot_id == bot_id))
+            await session.execute(select(Meeting).where(Meeting.bot_id == uuid.UUID(bot_id)))
         ).scalar_one()
         return await session.get(AgentLink, meeting.id)
 
