@@ -123,7 +123,7 @@ async def run(args: argparse.Namespace) -> None:
         accelerator = cast(Literal["auto", "kvm", "tcg"], args.accelerator)
         launcher = QemuLauncher(
             args.image.resolve(), root / "vms", accelerator=accelerator,
-            memory_mib=args.memory, nice=os.nice(0),
+            memory_mib=args.memory,  # qemu inherits this process's niceness
         )  # fmt: skip
         app = create_app(settings, launcher=launcher)
         runner = web.AppRunner(app, shutdown_timeout=1.0)
@@ -142,14 +142,17 @@ async def run(args: argparse.Namespace) -> None:
             async with aiohttp.ClientSession(headers={"X-API-Key": issued.secret}) as http:
                 follows = []
                 for number in range(args.bots):
+                    code = f"vmb-ench-a{chr(97 + number % 26)}a"  # Meet's xxx-xxxx-xxx form
                     body = {
                         "platform": "google_meet",
-                        "meeting_url": f"https://meet.google.com/ben-chvm-{number:03d}",
+                        "meeting_url": f"https://meet.google.com/{code}",
                         "bot_name": "bench",
                         "transcribe_enabled": False,
                     }
                     posted = time.monotonic()
                     async with http.post(f"{api}/bots", json=body) as created:
+                        if created.status != 201:
+                            raise SystemExit(f"POST /bots: {await created.text()}")
                         bot_id = (await created.json())["bot_id"]
                     follows.append(_follow(app, launcher, bot_id, posted, args.timeout))
                 for figures in await asyncio.gather(*follows):
