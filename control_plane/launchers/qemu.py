@@ -74,7 +74,7 @@ class QemuLauncher:
         accelerator: ``kvm``, ``tcg``, or ``auto`` (probe once, at the first launch).
         host_address: The host's loopback as the VM reaches it (user-mode networking).
         grace_seconds: How long :meth:`terminate` waits for the VM to power off by itself.
-        nice: Niceness of the qemu processes (0 leaves it; a shared host may want 10).
+        nice: Niceness added to the qemu processes (0 adds none; a shared host may want 10).
     """
 
     def __init__(
