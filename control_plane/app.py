@@ -20,6 +20,7 @@ from control_plane.action_prompts import routes as action_prompts
 from control_plane.action_prompts.service import prompt_step
 from control_plane.agent_hub.keys import AGENT_HUB, STORAGE, STREAM_SIGNER
 from control_plane.agent_link.config_step import agent_token_step
+from control_plane.agent_link.reaper import reconcile_launcher
 from control_plane.agent_link.wiring import setup_agent_link
 from control_plane.api.http import MAX_BODY_BYTES
 from control_plane.api.middlewares import auth_middleware, error_middleware, observe_middleware
@@ -50,7 +51,7 @@ from control_plane.hooks import (
 )
 from control_plane.invitations import routes as invitations
 from control_plane.launchers import create_launcher
-from control_plane.launchers.base import LAUNCHER, BotLauncher
+from control_plane.launchers.base import LAUNCHER, BotLauncher, Reconciling
 from control_plane.meetings import routes as meeting_routes
 from control_plane.meetings.artifacts import ARTIFACT_LISTER, first_recording_url
 from control_plane.meta import routes as meta
@@ -107,6 +108,9 @@ def _launcher_ctx(
         # A launcher passed in belongs to the caller, who closes it; one we build is ours.
         owned = launcher is None
         app[LAUNCHER] = create_launcher(app[SETTINGS]) if launcher is None else launcher
+        built = app[LAUNCHER]
+        if isinstance(built, Reconciling):  # its VMs outlive this process
+            await reconcile_launcher(built, app[DB])
         yield
         if owned:
             await app[LAUNCHER].aclose()

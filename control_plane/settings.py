@@ -59,7 +59,7 @@ class Settings(BaseSettings):
     presigned_url_ttl_seconds: int = Field(default=3600, ge=1)
     subscribe_wait_seconds: float = Field(default=30.0, ge=0)
 
-    launcher: Literal["local", "memory"] = "local"
+    launcher: Literal["local", "memory", "qemu"] = "local"
     # Hosts accepted in meeting URLs beside the platforms' own (e.g. the testmeeting server).
     extra_meeting_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
@@ -71,6 +71,15 @@ class Settings(BaseSettings):
     # Empty: this interpreter running "-m agent". Tests use a stand-in that starts no browser.
     local_agent_command: Annotated[list[str], NoDecode] = Field(default_factory=list)
     heartbeat_timeout_seconds: float = Field(default=30.0, gt=0)
+    # The qemu launcher (one VM per bot): the bot image (`meetbot image path` prints it), each
+    # VM's vCPUs and memory, the accelerator (auto: KVM where it boots the image's kernel), the
+    # host's loopback as the VMs see it (user-mode networking), and the niceness of qemu.
+    qemu_image: Path | None = None
+    qemu_cpus: int = Field(default=1, ge=1)
+    qemu_memory_mib: int = Field(default=2048, ge=256)
+    qemu_accelerator: Literal["auto", "kvm", "tcg"] = "auto"
+    qemu_host_address: str = "10.0.2.2"
+    qemu_nice: int = Field(default=0, ge=0, le=19)
 
     # Agent link: a launched agent that never connects within this is failed/launch_failed
     # (a VM boot plus Chromium start fits well inside it).

@@ -63,6 +63,13 @@ t2 = time.monotonic()
 words = lambda s: re.findall(r"[a-z]+", s.lower())
 want, got = words(sys.argv[3]), set(words(text))
 hits = sum(w in got for w in want)
+cpu = Path("/proc/cpuinfo").read_text()
+vendor = re.search(r"vendor_id\s*:\s*(\S+)", cpu)
+isa = [flag for flag in ("avx512f", "avx2", "sse4_2") if re.search(rf"\b{flag}\b", cpu)]
+# CTranslate2 sends int8 to MKL on Intel CPUs and to oneDNN on others; oneDNN under qemu TCG
+# (whose -cpu max says AuthenticAMD) is slow enough to fail this check.
+maker = vendor.group(1) if vendor else "unknown"
+print(f"CPU {maker}:", " ".join(isa) or "no SSE4.2")
 print(f"load {t1 - t0:.1f} s, transcribe {t2 - t1:.1f} s, {hits}/{len(want)} words: {text!r}")
 sys.exit(0 if hits >= len(want) * 4 // 5 else 1)
 ' "$MEETBOT_HOME/models" "$work/clip.wav" "$SENTENCE"

@@ -53,8 +53,8 @@ variable "accelerator" {
 
 variable "qemu_cpu" {
   type        = string
-  default     = "max"
-  description = "qemu -cpu model: max under tcg (every emulated instruction set), host under kvm."
+  default     = "Westmere"
+  description = "qemu -cpu model: Westmere under tcg (Intel, SSE4.2, no AVX: 'max' reports an AMD CPU and sends CTranslate2's int8 to oneDNN, which emulates pathologically slowly), host under kvm."
 }
 
 variable "cpus" {

@@ -13,7 +13,9 @@ down longer than the timeout does not condemn every agent before they could reco
 move is re-checked under the row lock, so two replicas reaping together fail a bot once. The
 launcher is then asked to terminate the bot's VM (or process), and an open link is closed.
 
-It also tears down what finished bots leave behind: an agent exits by itself after its final
+At the control plane's start, :func:`reconcile_launcher` stops the VMs of a launcher whose VMs
+outlive the process (``qemu``) when their bot is no longer live. It also tears down what
+finished bots leave behind: an agent exits by itself after its final
 status and drained outbox, but a VM does not disappear with its process. A bot final for
 ``teardown_grace`` (time to drain) and at most an hour whose launcher handle is still alive
 is terminated, once per process.
@@ -42,7 +44,7 @@ from control_plane.db.engine import Database
 from control_plane.db.models.agent_link import AgentLink
 from control_plane.db.models.bot import Meeting
 from control_plane.hooks import StatusHook
-from control_plane.launchers.base import BotLauncher, LaunchError, LaunchHandle
+from control_plane.launchers.base import BotLauncher, LaunchError, LaunchHandle, Reconciling
 
 logger = logging.getLogger(__name__)
 
@@ -209,3 +211,16 @@ class Reaper:
                     "reaped bot could not be terminated", extra={"bot_id": str(bot_id)}
                 )
         await self._hub.disconnect(bot_id)
+
+
+async def reconcile_launcher(launcher: Reconciling, database: Database) -> list[str]:
+    """Stop the launcher's VMs whose bot is not live (final, deleted, or never stored).
+
+    Returns:
+        The handle ids stopped.
+    """
+    live = [status.value for status in LIVE_STATUSES]
+    async with database.sessions() as session:
+        rows = await session.execute(select(Meeting.bot_id).where(Meeting.status.in_(live)))
+        bot_ids = [row[0] for row in rows]
+    return await launcher.reconcile(bot_ids)

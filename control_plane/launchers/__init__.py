@@ -20,6 +20,7 @@ LAUNCHER_MODULES = MappingProxyType(
     {
         "local": "control_plane.launchers.local",
         "memory": "control_plane.launchers.memory",
+        "qemu": "control_plane.launchers.qemu",
     }
 )
 

@@ -7,8 +7,10 @@ the one thing. A launch that cannot happen raises :class:`LaunchError`; the call
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
+from uuid import UUID
 
 from aiohttp import web
 
@@ -47,6 +49,15 @@ class BotLauncher(Protocol):
 
     async def aclose(self) -> None:
         """Release the launcher's resources at application shutdown."""
+        ...
+
+
+@runtime_checkable
+class Reconciling(Protocol):
+    """A launcher whose VMs outlive the control plane and are reconciled at its start."""
+
+    async def reconcile(self, live_bot_ids: Collection[UUID]) -> list[str]:
+        """Stop what runs for bots not in ``live_bot_ids``; return the handle ids stopped."""
         ...
 
 

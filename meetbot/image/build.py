@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, TextIO
 
-from meetbot.image.accel import CPU_MODEL, Accelerator, probe_accelerator
+from control_plane.launchers.qemu_accel import CPU_MODEL, Accelerator, probe_accelerator
 from meetbot.image.cache import IMAGE_FILE, Manifest, cached
 from meetbot.image.host import as_root, idle_cpus, packer_version
 from meetbot.image.inputs import build_dist, input_key

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from meetbot.image.accel import kernel_boots
+from control_plane.launchers.qemu_accel import kernel_boots
 from meetbot.image.cache import cache_root
 
 pytestmark = [pytest.mark.vm, pytest.mark.slow]

@@ -1,0 +1,408 @@
+"""The ``qemu`` launcher: each bot runs on its own virtual machine booted from the bot image.
+
+For every bot it makes a folder ``{state_dir}/{name}/`` (``name`` is ``meetbot-{bot_id}``, the
+bot's ``bot_container_id``) holding:
+
+- ``disk.qcow2`` — a copy-on-write overlay on the image (the image itself is never written);
+- ``seed.iso`` — a NoCloud ``cidata`` disk with the instance id and hostname only;
+- ``bot.json`` — the ``BotConfig`` (mode 0600: it holds the agent token), handed to the VM as
+  the fw_cfg file ``opt/meetbot/bot.json``, which only root can read inside the VM and which no
+  metadata service exposes; ``images/units/meetbot-agent.service`` reads it at start;
+- ``qemu.pid``, ``qmp.sock`` (the monitor), ``serial.log`` (the VM's console: boot and agent).
+
+The VM gets user-mode networking: it reaches this host's loopback at ``host_address``
+(``10.0.2.2``), so a ``control_plane_url`` on ``127.0.0.1``/``localhost`` is rewritten to it.
+:meth:`terminate` asks the VM to power off (ACPI, through QMP; the agent gets SIGTERM from
+systemd and leaves the meeting), waits ``grace_seconds``, kills qemu if it is still there, and
+deletes the folder with the overlay. VMs outlive a control-plane restart: a new launcher finds
+them by their folders and pid files, and :meth:`reconcile` stops those whose bot is no longer
+live.
+
+The accelerator is KVM only where it really boots the image's kernel
+(:func:`control_plane.launchers.qemu_accel.probe_accelerator`), else TCG.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import Collection
+from pathlib import Path
+from typing import Literal
+from urllib.parse import urlsplit, urlunsplit
+from uuid import UUID
+
+import psutil
+
+from agent.contracts.bot_config import BotConfig
+from control_plane.launchers.base import LaunchError, LaunchHandle
+from control_plane.launchers.qemu_accel import CPU_MODEL, Accelerator, probe_accelerator
+from control_plane.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+NAME_PREFIX = "meetbot-"
+# The address of the host's loopback as seen from a VM on qemu's user-mode network.
+USER_NET_HOST = "10.0.2.2"
+_LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+FW_CFG_NAME = "opt/meetbot/bot.json"
+
+
+def guest_url(url: str, host_address: str) -> str:
+    """``url`` as the VM must use it: a loopback host becomes ``host_address``, port kept."""
+    parts = urlsplit(url)
+    if parts.hostname not in _LOOPBACK_HOSTS:
+        return url
+    netloc = host_address if parts.port is None else f"{host_address}:{parts.port}"
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+class QemuLauncher:
+    """Starts one qemu VM per bot and stops it.
+
+    Args:
+        image: The bot image (qcow2) every VM's overlay is based on.
+        state_dir: Parent of the per-VM folders.
+        cpus: vCPUs of each VM.
+        memory_mib: Memory of each VM, in MiB.
+        accelerator: ``kvm``, ``tcg``, or ``auto`` (probe once, at the first launch).
+        host_address: The host's loopback as the VM reaches it (user-mode networking).
+        grace_seconds: How long :meth:`terminate` waits for the VM to power off by itself.
+        nice: Niceness added to the qemu processes (0 adds none; a shared host may want 10).
+    """
+
+    def __init__(
+        self,
+        image: Path,
+        state_dir: Path,
+        *,
+        cpus: int = 1,
+        memory_mib: int = 2048,
+        accelerator: Literal["auto", "kvm", "tcg"] = "auto",
+        host_address: str = USER_NET_HOST,
+        grace_seconds: float = 60.0,
+        nice: int = 0,
+    ) -> None:
+        self._image = image
+        self._state_dir = state_dir
+        self._cpus = cpus
+        self._memory_mib = memory_mib
+        self._accelerator: Accelerator | None = None if accelerator == "auto" else accelerator
+        self._host_address = host_address
+        self._grace_seconds = grace_seconds
+        self._nice = nice
+        self._processes: dict[str, asyncio.subprocess.Process] = {}
+        self._accel_lock = asyncio.Lock()
+        self._launching: set[str] = set()  # names whose launch is under way
+
+    def vm_dir(self, name: str) -> Path:
+        """The folder of the VM called ``name``."""
+        return self._state_dir / name
+
+    async def accelerator(self) -> Accelerator:
+        """The accelerator the VMs use (probed once when the setting is ``auto``)."""
+        async with self._accel_lock:
+            if self._accelerator is not None:
+                return self._accelerator
+            probed: Accelerator = await asyncio.to_thread(probe_accelerator, self._image)
+            self._accelerator = probed
+            logger.info("qemu accelerator probed", extra={"accelerator": probed})
+            return probed
+
+    async def launch(self, config: BotConfig) -> LaunchHandle:
+        """Boot a VM for ``config``'s bot; the handle id is the VM's name ``meetbot-{bot_id}``.
+
+        Idempotent: a bot whose VM still runs gets that VM's handle.
+
+        Raises:
+            LaunchError: No image, no qemu, or qemu refused to start.
+        """
+        name = f"{NAME_PREFIX}{config.bot_id}"
+        self._launching.add(name)
+        try:
+            return await self._launch(name, config)
+        finally:
+            self._launching.discard(name)
+
+    async def _launch(self, name: str, config: BotConfig) -> LaunchHandle:
+        if await asyncio.to_thread(self._running_pid, name) is not None:
+            logger.info("VM already running", extra={"bot_id": str(config.bot_id), "vm": name})
+            return LaunchHandle(id=name)
+        if not self._image.is_file():
+            raise LaunchError(f"bot image {self._image} does not exist (meetbot image build)")
+        qemu = shutil.which("qemu-system-x86_64")
+        if qemu is None:
+            raise LaunchError("qemu-system-x86_64 is not installed")
+        accelerator = await self.accelerator()
+        folder = self.vm_dir(name)
+        try:
+            await asyncio.to_thread(self._prepare, folder, name, config)
+            command = self._command(qemu, accelerator, folder, name)
+            log_file = await asyncio.to_thread((folder / "qemu.log").open, "ab")
+            try:
+                process = await asyncio.create_subprocess_exec(
+                    *command,
+                    cwd=folder,
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=log_file,
+                    stderr=asyncio.subprocess.STDOUT,
+                    start_new_session=True,  # VMs outlive a control-plane restart
+                )
+            finally:
+                log_file.close()
+        except (OSError, subprocess.CalledProcessError) as exc:
+            await asyncio.to_thread(shutil.rmtree, folder, True)
+            raise LaunchError(f"VM {name} could not start: {exc}") from exc
+        self._processes[name] = process
+        await self._started(name, process)
+        logger.info(
+            "VM started",
+            extra={"bot_id": str(config.bot_id), "vm": name, "accelerator": accelerator},
+        )
+        return LaunchHandle(id=name)
+
+    async def _started(self, name: str, process: asyncio.subprocess.Process) -> None:
+        """Wait until qemu wrote its pid file (it runs the VM), or fail with its log."""
+        pid_file = self.vm_dir(name) / "qemu.pid"
+        for _ in range(600):
+            if await asyncio.to_thread(pid_file.is_file):
+                return
+            if process.returncode is not None:
+                break
+            await asyncio.sleep(0.05)
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        await process.wait()
+        self._processes.pop(name, None)
+        log = await asyncio.to_thread(
+            (self.vm_dir(name) / "qemu.log").read_text, "utf-8", "replace"
+        )
+        await asyncio.to_thread(shutil.rmtree, self.vm_dir(name), True)
+        raise LaunchError(f"VM {name} did not start: {log.strip()[-500:]}")
+
+    def _prepare(self, folder: Path, name: str, config: BotConfig) -> None:
+        if folder.exists():  # a dead VM's leftovers: start afresh
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True, mode=0o700)
+        subprocess.run(  # noqa: S603 - qemu-img with paths we made
+            [  # noqa: S607 - qemu-img from PATH
+                "qemu-img",
+                "create",
+                "-q",
+                "-f",
+                "qcow2",
+                "-F",
+                "qcow2",
+                "-b",
+                str(self._image.resolve()),
+                str(folder / "disk.qcow2"),
+            ],
+            check=True,
+            capture_output=True,
+        )
+        guest = config
+        if config.control_plane_url:
+            guest = config.model_copy(
+                update={
+                    "control_plane_url": guest_url(config.control_plane_url, self._host_address)
+                }
+            )
+        fd = os.open(folder / "bot.json", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(guest.model_dump_json())
+        seed = folder / "seed"
+        seed.mkdir()
+        # The seed names the machine only: nothing secret goes into user-data. One SSH host
+        # key type: an RSA key alone took about a minute of a boot under emulation.
+        (seed / "meta-data").write_text(f"instance-id: {name}\nlocal-hostname: {name}\n")
+        user_data = {"ssh_pwauth": False, "disable_root": True, "ssh_genkeytypes": ["ed25519"]}
+        (seed / "user-data").write_text("#cloud-config\n" + json.dumps(user_data) + "\n")
+        subprocess.run(  # noqa: S603 - genisoimage with paths we made
+            [  # noqa: S607 - genisoimage from PATH
+                "genisoimage",
+                "-quiet",
+                "-output",
+                str(folder / "seed.iso"),
+                "-volid",
+                "cidata",
+                "-joliet",
+                "-rock",
+                str(seed / "user-data"),
+                str(seed / "meta-data"),
+            ],
+            check=True,
+            capture_output=True,
+        )
+
+    def _command(self, qemu: str, accelerator: Accelerator, folder: Path, name: str) -> list[str]:
+        command = [
+            qemu, "-name", f"{name},process={name}", "-accel", accelerator,
+            "-cpu", CPU_MODEL[accelerator], "-smp", str(self._cpus), "-m", str(self._memory_mib),
+            "-nodefaults", "-display", "none", "-no-reboot", "-vga", "none",
+            "-drive", f"file={folder / 'disk.qcow2'},if=virtio,format=qcow2,discard=unmap",
+            "-drive", f"file={folder / 'seed.iso'},if=virtio,format=raw,media=cdrom,readonly=on",
+            "-fw_cfg", f"name={FW_CFG_NAME},file={folder / 'bot.json'}",
+            "-netdev", "user,id=net0", "-device", "virtio-net-pci,netdev=net0",
+            "-device", "virtio-rng-pci",
+            "-serial", f"file:{folder / 'serial.log'}",
+            # Relative to qemu's working directory (the VM's folder): a socket path must stay
+            # under 108 bytes, which a deep data_dir would pass.
+            "-qmp", "unix:qmp.sock,server=on,wait=off",
+            "-pidfile", str(folder / "qemu.pid"),
+        ]  # fmt: skip
+        if self._nice:
+            return ["nice", "-n", str(self._nice), *command]
+        return command
+
+    def _running_pid(self, name: str) -> int | None:
+        """The pid of the qemu running VM ``name``, from its pid file, else None."""
+        folder = self.vm_dir(name)
+        try:
+            pid_text = (folder / "qemu.pid").read_text(encoding="ascii").strip()
+        except (FileNotFoundError, NotADirectoryError):
+            owned = self._processes.get(name)
+            return owned.pid if owned is not None and owned.returncode is None else None
+        if not pid_text.isdigit():
+            return None
+        try:
+            process = psutil.Process(int(pid_text))
+            if process.status() == psutil.STATUS_ZOMBIE:
+                return None
+            cmdline = process.cmdline()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            return None
+        # A recycled pid is not our VM: only a qemu naming this VM qualifies.
+        if f"{name},process={name}" not in cmdline:
+            return None
+        return process.pid
+
+    async def is_alive(self, handle: LaunchHandle) -> bool:
+        """Whether the VM ``handle`` names runs (also one started before a restart).
+
+        A VM found stopped (powered off after its agent exited, or killed from outside) has
+        its folder and overlay removed here: a VM is never booted twice.
+        """
+        name = handle.id
+        process = self._processes.get(name)
+        alive = (process is None or process.returncode is None) and (
+            await asyncio.to_thread(self._running_pid, name) is not None
+        )
+        if not alive and name not in self._launching and name.startswith(NAME_PREFIX):
+            self._processes.pop(name, None)
+            await asyncio.to_thread(shutil.rmtree, self.vm_dir(name), True)
+        return alive
+
+    async def terminate(self, handle: LaunchHandle) -> None:
+        """Power the VM off (ACPI, then kill after the grace period) and delete its folder.
+
+        Unknown or already stopped VMs only have their folder removed.
+        """
+        name = handle.id
+        if not name.startswith(NAME_PREFIX) or "/" in name:
+            return
+        process = self._processes.pop(name, None)
+        pid = await asyncio.to_thread(self._running_pid, name)
+        if pid is not None:
+            await self._power_off(name, pid)
+        if process is not None:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            await process.wait()
+        await asyncio.to_thread(shutil.rmtree, self.vm_dir(name), True)
+        logger.info("VM terminated", extra={"vm": name})
+
+    async def _power_off(self, name: str, pid: int) -> None:
+        with contextlib.suppress(OSError):
+            await self._qmp(self.vm_dir(name) / "qmp.sock", "system_powerdown")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._grace_seconds
+        while loop.time() < deadline:
+            if await asyncio.to_thread(self._running_pid, name) is None:
+                return
+            await asyncio.sleep(0.5)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.TimeoutExpired):
+            await asyncio.to_thread(psutil.Process(pid).wait, 10)
+
+    @staticmethod
+    async def _qmp(socket_path: Path, command: str) -> None:
+        """Send one QMP ``command`` (after the capabilities handshake).
+
+        The socket is reached through ``/proc/self/fd`` of its folder, a short path whatever
+        the folder's length (a socket path must stay under 108 bytes).
+        """
+        folder_fd = os.open(socket_path.parent, os.O_PATH | os.O_DIRECTORY)
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_unix_connection(f"/proc/self/fd/{folder_fd}/{socket_path.name}"),
+                timeout=5,
+            )
+        finally:
+            os.close(folder_fd)
+        try:
+            await asyncio.wait_for(reader.readline(), timeout=5)  # the greeting
+            for request in ({"execute": "qmp_capabilities"}, {"execute": command}):
+                writer.write(json.dumps(request).encode() + b"\r\n")
+                await writer.drain()
+                await asyncio.wait_for(reader.readline(), timeout=5)
+        finally:
+            writer.close()
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()
+
+    def vm_names(self) -> list[str]:
+        """Names of the VM folders under ``state_dir`` (running or not)."""
+        if not self._state_dir.is_dir():
+            return []
+        return sorted(
+            path.name
+            for path in self._state_dir.iterdir()
+            if path.is_dir() and path.name.startswith(NAME_PREFIX)
+        )
+
+    async def reconcile(self, live_bot_ids: Collection[UUID]) -> list[str]:
+        """Stop every VM (and remove every folder) whose bot is not in ``live_bot_ids``.
+
+        Args:
+            live_bot_ids: Bots in a live status (``requested`` … ``stopping``).
+
+        Returns:
+            The names of the VMs torn down.
+        """
+        live = {f"{NAME_PREFIX}{bot_id}" for bot_id in live_bot_ids}
+        names = await asyncio.to_thread(self.vm_names)
+        gone = [name for name in names if name not in live]
+        await asyncio.gather(*(self.terminate(LaunchHandle(id=name)) for name in gone))
+        if gone:
+            logger.info("orphan VMs stopped", extra={"vms": gone})
+        return gone
+
+    async def aclose(self) -> None:
+        """Forget the qemu process objects; the VMs keep running (they belong to their bots)."""
+        self._processes.clear()
+
+
+def create(settings: Settings) -> QemuLauncher:
+    """Factory used by ``Settings.launcher = "qemu"``: VMs live under ``{data_dir}/vms``.
+
+    Raises:
+        ValueError: ``MEETBOT_QEMU_IMAGE`` is not set.
+    """
+    if settings.qemu_image is None:
+        raise ValueError("MEETBOT_QEMU_IMAGE is not set (meetbot image path prints the image)")
+    return QemuLauncher(
+        settings.qemu_image,
+        settings.data_dir / "vms",
+        cpus=settings.qemu_cpus,
+        memory_mib=settings.qemu_memory_mib,
+        accelerator=settings.qemu_accelerator,
+        host_address=settings.qemu_host_address,
+        nice=settings.qemu_nice,
+    )

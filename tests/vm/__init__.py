@@ -1,0 +1,1 @@
+"""Tests of the qemu launcher and the bot VM (category ``vm``)."""

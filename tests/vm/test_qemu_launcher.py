@@ -1,0 +1,179 @@
+"""The qemu launcher starts a real qemu per bot and tears it down, overlay and all.
+
+The VM boots an empty disk here (firmware only, no guest): what is checked is the launcher's
+side — the overlay on the image, the NoCloud seed without secrets, the bot config handed over
+as a private fw_cfg file, the pid and monitor, terminate, and reconcile after a restart.
+Booting the real bot image is ``test_vm_agent.py`` (slow, ``scripts/test-vm``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import stat
+import subprocess
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+from aiohttp import web
+
+from agent.contracts.bot_config import BotConfig, Platform
+from control_plane.app import create_app
+from control_plane.db.migrate import upgrade
+from control_plane.launchers.base import LaunchError, LaunchHandle
+from control_plane.launchers.qemu import QemuLauncher, guest_url
+from control_plane.settings import Settings
+
+pytestmark = [
+    pytest.mark.vm,
+    pytest.mark.skipif(
+        shutil.which("qemu-system-x86_64") is None or shutil.which("genisoimage") is None,
+        reason="qemu-system-x86 and genisoimage are not installed",
+    ),
+]
+
+
+def _config(port: int = 8080) -> BotConfig:
+    return BotConfig(
+        bot_id=uuid.uuid4(),
+        meeting_id=3,
+        platform=Platform.GOOGLE_MEET,
+        meeting_url="https://meet.google.com/abc-defg-hij",
+        native_meeting_id="abc-defg-hij",
+        control_plane_url=f"http://127.0.0.1:{port}",
+        agent_token="mat_vm_secret",
+    )
+
+
+@pytest.fixture
+def image(tmp_path: Path) -> Path:
+    path = tmp_path / "empty.qcow2"
+    subprocess.run(  # noqa: S603 - qemu-img with fixed arguments
+        ["qemu-img", "create", "-q", "-f", "qcow2", str(path), "64M"],  # noqa: S607
+        check=True,
+    )
+    return path.resolve()
+
+
+def _qemu_img_info(path: Path) -> dict[str, object]:
+    done = subprocess.run(  # noqa: S603 - qemu-img with our path
+        ["qemu-img", "info", "-U", "--output=json", str(path)],  # noqa: S607 - from PATH
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    info: dict[str, object] = json.loads(done.stdout)
+    return info
+
+
+def _launcher(image: Path, state: Path) -> QemuLauncher:
+    return QemuLauncher(image, state, accelerator="tcg", memory_mib=256, grace_seconds=2, nice=10)
+
+
+def test_guest_url_maps_loopback_to_the_host_address() -> None:
+    assert guest_url("http://127.0.0.1:8080/x", "10.0.2.2") == "http://10.0.2.2:8080/x"
+    assert guest_url("http://localhost", "10.0.2.2") == "http://10.0.2.2"
+    assert guest_url("https://cp.example.org:443", "10.0.2.2") == "https://cp.example.org:443"
+
+
+async def test_launch_boots_an_overlay_and_terminate_removes_it(
+    image: Path, tmp_path: Path
+) -> None:
+    launcher = _launcher(image, tmp_path / "vms")
+    config = _config(port=18080)
+    handle = await launcher.launch(config)
+    folder = launcher.vm_dir(handle.id)
+    try:
+        assert handle.id == f"meetbot-{config.bot_id}"
+        assert await launcher.is_alive(handle)
+        assert await launcher.launch(config) == handle  # idempotent by bot id
+
+        info = await asyncio.to_thread(_qemu_img_info, folder / "disk.qcow2")
+        assert info["backing-filename"] == str(image)
+
+        given = BotConfig.model_validate_json((folder / "bot.json").read_text())
+        assert stat.S_IMODE((folder / "bot.json").stat().st_mode) == 0o600
+        assert given.control_plane_url == "http://10.0.2.2:18080"
+        assert given.agent_token == config.agent_token
+        seed = (folder / "seed" / "user-data").read_text() + (
+            folder / "seed" / "meta-data"
+        ).read_text()
+        assert "mat_vm_secret" not in seed
+        assert handle.id in seed
+
+        pid = int((folder / "qemu.pid").read_text())
+        cmdline = psutil.Process(pid).cmdline()
+        assert f"name=opt/meetbot/bot.json,file={folder / 'bot.json'}" in cmdline
+        assert psutil.Process(pid).nice() == min(19, os.nice(0) + 10)  # nice adds to ours
+    finally:
+        await launcher.terminate(handle)
+    assert not await launcher.is_alive(handle)
+    assert not folder.exists()
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    await launcher.terminate(handle)  # a no-op once gone
+
+
+async def test_a_new_launcher_finds_running_vms_and_reconcile_stops_the_orphans(
+    image: Path, tmp_path: Path
+) -> None:
+    first = _launcher(image, tmp_path / "vms")
+    kept_config = _config()
+    kept, orphan = await first.launch(kept_config), await first.launch(_config())
+    await first.aclose()  # a control-plane restart: the VMs keep running
+    second = _launcher(image, tmp_path / "vms")
+    try:
+        assert await second.is_alive(kept)
+        assert await second.is_alive(orphan)
+        assert await second.reconcile({kept_config.bot_id}) == [orphan.id]
+        assert not await second.is_alive(orphan)
+        assert not second.vm_dir(orphan.id).exists()
+        assert await second.is_alive(kept)
+    finally:
+        await second.terminate(kept)
+        await second.terminate(orphan)
+    assert second.vm_names() == []
+
+
+async def test_missing_image_is_a_launch_error(tmp_path: Path) -> None:
+    launcher = _launcher(tmp_path / "nope.qcow2", tmp_path / "vms")
+    with pytest.raises(LaunchError, match="does not exist"):
+        await launcher.launch(_config())
+    await launcher.terminate(LaunchHandle(id="meetbot-unknown"))
+
+
+async def test_a_starting_control_plane_stops_vms_whose_bot_is_not_live(
+    image: Path, tmp_path: Path
+) -> None:
+    database_url = f"sqlite+aiosqlite:///{tmp_path / 'meetbot.db'}"
+    await upgrade(database_url)
+    before = _launcher(image, tmp_path / "vms")
+    orphan = await before.launch(_config())  # a VM left by a bot the database does not know
+    await before.aclose()
+    launcher = _launcher(image, tmp_path / "vms")
+    settings = Settings(database_url=database_url, data_dir=tmp_path / "data")
+    runner = web.AppRunner(create_app(settings, launcher=launcher))
+    await runner.setup()
+    try:
+        assert not await launcher.is_alive(orphan)
+        assert launcher.vm_names() == []
+    finally:
+        await runner.cleanup()
+        await launcher.terminate(orphan)
+
+
+async def test_a_vm_killed_from_outside_is_dead_and_its_overlay_removed(
+    image: Path, tmp_path: Path
+) -> None:
+    launcher = _launcher(image, tmp_path / "vms")
+    handle = await launcher.launch(_config())
+    folder = launcher.vm_dir(handle.id)
+    pid = int((folder / "qemu.pid").read_text())
+    psutil.Process(pid).kill()
+    await asyncio.to_thread(psutil.Process(pid).wait, 10)
+    assert not await launcher.is_alive(handle)
+    assert not folder.exists()
+    await launcher.terminate(handle)
