@@ -60,11 +60,19 @@ class WalCheckpointer:
             self._connection.close()
             self._connection = None
 
+    async def close(self) -> None:
+        """Close the checkpoint connection (a later :meth:`step` opens it again)."""
+        await asyncio.to_thread(self._close)
+
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[WalCheckpointer]:
-        """Checkpoint in the background for the body of the ``async with``, then close."""
+        """Checkpoint in the background for the body of the ``async with``, then close.
+
+        Do not call :meth:`step` inside the body: two checkpoints at once share the connection
+        from two threads, and the second answers busy.
+        """
         try:
             async with self.loop.running():
                 yield self
         finally:
-            await asyncio.to_thread(self._close)
+            await self.close()
