@@ -113,11 +113,12 @@ async def control_plane(
     monkeypatch.setenv("MEETBOT_AGENT_HEARTBEAT_INTERVAL_SECONDS", "1")
     monkeypatch.setenv("MEETBOT_AGENT_DRAIN_TIMEOUT_SECONDS", "10")
     monkeypatch.setenv("MEETBOT_AGENT_TIMEOUT_SCALE", "0.05")
-    # The whole meeting is one window, detected as the bot leaves: one call, short answer.
+    # The whole meeting is one window, detected as the bot leaves: one call. Its answer gets the
+    # default 384 tokens: at 200, three actions citing long segment ids were cut off mid-JSON
+    # now and then (answers_invalid=1, no action).
     monkeypatch.setenv("MEETBOT_ACTIONS_LOCAL_MODEL", str(action_model))
     monkeypatch.setenv("MEETBOT_ACTIONS_WINDOW_PAUSE_SECONDS", "120")
     monkeypatch.setenv("MEETBOT_ACTIONS_WINDOW_MAX_SPEECH_SECONDS", "300")
-    monkeypatch.setenv("MEETBOT_ACTIONS_MAX_OUTPUT_TOKENS", "200")
     monkeypatch.setenv("MEETBOT_ACTIONS_LOCAL_CONTEXT_TOKENS", "2048")
     database_url = f"sqlite+aiosqlite:///{tmp_path / 'meetbot.db'}"
     await upgrade(database_url)
