@@ -145,6 +145,17 @@ class AgentSettings(BaseSettings):
     ignore_https_errors: bool = False
     viewport_width: int = Field(default=1280, ge=320)
     viewport_height: int = Field(default=720, ge=240)
+    # The bot's own display and sound server (images/runtime/): set by the VM's agent unit, or
+    # by ``--display`` from the runtime it starts (agent/runtime.py). With a display and
+    # headless off, Chromium draws on it, its window covering the screen, and a video recording
+    # grabs the screen (ffmpeg x11grab). With a PulseAudio server (``unix:/path/to/native``),
+    # Chromium plays the meeting into its ``meeting`` sink, a video recording takes its sound
+    # from ``meeting.monitor`` and the silence check listens there. Empty: none (headless).
+    display: str = ""
+    pulse_server: str = ""
+    # Where images/runtime/*.sh are (``--display``); None: this checkout's images/runtime, else
+    # /opt/meetbot/runtime where the bot image installs them.
+    runtime_scripts_dir: Path | None = None
 
     # The SSE server; port 0 picks a free one. ``sse_public_url`` is the base URL clients use
     # (empty: http://{sse_host}:{bound port}).
@@ -186,6 +197,10 @@ class AgentSettings(BaseSettings):
     # captures video (JPEG quality 0-100); identical consecutive views are stored once.
     recording_video_fps: float = Field(default=1.0, gt=0, le=10)
     recording_jpeg_quality: int = Field(default=70, ge=10, le=100)
+    # With a display and a PulseAudio server (above) a video recording is the screen instead:
+    # ffmpeg grabs it at this constant frame rate with the meeting's 48 kHz sound
+    # (agent/recording/screen.py).
+    recording_screen_fps: int = Field(default=15, ge=1, le=60)
 
     # Media the API names by URL (avatar images, screen-share images and pages) is fetched under
     # the webhook SSRF rules (agent/contracts/ssrf.py): https to global addresses only, unless
@@ -204,6 +219,11 @@ class AgentSettings(BaseSettings):
     tts_voice: str = "alloy"
 
     log_level: str = "INFO"
+
+    @property
+    def screen(self) -> bool:
+        """Whether the bot runs headful on its own display and sound server (the VM runtime)."""
+        return not self.headless and bool(self.display) and bool(self.pulse_server)
 
     def browser_args(self) -> list[str]:
         """Chromium command-line flags: the quiet and lean sets plus ``extra_browser_args``.

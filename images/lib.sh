@@ -10,6 +10,7 @@ MEETBOT_USER=meetbot
 MEETBOT_HOME=/var/lib/meetbot          # the user's home and data: models/, agent/
 MEETBOT_VENV=/opt/meetbot/venv         # the agent's virtual environment (root-owned)
 MEETBOT_ETC=/etc/meetbot               # agent.env and the runtime's configuration
+MEETBOT_RUNTIME=/opt/meetbot/runtime   # images/runtime/*.sh: Xvfb and PulseAudio of the bot
 
 log() {
   printf '%s: %s\n' "$(basename "$0")" "$*" >&2

@@ -13,7 +13,8 @@ import base64
 import contextlib
 import json
 import logging
-from collections.abc import MutableMapping
+import os
+from collections.abc import Mapping, MutableMapping
 from importlib import resources
 from typing import Any
 
@@ -44,6 +45,25 @@ def tune_driver_environment(environ: MutableMapping[str, str]) -> None:
     for it, so the agent's entry points call this on ``os.environ`` before any browser starts.
     """
     environ.setdefault("NODE_OPTIONS", DRIVER_NODE_OPTIONS)
+
+
+def browser_environment(
+    settings: AgentSettings, environ: Mapping[str, str]
+) -> dict[str, str | float | bool] | None:
+    """Chromium's environment: ``environ`` with the bot's display and sound server, if any.
+
+    Returns:
+        None (Playwright passes this process's environment) when neither is set, else a copy
+        of ``environ`` with ``DISPLAY`` and ``PULSE_SERVER`` from the settings.
+    """
+    if not settings.display and not settings.pulse_server:
+        return None
+    env: dict[str, str | float | bool] = dict(environ)
+    if settings.display:
+        env["DISPLAY"] = settings.display
+    if settings.pulse_server:
+        env["PULSE_SERVER"] = settings.pulse_server
+    return env
 
 
 def logo_data_url() -> str:
@@ -110,23 +130,69 @@ class BrowserSession:
             headless=s.headless,
             args=[
                 *s.browser_args(),
+                "--window-position=0,0",
                 f"--window-size={s.viewport_width},{s.viewport_height}",
             ],
+            env=browser_environment(s, os.environ),
         )
+        on_screen = not s.headless and bool(s.display)
         self._context = await self._browser.new_context(
             ignore_https_errors=s.ignore_https_errors,
             # The capture worklet loads from a blob: URL, which a strict CSP would refuse
             # (findings.md §3 "CSP").
             bypass_csp=True,
-            viewport={"width": s.viewport_width, "height": s.viewport_height},
+            # On the bot's own display the page takes the window's real size, which
+            # _cover_screen makes the screen's: an emulated viewport would hide what the
+            # window's toolbars cost.
+            viewport=None
+            if on_screen
+            else {"width": s.viewport_width, "height": s.viewport_height},
+            no_viewport=on_screen,
             locale="en-US",
         )
         await self._context.expose_binding("__meetbotPcm", self._on_pcm)
         await self._context.expose_binding("__meetbotTrack", self._on_track)
         await self._context.add_init_script(script=inject_script(self._bot_name, avatar))
         self._page = await self._context.new_page()
-        log.info("browser started", extra={"headless": s.headless})
+        if on_screen:
+            await self._cover_screen(self._page)
+        log.info("browser started", extra={"headless": s.headless, "display": s.display})
         return self._page
+
+    async def _cover_screen(self, page: Page) -> None:
+        """Place the window so its page area is exactly the screen (toolbars above the top).
+
+        Xvfb has no window manager, so a window goes where it is asked, even partly off the
+        screen: the tab strip and address bar are pushed above the top edge and a screen
+        recording shows the meeting page only. A failure is logged; the bot still joins.
+        """
+        assert self._context is not None  # noqa: S101 - start() made it
+        s = self._settings
+        try:
+            cdp = await self._context.new_cdp_session(page)
+            try:
+                window = await cdp.send("Browser.getWindowForTarget")
+                outer_w, outer_h, inner_w, inner_h = await page.evaluate(
+                    "() => [outerWidth, outerHeight, innerWidth, innerHeight]"
+                )
+                left, top = max(0, outer_w - inner_w), max(0, outer_h - inner_h)
+                bounds = {
+                    "left": -left,
+                    "top": -top,
+                    "width": s.viewport_width + left,
+                    "height": s.viewport_height + top,
+                }
+                await cdp.send(
+                    "Browser.setWindowBounds",
+                    {"windowId": window["windowId"], "bounds": bounds},
+                )
+            finally:
+                await cdp.detach()
+        except PlaywrightError as exc:
+            log.warning("browser window not placed on the screen", extra={"error": str(exc)})
+            return
+        size = await page.evaluate("() => [innerWidth, innerHeight]")
+        log.info("browser window covers the screen", extra={"toolbars_px": top, "page": size})
 
     def _on_pcm(
         self, _source: Any, track_id: str, start_ms: float, data: str, samples: int = 0
