@@ -3,6 +3,10 @@
 Exit code 0 when the bot ends ``completed``, 1 when ``failed``, 2 for a bad config. SIGTERM
 and SIGINT make the bot leave the meeting cleanly (status reason ``sigterm``). Without
 ``MEETBOT_AGENT_DATA_DIR`` the outbox and local artifacts live beside the config file.
+
+``--display`` runs the bot as on its VM, outside one: headful on an Xvfb display of its own with
+a private PulseAudio, started from images/runtime/ before the browser and stopped after the bot
+(:mod:`agent.runtime`); exit code 3 when they do not start.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import asyncio
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -23,6 +27,7 @@ from agent.browser.session import tune_driver_environment
 from agent.contracts.bot_config import BotConfig
 from agent.contracts.status import BotStatus, StatusReason
 from agent.logs import configure_logging
+from agent.runtime import BotRuntime, RuntimeStartError, scripts_dir
 from agent.settings import AgentSettings
 
 
@@ -38,10 +43,39 @@ async def run_bot(bot: Bot) -> BotStatus:
             loop.remove_signal_handler(signum)
 
 
+async def run_on_display(
+    settings: AgentSettings, make_bot: Callable[[AgentSettings], Bot]
+) -> BotStatus:
+    """Start the bot's own Xvfb and PulseAudio, run the bot headful on them, stop them.
+
+    Args:
+        settings: The agent host's settings; the bot gets a copy that is headful on the new
+            display and sound server.
+        make_bot: Builds the bot from those settings.
+
+    Raises:
+        RuntimeStartError: The scripts are missing, or a server did not start.
+    """
+    async with BotRuntime(scripts_dir(settings.runtime_scripts_dir)) as runtime:
+        on_display = settings.model_copy(
+            update={
+                "headless": False,
+                "display": runtime.display,
+                "pulse_server": runtime.pulse_server,
+            }
+        )
+        return await run_bot(make_bot(on_display))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m agent``; returns the exit code."""
     parser = argparse.ArgumentParser(prog="python -m agent", description=__doc__)
     parser.add_argument("--config", type=Path, required=True, help="BotConfig JSON file")
+    parser.add_argument(
+        "--display",
+        action="store_true",
+        help="run headful on an Xvfb display and PulseAudio of its own (images/runtime/)",
+    )
     args = parser.parse_args(argv)
     settings = AgentSettings()
     action_settings = ActionSettings()
@@ -55,7 +89,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The launcher's per-bot folder (beside bot.json) keeps the outbox with the bot.
         settings = settings.model_copy(update={"data_dir": args.config.resolve().parent})
     tune_driver_environment(os.environ)
-    status = asyncio.run(run_bot(Bot(config, settings, action_settings=action_settings)))
+
+    def make_bot(host: AgentSettings) -> Bot:
+        return Bot(config, host, action_settings=action_settings)
+
+    try:
+        if args.display:
+            status = asyncio.run(run_on_display(settings, make_bot))
+        else:
+            status = asyncio.run(run_bot(make_bot(settings)))
+    except RuntimeStartError as exc:
+        print(f"agent: the display runtime did not start: {exc}", file=sys.stderr)
+        return 3
     return 0 if status is BotStatus.COMPLETED else 1
 
 

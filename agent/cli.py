@@ -1,8 +1,10 @@
 r"""``meetbot agent``: send one bot into a meeting from this machine, no control plane needed.
 
 Events are printed to stdout as JSON lines (``{"event": ..., "data": ...}``); logs go to stderr.
-Ctrl-C makes the bot leave cleanly. Browser options come from ``MEETBOT_AGENT_*`` settings and
-the flags below (e.g. ``--browser-arg`` for the testmeeting's ``--host-resolver-rules``).
+Ctrl-C makes the bot leave cleanly. ``--display`` runs it as on its VM: headful on an Xvfb
+display and a PulseAudio of its own (images/runtime/), started before and stopped after it.
+Browser options come from ``MEETBOT_AGENT_*`` settings and the flags below (e.g.
+``--browser-arg`` for the testmeeting's ``--host-resolver-rules``).
 
 Example::
 
@@ -24,13 +26,14 @@ from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
-from agent.__main__ import run_bot
+from agent.__main__ import run_bot, run_on_display
 from agent.actions.settings import ActionSettings
 from agent.bot import Bot
 from agent.browser.session import tune_driver_environment
 from agent.contracts.bot_config import BotConfig, BotSettings, Platform
 from agent.contracts.status import BotStatus
 from agent.logs import configure_logging
+from agent.runtime import RuntimeStartError
 from agent.settings import AgentSettings
 
 
@@ -78,6 +81,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--name", default="meetbot", help="display name in the meeting")
     parser.add_argument("--headful", action="store_true", help="show the browser window")
     parser.add_argument(
+        "--display",
+        action="store_true",
+        help="run headful on an Xvfb display and PulseAudio of its own (images/runtime/)",
+    )
+    parser.add_argument(
         "--browser-arg", action="append", default=[], help="extra Chromium flag (repeatable)"
     )
     parser.add_argument("--ignore-https-errors", action="store_true")
@@ -106,7 +114,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValidationError, ValueError) as exc:
         print(f"meetbot agent: {exc}", file=sys.stderr)
         return 2
-    bot = Bot(config, settings, observer=_print_event, action_settings=ActionSettings())
+    action_settings = ActionSettings()
+
+    def make_bot(host: AgentSettings) -> Bot:
+        return Bot(config, host, observer=_print_event, action_settings=action_settings)
+
     tune_driver_environment(os.environ)
-    status = asyncio.run(run_bot(bot))
+    try:
+        if args.display:
+            status = asyncio.run(run_on_display(settings, make_bot))
+        else:
+            status = asyncio.run(run_bot(make_bot(settings)))
+    except RuntimeStartError as exc:
+        print(f"meetbot agent: the display runtime did not start: {exc}", file=sys.stderr)
+        return 3
     return 0 if status is BotStatus.COMPLETED else 1

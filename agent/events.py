@@ -169,6 +169,14 @@ class BotEvents:
         self._observe(name, payload)
         await self._to_stream(name, payload)
 
+    def diagnostic(self, name: str, payload: dict[str, Any]) -> None:
+        """A check of the bot's own machine (``sound_check``): the observer only.
+
+        Not an API event: it goes neither over the link nor to the SSE stream; the log has it
+        too.
+        """
+        self._observe(name, payload)
+
     async def command_result(self, frame: CommandResult) -> None:
         """The outcome of a command from the control plane."""
         self._observe("command_result", {"ok": frame.ok, "error": frame.error})

@@ -20,6 +20,8 @@ from agent.capture.pcm import AudioCapture
 from agent.contracts.bot_config import BotSettings
 from agent.events import BotEvents
 from agent.recording.recorder import MeetingRecorder
+from agent.recording.screen import ScreenSource
+from agent.recording.silence import SilenceCheck, SoundVerdict
 from agent.settings import AgentSettings
 from agent.transcribe.options import TranscribeOptions
 from agent.transcription import TranscriptionPipe
@@ -70,6 +72,28 @@ class MeetingMedia:
         # Recording off: nothing is tapped, nothing written (docs/api.md Part 1 recording_enabled).
         self.recorder: MeetingRecorder | None = None
         self.joined_at: float | None = None
+        # On the bot's own sound server: does the meeting's sound reach its device?
+        self.silence_check: SilenceCheck | None = None
+        if host.screen:
+            self.silence_check = SilenceCheck(
+                host.pulse_server, lambda: capture.stats.voiced_seconds, self._sound_verdict
+            )
+
+    def _sound_verdict(self, verdict: SoundVerdict) -> None:
+        self.events.diagnostic("sound_check", verdict.payload())
+
+    def _screen(self) -> ScreenSource | None:
+        """The bot's screen and sound server when it runs on its own display runtime."""
+        host = self._host
+        if not host.screen:
+            return None
+        return ScreenSource(
+            host.display,
+            host.pulse_server,
+            host.viewport_width,
+            host.viewport_height,
+            host.recording_screen_fps,
+        )
 
     @property
     def events(self) -> BotEvents:
@@ -94,6 +118,8 @@ class MeetingMedia:
         self.joined_at = joined_at
         self.transcription.use_settings(self.settings)
         self.transcription.start(joined_at)
+        if self.silence_check is not None:
+            self.silence_check.start()
         if self.settings.recording_enabled:
             self._start_recorder(joined_at)
 
@@ -106,6 +132,7 @@ class MeetingMedia:
                 self._host.data_dir / "recording" / self._bot_id,
                 video_fps=self._host.recording_video_fps,
                 jpeg_quality=self._host.recording_jpeg_quality,
+                screen=self._screen(),
             )
         self.recorder.start(at)
 
@@ -160,7 +187,12 @@ class MeetingMedia:
             log.info("recording stopped by a settings change")
 
     async def stop_capture(self) -> None:
-        """Stop the recorder's capture (before leaving: exit screens are not the meeting's)."""
+        """Stop the recorder's capture (before leaving: exit screens are not the meeting's).
+
+        The silence check ends here too (``unchecked`` if it reached no verdict).
+        """
+        if self.silence_check is not None:
+            await self.silence_check.stop()
         if self.recorder is not None:
             await self.recorder.stop_capture()
 

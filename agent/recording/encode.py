@@ -154,7 +154,12 @@ def ffmpeg_args(job: EncodeJob, concat_list: Path | None) -> list[str]:
     return [*args, str(job.output)]
 
 
-async def _run(program: str, args: list[str], cwd: Path | None = None) -> bytes:
+async def run_ffmpeg(program: str, args: list[str], cwd: Path | None = None) -> bytes:
+    """Run ``program`` with ``args`` to its end; returns its stdout.
+
+    Raises:
+        EncodeError: It exited non-zero (the message has the tail of its stderr).
+    """
     process = await asyncio.create_subprocess_exec(
         program,
         *args,
@@ -199,7 +204,7 @@ async def encode(job: EncodeJob) -> float:
             "duration_s": round(job.duration_s, 2),
         },
     )
-    await _run(ffmpeg, args)
+    await run_ffmpeg(ffmpeg, args)
     return await probe_duration(ffprobe, job.output)
 
 
@@ -209,7 +214,7 @@ async def probe_duration(ffprobe: str, path: Path) -> float:
     Raises:
         EncodeError: ffprobe failed or printed no number.
     """
-    out = await _run(
+    out = await run_ffmpeg(
         ffprobe,
         ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", str(path)],
     )

@@ -10,6 +10,12 @@ running it:
 - with ``video`` in ``capture_modes``, takes a JPEG of the page ``recording_video_fps`` times a
   second, timestamped, written to disk (a view identical to the previous one is skipped).
 
+On the bot's own display runtime (a :class:`~agent.recording.screen.ScreenSource`: Xvfb and
+PulseAudio, the VM's or ``--display``'s) a recording with ``video`` in ``capture_modes`` is the
+screen instead: :class:`~agent.recording.screen.ScreenCapture` runs ffmpeg x11grab with the
+meeting's 48 kHz sound, and nothing is tapped or screenshotted; at the end its file is only
+rewrapped into the requested format.
+
 :meth:`MeetingRecorder.finish` mixes and encodes with ffmpeg (``agent.recording.encode``),
 uploads the file (an upload slot from the control plane, three attempts with a doubling pause,
 or the agent's data folder without one) and reports an ``artifact`` event of kind
@@ -40,7 +46,16 @@ from agent.contracts.bot_config import BotSettings, CaptureMode
 from agent.contracts.link import ArtifactEvent, ArtifactKind, UploadSlot
 from agent.errors import CommandError
 from agent.events import BotEvents
-from agent.recording.encode import EncodeError, EncodeJob, ViewFrame, content_type, encode
+from agent.recording.encode import (
+    EncodeError,
+    EncodeJob,
+    ViewFrame,
+    content_type,
+    encode,
+    probe_duration,
+    run_ffmpeg,
+)
+from agent.recording.screen import ScreenCapture, ScreenSource, finalize_args
 from agent.transcribe.audio_io import TrackAudio, TrackRecorder
 
 log = logging.getLogger(__name__)
@@ -64,6 +79,8 @@ class MeetingRecorder:
         work_dir: Scratch folder for tracks, frames and the encoded file (removed at the end).
         video_fps: View frames per second with video capture.
         jpeg_quality: JPEG quality of the view frames (10-100).
+        screen: The bot's display and sound server; with ``video`` captured, the recording is
+            that screen (see the module docstring). None: the page's audio and view frames.
     """
 
     def __init__(
@@ -74,6 +91,7 @@ class MeetingRecorder:
         work_dir: Path,
         video_fps: float = 1.0,
         jpeg_quality: int = 70,
+        screen: ScreenSource | None = None,
     ) -> None:
         self._capture = capture
         self._browser = browser
@@ -88,6 +106,10 @@ class MeetingRecorder:
         self._frames: list[ViewFrame] = []
         self._writer: asyncio.Task[None] | None = None
         self._viewer: asyncio.Task[None] | None = None
+        self._screen: ScreenCapture | None = None
+        if screen is not None and self._video:
+            self._screen = ScreenCapture(screen, self._format, work_dir / "screen.mkv")
+        self._screen_start: asyncio.Task[None] | None = None
         self.started_at: float | None = None
         self.stopped_at: float | None = None
         self.dropped = 0
@@ -107,11 +129,27 @@ class MeetingRecorder:
         if self.started_at is not None:
             return
         self.started_at = time.time() if at is None else at
+        if self._screen is not None:
+            self._screen_start = asyncio.create_task(self._start_screen(), name="recording-screen")
+            log.info("recording started", extra={"format": self._format.value, "screen": True})
+            return
         self._capture.taps.append(self._on_frame)
         self._writer = asyncio.create_task(self._write_audio(), name="recording-audio")
         if self._video:
             self._viewer = asyncio.create_task(self._watch(), name="recording-view")
         log.info("recording started", extra={"format": self._format.value, "video": self._video})
+
+    async def _start_screen(self) -> None:
+        assert self._screen is not None  # noqa: S101 - start() checked it
+        ffmpeg = shutil.which("ffmpeg")
+        if ffmpeg is None:
+            log.warning("recording failed", extra={"error": "ffmpeg is not installed"})
+            return
+        await asyncio.to_thread(self._dir.mkdir, parents=True, exist_ok=True)
+        try:
+            await self._screen.start(ffmpeg)
+        except OSError as exc:
+            log.warning("recording failed", extra={"error": type(exc).__name__, "detail": str(exc)})
 
     def _on_frame(self, frame: AudioFrame) -> None:
         if self._queue.full():
@@ -154,6 +192,11 @@ class MeetingRecorder:
         if not self.running:
             return
         self.stopped_at = time.time()
+        if self._screen_start is not None:
+            await self._screen_start
+            assert self._screen is not None  # noqa: S101 - set with _screen_start
+            await self._screen.stop()
+            return
         with contextlib.suppress(ValueError):
             self._capture.taps.remove(self._on_frame)
         if self._viewer is not None:
@@ -207,9 +250,13 @@ class MeetingRecorder:
         bot_id: str,
     ) -> ArtifactEvent:
         assert self.started_at is not None and self.stopped_at is not None  # noqa: S101 - checked by finish
-        tracks: list[TrackAudio] = await self._tracks.close()
         artifact_id = str(uuid.uuid4())
         name = f"{artifact_id}.{self._format.value}"
+        if self._screen is not None:
+            return await self._finish_screen(
+                self._screen, uploader, events, control_plane_url, bot_id, artifact_id
+            )
+        tracks: list[TrackAudio] = await self._tracks.close()
         job = EncodeJob(
             tracks=tuple(tracks),
             frames=tuple(self._frames),
@@ -238,6 +285,55 @@ class MeetingRecorder:
         log.info(
             "recording uploaded",
             extra={"format": self._format.value, "size_bytes": size, "duration_s": duration},
+        )
+        return frame
+
+    async def _finish_screen(
+        self,
+        screen: ScreenCapture,
+        uploader: ArtifactUploader,
+        events: BotEvents,
+        control_plane_url: str | None,
+        bot_id: str,
+        artifact_id: str,
+    ) -> ArtifactEvent:
+        """Rewrap the screen capture into the requested format, upload and report it.
+
+        Raises:
+            EncodeError: The capture failed or left no file, or ffmpeg/ffprobe failed.
+        """
+        ffmpeg, ffprobe = shutil.which("ffmpeg"), shutil.which("ffprobe")
+        if ffmpeg is None or ffprobe is None:
+            raise EncodeError("ffmpeg and ffprobe are needed to finish a recording")
+        if screen.started_at is None or screen.error is not None:
+            raise EncodeError(screen.error or "the screen recording never started")
+        output = self._dir / f"{artifact_id}.{self._format.value}"
+        await run_ffmpeg(
+            ffmpeg, finalize_args(screen.path, self._format, output, screen.audio_delay_s)
+        )
+        duration = await probe_duration(ffprobe, output)
+        mime = content_type(self._format, with_video=True)
+        size = (await asyncio.to_thread(output.stat)).st_size
+        stored = await self._upload(uploader, control_plane_url, bot_id, output, mime)
+        frame = ArtifactEvent(
+            kind=ArtifactKind.RECORDING,
+            artifact_id=artifact_id,
+            storage_key=stored.storage_key,
+            content_type=mime,
+            size_bytes=size,
+            format=self._format.value,
+            duration_s=duration,
+            captured_at=datetime.fromtimestamp(screen.started_at, UTC),
+        )
+        await events.artifact(frame)
+        log.info(
+            "recording uploaded",
+            extra={
+                "format": self._format.value,
+                "size_bytes": size,
+                "duration_s": duration,
+                "screen": True,
+            },
         )
         return frame
 
