@@ -1,5 +1,6 @@
 """The agent's two entry points as real processes: ``python -m agent --config`` (as the
-launcher runs it) leaving cleanly on SIGTERM, and ``meetbot agent`` printing events."""
+launcher runs it) leaving cleanly on SIGTERM — headless, and with ``--display`` on an Xvfb and
+PulseAudio of its own that it stops again — and ``meetbot agent`` printing events."""
 
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ def _env(server: TestMeetingServer, tmp_path: Path) -> dict[str, str]:
     return env
 
 
-async def test_python_m_agent_leaves_cleanly_on_sigterm(tmp_path: Path) -> None:
+@pytest.mark.parametrize("display", [False, True], ids=["headless", "display"])
+async def test_python_m_agent_leaves_cleanly_on_sigterm(tmp_path: Path, display: bool) -> None:
     scenario = parse_scenario(
         "platform: teams\nmeeting_id: '3300000001'\nlobby: false\nparticipants: [{name: Alice}]\n"
     )
@@ -62,6 +64,7 @@ async def test_python_m_agent_leaves_cleanly_on_sigterm(tmp_path: Path) -> None:
             "agent",
             "--config",
             str(path),
+            *(["--display"] if display else []),
             cwd=REPO_ROOT,
             env=_env(server, tmp_path),
             stdout=asyncio.subprocess.DEVNULL,
@@ -86,6 +89,11 @@ async def test_python_m_agent_leaves_cleanly_on_sigterm(tmp_path: Path) -> None:
         assert any(e.type == "left" and e.name == "Notetaker" for e in room.timeline())
         # Logs carry static messages with fields; no participant names or chat.
         assert b"Alice" not in stderr
+        if display:
+            # Its runtime came up before the browser and went down after the bot.
+            log = stderr.decode()
+            assert log.index("bot runtime started") < log.index("browser started")
+            assert log.index("bot leaving") < log.index("bot runtime stopped")
 
 
 async def test_meetbot_agent_prints_events_and_exits_with_the_outcome(tmp_path: Path) -> None:
