@@ -210,6 +210,11 @@ class ScreenCapture:
         )
 
     @property
+    def pid(self) -> int | None:
+        """The process id of ffmpeg once started (benchmarks measure its CPU)."""
+        return self._process.pid if self._process is not None else None
+
+    @property
     def running(self) -> bool:
         """Whether ffmpeg is still recording."""
         return self._process is not None and self._process.returncode is None
