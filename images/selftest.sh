@@ -6,8 +6,8 @@
 # Checks: the venv imports the agent; the bundled models resolve (base joined and verified);
 # faster-whisper loads tiny.en and transcribes a clip spoken by espeak-ng; Chromium starts
 # headless under Playwright and runs a page's script; ffmpeg encodes H.264/AAC mp4; Xvfb serves
-# a display that ffmpeg can grab; PulseAudio plays into a null sink and its monitor records
-# sound, not digital silence.
+# a display that ffmpeg can grab; PulseAudio plays into the meeting sink (the default one) and
+# its monitor records sound, not digital silence — both started by the runtime's scripts.
 # Usage: selftest.sh  (as root; SELFTEST_TIMEOUT=seconds per check, default 600)
 set -euo pipefail
 # shellcheck source=SCRIPTDIR/lib.sh
@@ -25,6 +25,17 @@ trap 'rm -rf "$work"' EXIT
 as_bot() {
   runuser -u "$MEETBOT_USER" -- env HOME="$MEETBOT_HOME" XDG_RUNTIME_DIR="$work/run" \
     HF_HUB_OFFLINE=1 timeout --kill-after=10 "$limit" "$@"
+}
+
+# Start a runtime server (images/runtime/) as the agent's user in a session of its own, logging
+# to $work/NAME.log, and stop its whole session when the check's subshell exits.
+start_server() {
+  local name=$1
+  shift
+  setsid runuser -u "$MEETBOT_USER" -- env HOME="$MEETBOT_HOME" XDG_RUNTIME_DIR="$work/run" \
+    "$@" >"$work/$name.log" 2>&1 &
+  # shellcheck disable=SC2064  # the pid is meant to be expanded now
+  trap "kill -- -$! 2>/dev/null || true" EXIT
 }
 
 SENTENCE="Hello everyone, thank you for joining the meeting today."
@@ -108,16 +119,16 @@ check_ffmpeg() {
   grep -qx aac,48000 <<<"$streams" || { echo "no 48 kHz AAC stream"; return 1; }
 }
 
+# The display and sound checks start the servers with the runtime's own scripts
+# (images/runtime/, installed in $MEETBOT_RUNTIME), as meetbot-xvfb.service and
+# meetbot-pulseaudio.service do.
 check_xvfb() {
-  local display=:97 i
-  as_bot Xvfb "$display" -screen 0 1280x720x24 -nolisten tcp >"$work/xvfb.log" 2>&1 &
-  # shellcheck disable=SC2064  # the pid is meant to be expanded now
-  trap "kill $! 2>/dev/null || true" EXIT
-  for i in $(seq 1 60); do
-    if as_bot xdpyinfo -display "$display" >/dev/null 2>&1; then break; fi
-    [ "$i" -lt 60 ] || { echo "Xvfb did not answer in 60 s"; cat "$work/xvfb.log"; return 1; }
-    sleep 1
-  done
+  local display=:97
+  start_server xvfb "$MEETBOT_RUNTIME/xvfb.sh" "$display"
+  if ! as_bot "$MEETBOT_RUNTIME/xvfb-ready.sh" "$display" 60; then
+    cat "$work/xvfb.log"
+    return 1
+  fi
   as_bot xdpyinfo -display "$display" | grep -E 'dimensions|depth of root' | tr -s ' ' | tr '\n' ';'
   echo
   as_bot ffmpeg -hide_banner -loglevel error -f x11grab -video_size 1280x720 -i "$display" \
@@ -126,30 +137,25 @@ check_xvfb() {
 }
 
 check_pulseaudio() {
-  local i recorder
+  local recorder pulse=(env PULSE_SERVER="unix:$work/run/pulse/native")
   if [ ! -f "$work/clip.wav" ]; then
     timeout "$limit" espeak-ng -s 140 -w "$work/clip.wav" "$SENTENCE"
     chmod 0644 "$work/clip.wav"
   fi
-  as_bot pulseaudio --daemonize=no --exit-idle-time=-1 -n \
-    --load=module-native-protocol-unix --load="module-null-sink sink_name=selftest" \
-    >"$work/pulse.log" 2>&1 &
-  # shellcheck disable=SC2064  # the pid is meant to be expanded now
-  trap "kill $! 2>/dev/null || true" EXIT
-  for i in $(seq 1 60); do
-    if as_bot pactl info >/dev/null 2>&1; then break; fi
-    [ "$i" -lt 60 ] || { echo "PulseAudio did not answer in 60 s"; cat "$work/pulse.log"; return 1; }
-    sleep 1
-  done
-  as_bot pactl set-default-sink selftest
-  as_bot pactl info | grep -E 'Server Version|Default Sink' | tr '\n' ';'
+  start_server pulseaudio "$MEETBOT_RUNTIME/pulseaudio.sh"
+  if ! as_bot "${pulse[@]}" "$MEETBOT_RUNTIME/pulseaudio-ready.sh" 60; then
+    cat "$work/pulseaudio.log"
+    return 1
+  fi
+  as_bot "${pulse[@]}" pactl info | grep -E 'Server Version|Default Sink|Default Source' |
+    tr '\n' ';'
   echo
-  # Record the sink's monitor (what a meeting's audio would be) while the clip plays into it.
-  as_bot ffmpeg -hide_banner -loglevel error -f pulse -i selftest.monitor -t 6 -ac 1 -ar 16000 \
-    -f s16le "$work/bot/monitor.raw" >"$work/rec.log" 2>&1 &
+  # Record the meeting sink's monitor (what a recording hears) while the clip plays into it.
+  as_bot "${pulse[@]}" ffmpeg -hide_banner -loglevel error -f pulse -i meeting.monitor -t 6 \
+    -ac 1 -ar 16000 -f s16le "$work/bot/monitor.raw" >"$work/rec.log" 2>&1 &
   recorder=$!
   sleep 1
-  as_bot paplay --device=selftest "$work/clip.wav"
+  as_bot "${pulse[@]}" paplay "$work/clip.wav"
   wait "$recorder" || { echo "ffmpeg -f pulse failed"; cat "$work/rec.log"; return 1; }
   timeout "$limit" "$py" -c '
 import sys
@@ -168,7 +174,7 @@ checks=(
   "Chromium headless via Playwright:check_chromium"
   "ffmpeg H.264/AAC mp4:check_ffmpeg"
   "Xvfb display + x11grab:check_xvfb"
-  "PulseAudio null sink records sound:check_pulseaudio"
+  "PulseAudio meeting sink records sound:check_pulseaudio"
 )
 
 echo "meetbot image self-test on $(hostname) ($(uname -r), $(nproc) CPU, $(date -u +%FT%TZ))"
