@@ -93,14 +93,13 @@ async def _record(
     counted = await asyncio.create_subprocess_exec(
         "ffprobe",
         *("-v", "error", "-select_streams", "v:0", "-count_frames"),
-        *("-show_entries", "stream=nb_read_frames,duration", "-of", "csv=p=0", str(out)),
+        *("-show_entries", "stream=nb_read_frames:format=duration", "-of", "json", str(out)),
         stdout=asyncio.subprocess.PIPE,
     )
-    probe = (await counted.communicate())[0].decode().strip()
-    frames, duration = 0, 0.0
-    if probe:
-        duration_text, frames_text = probe.split(",")[:2]
-        frames, duration = int(frames_text), float(duration_text)
+    probed = json.loads((await counted.communicate())[0] or b"{}")
+    streams = probed.get("streams") or [{}]
+    frames = int(streams[0].get("nb_read_frames", 0))
+    duration = float(probed.get("format", {}).get("duration", 0.0))
     size = out.stat().st_size
     length = duration or seconds
     return {

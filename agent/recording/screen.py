@@ -15,15 +15,19 @@ and the sound server's input opens up to about a second after the screen's (meas
 :func:`input_starts` reads them back, so :func:`finalize_args` can delay the sound by exactly
 that gap: picture and sound stay in sync.
 
-It writes Matroska while it runs, already in the codecs of the requested format: a file cut
-short by a crash or a kill stays readable up to its last cluster. :func:`finalize_args` then
-only rewraps it (``-c copy``) into the format asked for:
+It writes Matroska while it runs: a file cut short by a crash or a kill stays readable up to
+its last cluster. The picture is H.264 at x264's cheapest settings (``ultrafast``,
+``zerolatency``: no lookahead, so nothing is held back when it stops), the one encoder that
+keeps up at 1280x720 on a loaded machine — ``bench/screen_recording.py`` at load 15 on 2 cores:
+about 11 % of a core with every frame written, where ``veryfast`` took 21 % and fell behind,
+and VP8 realtime wrote a quarter of the frames. :func:`finalize_args` then turns the capture
+into the format asked for:
 
-| format | capture codecs | file |
+| format | capture | finalize |
 |---|---|---|
-| mp4 | H.264 (libx264 veryfast, yuv420p) + AAC 128 kb/s | mp4, fast-start |
-| webm | VP8 (libvpx realtime) + Opus 96 kb/s | webm |
-| mp3 | MP3 256 kb/s, no video | mp3 |
+| mp4 | H.264 (yuv420p) + AAC 128 kb/s | rewrapped (``-c copy``), fast-start |
+| webm | H.264 + Opus 96 kb/s | picture re-encoded to VP8 (libvpx realtime), sound copied |
+| mp3 | MP3 256 kb/s, no picture | rewrapped |
 
 ffmpeg is stopped with ``q`` on its stdin (it finishes the file); SIGINT after
 :data:`STOP_WAIT_S`, SIGKILL after twice that. It runs in a session of its own, so a Ctrl-C in
@@ -83,7 +87,10 @@ def capture_args(source: ScreenSource, fmt: RecordingFormat, output: Path) -> li
     args = ["-hide_banner", "-v", "info", "-nostats", "-y"]
     video = fmt is not RecordingFormat.MP3
     if video:
-        args += ["-thread_queue_size", "256", "-f", "x11grab", "-draw_mouse", "0"]
+        # A short queue of raw frames (3.5 MB each at 1280x720): an encoder that falls behind
+        # makes the grab wait (the constant rate repeats frames) instead of buffering
+        # hundreds of megabytes that a stop would then drop.
+        args += ["-thread_queue_size", "16", "-f", "x11grab", "-draw_mouse", "0"]
         args += ["-framerate", str(source.fps), "-video_size", f"{source.width}x{source.height}"]
         args += ["-i", f"{source.display}.0+0,0"]
     args += ["-thread_queue_size", "1024", "-f", "pulse", "-sample_rate", str(AUDIO_RATE)]
@@ -96,12 +103,13 @@ def capture_args(source: ScreenSource, fmt: RecordingFormat, output: Path) -> li
         args += ["-fps_mode", "cfr", "-r", str(source.fps)]
     else:
         args += ["-map", f"{audio_in}:a"]
+    if video:
+        args += ["-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency"]
+        args += ["-crf", "26", "-pix_fmt", "yuv420p", "-g", str(source.fps * 2)]
     if fmt is RecordingFormat.MP4:
-        args += ["-c:v", "libx264", "-preset", "veryfast", "-crf", "26", "-pix_fmt", "yuv420p"]
-        args += ["-g", str(source.fps * 2), "-c:a", "aac", "-b:a", "128k"]
+        args += ["-c:a", "aac", "-b:a", "128k"]
     elif fmt is RecordingFormat.WEBM:
-        args += ["-c:v", "libvpx", "-deadline", "realtime", "-cpu-used", "8", "-b:v", "800k"]
-        args += ["-g", str(source.fps * 2), "-c:a", "libopus", "-b:a", "96k"]
+        args += ["-c:a", "libopus", "-b:a", "96k"]
     else:
         args += ["-c:a", "libmp3lame", "-b:a", "256k"]
     args += ["-ar", str(AUDIO_RATE), "-f", "matroska", str(output)]
@@ -134,7 +142,7 @@ def input_starts(log_text: str) -> dict[int, float]:
 def finalize_args(
     capture: Path, fmt: RecordingFormat, output: Path, audio_delay_s: float = 0.0
 ) -> list[str]:
-    """The ffmpeg arguments rewrapping the capture into ``fmt`` without re-encoding.
+    """The ffmpeg arguments turning the capture into ``fmt`` (module docstring's table).
 
     Args:
         capture: The Matroska capture.
@@ -152,11 +160,13 @@ def finalize_args(
         args += ["-itsoffset", f"{video_offset:.3f}", "-i", str(capture)]
         args += ["-itsoffset", f"{audio_offset:.3f}", "-i", str(capture)]
         args += ["-map", "0:v", "-map", "1:a"]
+    if fmt is RecordingFormat.WEBM:
+        args += ["-c:v", "libvpx", "-deadline", "realtime", "-cpu-used", "8", "-b:v", "800k"]
+        args += ["-threads", "2", "-c:a", "copy", "-f", "webm"]
+        return [*args, str(output)]
     args += ["-c", "copy"]
     if fmt is RecordingFormat.MP4:
         args += ["-movflags", "+faststart", "-f", "mp4"]
-    elif fmt is RecordingFormat.WEBM:
-        args += ["-f", "webm"]
     else:
         args += ["-f", "mp3"]
     return [*args, str(output)]
@@ -241,11 +251,19 @@ class ScreenCapture:
                     os.killpg(process.pid, signum)
         await process.wait()
         text = await asyncio.to_thread(_read, self.path.with_suffix(".log"))
-        # ffmpeg exits 255 when stopped by a signal, 0 after ``q``.
-        if process.returncode not in (0, 255) or not self.path.exists():
-            self.error = f"ffmpeg exited {process.returncode}: {text.strip()[-400:]}"
-            log.warning("screen recording failed", extra={"detail": self.error})
+        # ffmpeg exits 0 after ``q``, 255 when stopped by a signal. An ffmpeg that died
+        # mid-meeting (its sound server gone) still leaves a readable Matroska file: that part
+        # of the meeting is kept.
+        size = self.path.stat().st_size if self.path.exists() else 0
+        detail = f"ffmpeg exited {process.returncode}: {text.strip()[-400:]}"
+        if size == 0:
+            self.error = detail
+            log.warning("screen recording failed", extra={"detail": detail})
             return
+        if process.returncode not in (0, 255):
+            log.warning(
+                "screen recording ended early; keeping what it wrote", extra={"detail": detail}
+            )
         starts = input_starts(text)
         if self.format is not RecordingFormat.MP3 and 0 in starts and 1 in starts:
             self.audio_delay_s = round(starts[1] - starts[0], 3)
@@ -253,7 +271,7 @@ class ScreenCapture:
             "screen recording stopped",
             extra={
                 "returncode": process.returncode,
-                "size_bytes": self.path.stat().st_size,
+                "size_bytes": size,
                 "audio_delay_s": self.audio_delay_s,
             },
         )

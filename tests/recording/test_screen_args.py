@@ -34,7 +34,7 @@ def _after(args: list[str], flag: str) -> str:
     ("fmt", "video", "audio"),
     [
         (RecordingFormat.MP4, "libx264", "aac"),
-        (RecordingFormat.WEBM, "libvpx", "libopus"),
+        (RecordingFormat.WEBM, "libx264", "libopus"),
         (RecordingFormat.MP3, None, "libmp3lame"),
     ],
 )
@@ -53,6 +53,7 @@ def test_capture_grabs_the_display_and_the_meeting_monitor_in_the_formats_codecs
         assert _after(args, "-video_size") == "1280x720" and _after(args, "-draw_mouse") == "0"
         assert _after(args, "-framerate") == "15" and _after(args, "-r") == "15"
         assert _after(args, "-fps_mode") == "cfr" and _after(args, "-c:v") == video
+        assert _after(args, "-preset") == "ultrafast" and _after(args, "-tune") == "zerolatency"
 
 
 def test_input_starts_are_read_per_input_and_outputs_are_ignored() -> None:
@@ -64,6 +65,7 @@ def test_finalize_delays_the_later_stream_and_copies() -> None:
     capture, out = Path("/w/screen.mkv"), Path("/w/out.mp4")
     late_sound = finalize_args(capture, RecordingFormat.MP4, out, 1.364)
     assert late_sound[-1] == str(out) and _after(late_sound, "-c") == "copy"
+    assert _after(late_sound, "-f") == "mp4"
     assert [late_sound[i + 1] for i, a in enumerate(late_sound) if a == "-itsoffset"] == [
         "0.000",
         "1.364",
@@ -76,5 +78,6 @@ def test_finalize_delays_the_later_stream_and_copies() -> None:
         "0.500",
         "0.000",
     ]
+    assert _after(early_sound, "-c:v") == "libvpx" and _after(early_sound, "-c:a") == "copy"
     mp3 = finalize_args(capture, RecordingFormat.MP3, out, 1.0)
     assert "-itsoffset" not in mp3 and _after(mp3, "-f") == "mp3"
