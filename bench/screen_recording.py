@@ -10,7 +10,9 @@ CPU is ffmpeg's own (user + system time from ``/proc`` over the recording), as a
 one core; Chromium's is not included.
 
 One JSON line per run: ``{"bench": "screen_recording", "content", "format", "fps", "seconds",
-"ffmpeg_cpu_pct", "frames", "measured_fps", "size_bytes", "bytes_per_s", "load1", "cores"}``.
+"ffmpeg_cpu_pct", "finalize_s", "frames", "measured_fps", "size_bytes", "bytes_per_s", "load1",
+"cores"}`` (``finalize_s``: the rewrap, or for webm the VP8 encode, after the meeting;
+``frames`` below ``fps`` × ``seconds`` means the capture fell behind).
 
 Usage: ``.venv/bin/python -m bench.screen_recording [--seconds 30] [--fps 15 25]
 [--formats mp4 webm] [--content static motion]`` (``MEETBOT_SPEECH_DIR`` for the speech).
@@ -86,10 +88,12 @@ async def _record(
     cpu1, ended = _cpu_seconds(capture.pid), time.monotonic()
     await capture.stop()
     out = work / f"out.{fmt.value}"
+    finalize_began = time.monotonic()
     finalize = await asyncio.create_subprocess_exec(
         ffmpeg, *finalize_args(capture.path, fmt, out, capture.audio_delay_s)
     )
     assert await finalize.wait() == 0
+    finalize_s = time.monotonic() - finalize_began
     counted = await asyncio.create_subprocess_exec(
         "ffprobe",
         *("-v", "error", "-select_streams", "v:0", "-count_frames"),
@@ -107,6 +111,7 @@ async def _record(
         "fps": fps,
         "seconds": round(ended - began, 1),
         "ffmpeg_cpu_pct": round(100 * (cpu1 - cpu0) / (ended - began), 1),
+        "finalize_s": round(finalize_s, 1),
         "frames": frames,
         "measured_fps": round(frames / duration, 2) if duration else None,
         "size_bytes": size,
