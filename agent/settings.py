@@ -146,13 +146,6 @@ class AgentSettings(BaseSettings):
     viewport_width: int = Field(default=1280, ge=320)
     viewport_height: int = Field(default=720, ge=240)
 
-    # The SSE server; port 0 picks a free one. ``sse_public_url`` is the base URL clients use
-    # (empty: http://{sse_host}:{bound port}).
-    sse_host: str = "127.0.0.1"
-    sse_port: int = Field(default=0, ge=0, le=65535)
-    sse_public_url: str = ""
-    sse_ping_seconds: float = Field(default=15.0, gt=0)
-
     # Outbox database and local artifacts (screenshots when no control plane is configured).
     data_dir: Path = Path("./agent-data")
 
