@@ -15,7 +15,9 @@ The bot's stream (docs/api.md 2.7) travels on the same connection but not throug
 ``register`` carries the id of the stream log's last event, the control plane answers
 ``stream_from {after}``, and the client feeds every event with a greater id as a
 ``stream_event`` frame, in order, then new ones as they are logged; once the log is closed it
-sends ``stream_end``. A ``stream_fetch`` is answered with a ``stream_batch`` of older events.
+sends ``stream_end``, the one stream frame the control plane acks (:meth:`finish_stream` waits
+for that ack; a connection lost before it sends the end again after reconnecting). A
+``stream_fetch`` is answered with a ``stream_batch`` of older events.
 The log is the agent's own (the whole meeting), so a reconnection, to this replica or another,
 loses nothing: the control plane says from where to feed again.
 """
@@ -96,8 +98,9 @@ class LinkClient:
         self._url = url
         self._stream = stream
         self._feed: asyncio.Task[None] | None = None
-        # Set once a connection sent ``stream_end`` after the log closed.
+        # Set once the control plane acked ``stream_end`` (sent after the log closed).
         self.stream_ended = asyncio.Event()
+        self._end_ids: set[str] = set()
         self._token = token
         self._outbox = outbox
         self._register = register
@@ -139,7 +142,7 @@ class LinkClient:
         return True
 
     async def finish_stream(self, within_seconds: float) -> bool:
-        """Wait until ``stream_end`` went out (call after closing the log); returns success."""
+        """Wait until the control plane acked ``stream_end`` (close the log first); success?"""
         try:
             await asyncio.wait_for(self.stream_ended.wait(), within_seconds)
         except TimeoutError:
@@ -215,6 +218,9 @@ class LinkClient:
                     await self.send(rejection)
                 continue
             if isinstance(frame, Ack):
+                if frame.ref_id in self._end_ids:
+                    self.stream_ended.set()
+                    continue
                 await self._outbox.ack(frame.ref_id)
                 if await self._outbox.count() == 0:
                     self._empty.set()
@@ -247,8 +253,9 @@ class LinkClient:
         async for item in stream.follow(after):
             frame = StreamEvent(item=StreamItem(seq=item.id, event=item.event, data=item.data))
             await ws.send_str(frame.model_dump_json())
-        await ws.send_str(StreamEnd(last_seq=stream.last_id).model_dump_json())
-        self.stream_ended.set()
+        end = StreamEnd(last_seq=stream.last_id)
+        self._end_ids.add(end.id)
+        await ws.send_str(end.model_dump_json())
 
     async def _answer_fetch(self, ws: aiohttp.ClientWebSocketResponse, fetch: StreamFetch) -> None:
         found = (

@@ -122,6 +122,8 @@ async def agent_link(request: web.Request) -> web.StreamResponse:
             if isinstance(frame, StreamEvent | StreamEnd | StreamBatch):
                 # The bot's stream: relayed from memory, never stored (partials included).
                 await hub.streams.on_frame(bot_id, frame)
+                if isinstance(frame, StreamEnd):  # the agent exits once its end is here
+                    await ws.send_str(Ack(ref_id=frame.id).model_dump_json())
                 continue
             try:
                 acked = await store.apply(frame)
