@@ -87,6 +87,8 @@ class BotFeed:
     last_event_at: float = field(default_factory=time.monotonic)
     subscribed_at: float = 0.0
     checked_at: float = field(default_factory=time.monotonic)
+    final_seen_at: float | None = None
+    """When a stream client here first saw the bot final (the lost-agent check)."""
     remotes: dict[str, float] = field(default_factory=dict)
     """Replica id → until when it asked for the bot's events (holder side)."""
 

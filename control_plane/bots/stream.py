@@ -10,8 +10,8 @@ Frames carry the agent's event ids (``id:``, from 1, increasing by one, the same
 replica), names and payloads; ``Last-Event-ID: n`` first replays every event after ``n`` (from
 this replica's window, older ones fetched from the agent through its link or the replica that
 holds it). A ``: ping`` comment goes out every ``stream_ping_seconds``. The stream ends after the
-agent's ``stream_end`` (its final status sent and its outbox delivered), or once the bot is final
-and its stream was quiet for ``stream_end_check_seconds`` (the agent was lost).
+agent's ``stream_end`` (its final status sent and its outbox delivered), or once the bot has been
+final for ``stream_end_check_seconds`` without a stream event (the agent was lost).
 """
 
 from __future__ import annotations
@@ -108,16 +108,29 @@ def _last_event_id(request: web.Request) -> int:
     return int(value) if value.isdigit() and len(value) < 19 else 0
 
 
-async def _ended_without_agent(app: web.Application, bot_id: uuid.UUID, feed: BotFeed) -> bool:
-    """Whether the bot is final and its stream has been quiet for a check interval (lost)."""
+async def _ended_without_agent(
+    app: web.Application, bot_id: uuid.UUID, feed: BotFeed, linked_here: bool
+) -> bool:
+    """Whether the bot has been final for a check interval with no stream event (agent lost).
+
+    A final status is stored a moment before the agent's last stream events arrive, so one
+    look is not enough: the bot must still be final a check interval after it was first seen
+    final, with nothing streamed meanwhile. Never while the agent is linked here.
+    """
     interval = app[SETTINGS].stream_end_check_seconds
     now = time.monotonic()
-    if now - feed.checked_at < interval or now - feed.last_event_at < interval:
+    if linked_here or now - feed.checked_at < interval:
         return False
     feed.checked_at = now
     async with app[DB].sessions() as session:
         status = await session.scalar(select(Meeting.status).where(Meeting.bot_id == bot_id))
-    return status is None or BotStatus(status) in FINAL_STATUSES
+    if status is not None and BotStatus(status) not in FINAL_STATUSES:
+        feed.final_seen_at = None
+        return False
+    if feed.final_seen_at is None or feed.last_event_at > feed.final_seen_at:
+        feed.final_seen_at = now
+        return False
+    return True
 
 
 class _Pump:
@@ -176,7 +189,8 @@ class _Pump:
             if window.ended and self.cursor >= window.last:
                 return
             await self._streams.keep_fed(self._bot_id, self._feed)
-            if await _ended_without_agent(self._app, self._bot_id, self._feed):
+            linked = self._app[AGENT_HUB].connected(self._bot_id)
+            if await _ended_without_agent(self._app, self._bot_id, self._feed, linked):
                 return
             await window.wait(self.cursor, SUB_RENEW_S)
 
