@@ -7,8 +7,8 @@ and answers each with an :class:`Ack`. Parse a received frame with :func:`parse_
 Agent → control plane: ``register``, ``status``, ``transcript_segment``, ``participants``,
 ``action``, ``artifact``, ``chat_message``, ``heartbeat``, ``command_result``, ``ack``, and the
 bot's stream: ``stream_event``, ``stream_end``, ``stream_batch`` (sent on the open connection,
-not through the outbox, never acked: the agent keeps the meeting's stream log and feeds it
-again from where the control plane says).
+not through the outbox, unacked but for ``stream_end``: the agent keeps the meeting's stream
+log and feeds it again from where the control plane says).
 Control plane → agent: ``command``, ``ack``, ``stream_from``, ``stream_fetch``.
 
 A ``command`` frame carries one :data:`AgentCommand`: a model per command, told apart by its
@@ -204,7 +204,11 @@ class StreamEvent(_Frame):
 
 
 class StreamEnd(_Frame):
-    """The agent's stream log is closed: ``last_seq`` was its last event (not acked)."""
+    """The agent's stream log is closed: ``last_seq`` was its last event.
+
+    Acked: the agent exits once the control plane has it (and sends it again after a
+    reconnect until then).
+    """
 
     type: Literal["stream_end"] = "stream_end"
     last_seq: int = Field(ge=0)
