@@ -4,8 +4,9 @@ The agent side is the agent's own :class:`~agent.link.client.LinkClient` with it
 (``agent.sse.log.EventLog``); the client reads ``GET /api/v1/bots/{bot_id}/stream`` as returned
 by subscribe: token rules, ids and order, partials replaced by finals (and not stored), replay
 with ``Last-Event-ID`` (older than the replica's window: fetched from the agent), pings, and
-the end once the agent's log closes. With two replicas on PostgreSQL the client reads from the
-replica that does not hold the link, replay and an event over NOTIFY's 8000 bytes included.
+the end once the agent's log closes (or once a lost agent's bot stays final). With two
+replicas on PostgreSQL the client reads from the replica that does not hold the link, replay
+and an event over NOTIFY's 8000 bytes included.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 from pytest_aiohttp import AiohttpClient
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from agent.contracts.link import Register
 from agent.contracts.status import BotStatus
@@ -33,6 +34,7 @@ from agent.sse.log import EventLog
 from control_plane.agent_hub.keys import AGENT_HUB, STREAM_SIGNER
 from control_plane.app import create_app
 from control_plane.db.engine import DB
+from control_plane.db.models.bot import Meeting
 from control_plane.db.models.segment import Segment
 from control_plane.launchers.memory import MemoryLauncher
 from control_plane.settings import Settings
@@ -58,6 +60,7 @@ def settings(database_url: str, tmp_path: Path) -> Settings:
         agent_connect_timeout_seconds=60.0,
         stream_ping_seconds=0.2,
         stream_window_bytes=1024,
+        stream_end_check_seconds=0.3,
     )
 
 
@@ -276,6 +279,27 @@ async def test_an_agent_that_reconnects_resumes_its_stream_without_gaps(
     agent.link.start()
     assert [event[0] for event in await reader.take(3)] == [2, 3, 4]
     await agent.exit()
+    assert await reader.next() is None
+
+
+async def test_a_lost_agents_stream_ends_once_its_bot_stays_final(
+    client: Client, owner: Caller, launch_bot: LaunchBot, agents: list[Agent], tmp_path: Path
+) -> None:
+    bot = await launch_bot(BotStatus.ACTIVE)
+    agent = await _start_agent(client, bot, tmp_path, agents)
+    path, token = await _subscribe(client, owner, bot)
+    reader = await _open(client, path, token)
+    await agent.log.append("bot_status", {"status": "active", "status_reason": "admitted"})
+    assert [event[0] for event in await reader.take(1)] == [1]
+    await agent.link.close()  # gone without its stream's end (killed, VM lost)
+    await asyncio.sleep(1.0)  # several end checks: the bot is not final, the stream stays open
+    assert not reader.response.content.at_eof()
+    async with client.app[DB].sessions.begin() as session:  # what the reaper stores
+        await session.execute(
+            update(Meeting)
+            .where(Meeting.id == bot.meeting_id)
+            .values(status=BotStatus.FAILED.value, status_reason="agent_lost")
+        )
     assert await reader.next() is None
 
 
