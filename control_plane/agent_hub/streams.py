@@ -17,11 +17,15 @@ One :class:`BotFeed` per bot that has a link or a stream client here, each with 
   the agent.
 
 Relay messages (PostgreSQL ``NOTIFY``, at most 7900 bytes each: a larger event or batch goes in
-numbered parts ``part``/``parts`` of its ``text``, published back to back and joined here):
+numbered parts ``part``/``parts`` of its ``text``, published back to back and joined here; the
+holder's events and ends leave through one queue, in order, batched):
 
 - ``{"kind": "stream_sub", "origin": R, "bot_id": B}``
 - ``{"kind": "stream_head", "origin", "target": R, "bot_id", "last", "ended"}``
-- ``{"kind": "stream_event", "origin", "bot_id", "seq", "event", "part", "parts", "text"}``
+- ``{"kind": "stream_events", "origin", "events": [[bot_id, seq, event, data], …]}``: events
+  of one or more bots, as many as fit (:mod:`~control_plane.agent_hub.stream_publisher`)
+- ``{"kind": "stream_event", "origin", "bot_id", "seq", "event", "part", "parts", "text"}``:
+  one event too large for a payload
 - ``{"kind": "stream_end", "origin", "bot_id", "last"}``
 - ``{"kind": "stream_fetch", "origin": R, "bot_id", "ref", "after", "upto"}``
 - ``{"kind": "stream_batch", "origin", "target": R, "ref", "part", "parts", "text"}``
@@ -51,7 +55,8 @@ from agent.contracts.link import (
     StreamFrom,
     StreamItem,
 )
-from control_plane.agent_hub.relay import MAX_PAYLOAD_BYTES, CommandRelay
+from control_plane.agent_hub.relay import CommandRelay
+from control_plane.agent_hub.stream_publisher import Outgoing, StreamPublisher, split_text
 from control_plane.agent_hub.stream_window import StreamWindow
 
 logger = logging.getLogger(__name__)
@@ -106,32 +111,6 @@ def _items_of(text: str) -> list[StreamItem]:
     return [StreamItem(seq=seq, event=event, data=data) for seq, event, data in json.loads(text)]
 
 
-def split_text(message: dict[str, Any], text: str) -> list[dict[str, Any]]:
-    """``message`` with ``text`` cut into parts whose NOTIFY payloads fit the relay's limit.
-
-    Every part carries ``part`` (from 0), ``parts`` and its piece of ``text``; joining the
-    pieces in ``part`` order gives ``text`` back.
-    """
-    whole = {**message, "part": 0, "parts": 1, "text": text}
-    if len(json.dumps(whole, separators=(",", ":")).encode()) <= MAX_PAYLOAD_BYTES:
-        return [whole]
-    frame = {**message, "part": 999999, "parts": 999999, "text": ""}
-    budget = MAX_PAYLOAD_BYTES - len(json.dumps(frame, separators=(",", ":")).encode())
-    pieces: list[str] = []
-    start = size = 0
-    for index, char in enumerate(text):
-        cost = len(json.dumps(char)) - 2  # its escaped length, as the relay serialises it
-        if size + cost > budget:
-            pieces.append(text[start:index])
-            start, size = index, 0
-        size += cost
-    pieces.append(text[start:])
-    return [
-        {**message, "part": number, "parts": len(pieces), "text": piece}
-        for number, piece in enumerate(pieces)
-    ]
-
-
 class BotStreams:
     """This replica's bot streams (see the module docstring).
 
@@ -148,9 +127,23 @@ class BotStreams:
         self._connected = connected
         self._window_bytes = window_bytes
         self.relay: CommandRelay | None = None
+        self._publisher: StreamPublisher | None = None
         self._feeds: dict[UUID, BotFeed] = {}
         self._fetches: dict[str, asyncio.Future[list[StreamItem]]] = {}
         self._parts: dict[str, list[str]] = {}
+
+    def attach_relay(self, relay: CommandRelay) -> None:
+        """Use ``relay`` to reach other replicas; starts the owned publishing task."""
+        self.relay = relay
+        self._publisher = StreamPublisher(relay)
+        self._publisher.start()
+
+    async def detach_relay(self) -> None:
+        """Stop using the relay; awaits the publishing task."""
+        self.relay = None
+        publisher, self._publisher = self._publisher, None
+        if publisher is not None:
+            await publisher.aclose()
 
     def feed(self, bot_id: UUID) -> BotFeed:
         """The bot's feed here, created empty when missing."""
@@ -196,35 +189,14 @@ class BotStreams:
         feed = self.feed(bot_id)
         now = time.monotonic()
         feed.last_event_at = now
-        wanted = self.relay is not None and feed.remote_targets(now)
+        publisher = self._publisher if feed.remote_targets(now) else None
         if isinstance(frame, StreamEnd):
             feed.window.end(frame.last_seq)
-            if wanted and self.relay is not None:
-                await self.relay.publish(
-                    {
-                        "kind": "stream_end",
-                        "origin": self.relay.replica_id,
-                        "bot_id": str(bot_id),
-                        "last": frame.last_seq,
-                    }
-                )
+            if publisher is not None:
+                publisher.put(Outgoing(bot_id, end=frame.last_seq))
             return
-        item = frame.item
-        if feed.window.append(item) and wanted:
-            await self._publish_event(bot_id, item)
-
-    async def _publish_event(self, bot_id: UUID, item: StreamItem) -> None:
-        assert self.relay is not None  # noqa: S101 - callers checked
-        message = {
-            "kind": "stream_event",
-            "origin": self.relay.replica_id,
-            "bot_id": str(bot_id),
-            "seq": item.seq,
-            "event": item.event,
-        }
-        for part in split_text(message, item.data):
-            if not await self.relay.publish(part):
-                return
+        if feed.window.append(frame.item) and publisher is not None:
+            publisher.put(Outgoing(bot_id, item=frame.item))
 
     def end(self, bot_id: UUID) -> None:
         """End the bot's stream here (its agent was given up on)."""
@@ -339,6 +311,15 @@ class BotStreams:
     def on_relay_now(self, message: dict[str, Any]) -> bool:
         """Handle an ordered stream message at once; False for messages handled elsewhere."""
         kind = message.get("kind")
+        if kind == "stream_events":
+            now = time.monotonic()
+            for bot, seq, event, data in message["events"]:
+                bot_id = UUID(str(bot))
+                feed = self._feeds.get(bot_id)
+                if feed is not None and not self._connected(bot_id):
+                    feed.last_event_at = now
+                    feed.window.append(StreamItem(seq=int(seq), event=str(event), data=str(data)))
+            return True
         if kind == "stream_event":
             bot_id = UUID(str(message["bot_id"]))
             text = self._joined(f"e:{bot_id}:{message['seq']}", message)

@@ -94,7 +94,7 @@ async def agent_link_ctx(app: web.Application) -> AsyncIterator[None]:
     if relay is not None:
         await relay.start()
         hub.relay = relay
-        hub.streams.relay = relay
+        hub.streams.attach_relay(relay)
         hub.heard_lately = heard_lately(app[DB], settings.heartbeat_timeout_seconds)
     try:
         async with reaper.loop.running():
@@ -103,7 +103,7 @@ async def agent_link_ctx(app: web.Application) -> AsyncIterator[None]:
         await hub.aclose()
         if relay is not None:
             hub.relay = None
-            hub.streams.relay = None
+            await hub.streams.detach_relay()
             await relay.aclose()
 
 
