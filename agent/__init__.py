@@ -10,9 +10,9 @@ Modules, in the order a bot uses them:
 - ``transcription``: frames → ``agent.transcribe`` → transcript segments.
 - ``lifecycle``: the status machine and the admission/alone timers.
 - ``commands``: stop, screenshot, chat, hand, avatar from the control plane.
-- ``events``: one fan-out to the link and the SSE log.
+- ``events``: one fan-out to the link's stored frames and the stream log.
 - ``link``: the WebSocket to the control plane and its durable outbox.
-- ``sse``: the bot's event stream for API clients (JWT-protected, replayable).
+- ``sse``: the bot's stream log (numbered events, the whole meeting), fed over the link.
 - ``cli`` / ``__main__``: ``meetbot agent`` and ``python -m agent --config bot.json``.
 """
 

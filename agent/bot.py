@@ -1,6 +1,6 @@
 """One bot in one meeting, from launch to exit (docs/architecture.md §2).
 
-:class:`Bot` is the lifecycle driver: it owns the SSE server, the link to the control plane,
+:class:`Bot` is the lifecycle driver: it owns the stream log, the link to the control plane,
 the browser, the platform adapter, the status machine and timers, and wires the pieces that do
 the rest: :class:`~agent.media.MeetingMedia` (transcription and recording),
 :class:`~agent.watch.MeetingWatch` (participants, speakers, chat),
@@ -9,7 +9,8 @@ the rest: :class:`~agent.media.MeetingMedia` (transcription and recording),
 
 Its :meth:`Bot.run` goes ``joining → (awaiting_admission →) active → stopping → completed|failed``
 and always ends the same way, whatever happened: leave the meeting, close the browser, report
-the final status, deliver the outbox (up to ``drain_timeout_seconds``), stop serving.
+the final status, deliver the outbox (up to ``drain_timeout_seconds``), close the stream log
+and send its end over the link (the control plane then ends the bot's SSE stream).
 
 Exit reasons (``status_reason`` codes of docs/architecture.md §3):
 
@@ -67,7 +68,6 @@ from agent.platforms.base import MeetingState, PlatformAdapter
 from agent.remote_media import fetch_policy, image_data_url
 from agent.settings import AgentSettings
 from agent.sse.log import EventLog
-from agent.sse.server import SseServer, StreamAuth, create_sse_app
 from agent.transcribe.options import TranscribeOptions
 from agent.voice.factory import synthesizer_for
 from agent.voice.microphone import PageMicrophone
@@ -123,7 +123,6 @@ class Bot:
         self._watchdog_task: asyncio.Task[None] | None = None
         self._outbox: Outbox | None = None
         self.link: LinkClient | None = None
-        self.sse: SseServer | None = None
         self.events = BotEvents(self.stream, None, observer, self._final_segment)
         self.actions = LiveActions(
             config.settings,
@@ -281,24 +280,18 @@ class Bot:
 
     async def _start_services(self) -> None:
         s = self.settings
-        app = create_sse_app(
-            self.stream,
-            StreamAuth(self.bot_id, self.config.stream_public_key),
-            s.sse_ping_seconds,
-        )
-        self.sse = SseServer(app, s.sse_host, s.sse_port, s.sse_public_url)
-        await self.sse.start()
         if self.config.control_plane_url and self.config.agent_token:
             self._outbox = Outbox(s.data_dir / f"outbox-{self.bot_id}.sqlite3")
-            sse = self.sse
+            stream = self.stream
             self.link = LinkClient(
                 agent_link_url(self.config.control_plane_url, self.bot_id),
                 self.config.agent_token,
                 self._outbox,
-                register=lambda: Register(stream_url=sse.url, agent_version=__version__),
+                register=lambda: Register(agent_version=__version__, stream_seq=stream.last_id),
                 timing=LinkTiming(
                     s.heartbeat_interval_seconds, s.reconnect_min_seconds, s.reconnect_max_seconds
                 ),
+                stream=stream,
             )
             self.events = BotEvents(
                 self.stream, self.link.send, self._observer, self._final_segment
@@ -308,20 +301,25 @@ class Bot:
             self.actions.events = self.events
             self.commands.events = self.events
             self.link.start()
-        log.info("agent started", extra={"bot_id": self.bot_id, "stream_url": self.sse.url})
+        log.info("agent started", extra={"bot_id": self.bot_id, "linked": self.link is not None})
 
     async def _stop_services(self) -> None:
         await self.actions.aclose()
         if self.link is not None:
+            started = _now()
             drained = await self.link.drain(self.settings.drain_timeout_seconds)
             if not drained:
                 log.warning("outbox not drained before exit", extra={"bot_id": self.bot_id})
+            # The stream ends after the final status and the outbox: the control plane ends
+            # the bot's SSE stream when ``stream_end`` arrives, within the same drain budget.
+            await self.stream.close()
+            left = max(self.settings.drain_timeout_seconds - (_now() - started), 1.0)
+            if drained and not await self.link.finish_stream(left):
+                log.warning("stream end not sent before exit", extra={"bot_id": self.bot_id})
             await self.link.close()
         if self._outbox is not None:
             self._outbox.close()
         await self.stream.close()
-        if self.sse is not None:
-            await self.sse.stop()
 
     # ---- the meeting ----------------------------------------------------------------
 

@@ -65,7 +65,6 @@ def build_config(args: argparse.Namespace) -> BotConfig:
         meeting_url=args.meeting_url,
         native_meeting_id=path.rsplit("/", 1)[-1] or args.meeting_url,
         settings=BotSettings(**options),
-        stream_public_key=args.stream_public_key.read() if args.stream_public_key else None,
     )
 
 
@@ -93,11 +92,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--left-alone-timeout-seconds", type=int)
     parser.add_argument("--max-meeting-duration-seconds", type=int)
     parser.add_argument("--startup-alone-timeout-seconds", type=int)
-    parser.add_argument(
-        "--stream-public-key",
-        type=argparse.FileType("r"),
-        help="PEM Ed25519 key verifying SSE stream tokens",
-    )
     args = parser.parse_args(argv)
     base = AgentSettings()
     overrides: dict[str, Any] = {

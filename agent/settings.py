@@ -157,13 +157,6 @@ class AgentSettings(BaseSettings):
     # /opt/meetbot/runtime where the bot image installs them.
     runtime_scripts_dir: Path | None = None
 
-    # The SSE server; port 0 picks a free one. ``sse_public_url`` is the base URL clients use
-    # (empty: http://{sse_host}:{bound port}).
-    sse_host: str = "127.0.0.1"
-    sse_port: int = Field(default=0, ge=0, le=65535)
-    sse_public_url: str = ""
-    sse_ping_seconds: float = Field(default=15.0, gt=0)
-
     # Outbox database and local artifacts (screenshots when no control plane is configured).
     data_dir: Path = Path("./agent-data")
 

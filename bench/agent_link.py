@@ -151,7 +151,7 @@ async def _run(database_url: str, bots: int, frames: int, commands: int, data: P
                 agents.append(agent)
                 readers.append(asyncio.create_task(agent.read()))
                 for setup in (
-                    Register(stream_url="http://127.0.0.1:9/stream", agent_version="bench"),
+                    Register(agent_version="bench"),
                     StatusEvent(status=BotStatus.JOINING, status_reason="join_started"),
                     StatusEvent(status=BotStatus.ACTIVE, status_reason="joined"),
                 ):

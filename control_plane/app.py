@@ -28,7 +28,7 @@ from control_plane.api.routes import OPENAPI, ROUTE_SPECS, ApiRoutes, build_open
 from control_plane.api_keys import routes as api_keys
 from control_plane.auth.key_cache import KEY_CACHE, KeyCache
 from control_plane.auth.ratelimit import ADDRESS_RATE_LIMITER, RATE_LIMITER, RateLimiter
-from control_plane.bots import live_routes, schedule_routes
+from control_plane.bots import live_routes, schedule_routes, stream
 from control_plane.bots import routes as bot_routes
 from control_plane.bots.config_builder import (
     CONFIG_BUILDER,
@@ -80,6 +80,7 @@ def resources() -> tuple[ApiRoutes, ...]:
         zoom_connections.routes,
         action_prompts.routes,
         live_routes.routes,
+        stream.routes,
     )
 
 

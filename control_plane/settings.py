@@ -58,6 +58,13 @@ class Settings(BaseSettings):
     stream_token_ttl_seconds: int = Field(default=900, ge=10)
     presigned_url_ttl_seconds: int = Field(default=3600, ge=1)
     subscribe_wait_seconds: float = Field(default=30.0, ge=0)
+    # The bot streams served here (docs/api.md 2.7): a ``: ping`` comment this often; each
+    # replica keeps at most this much of each bot's newest events in memory (older ones are
+    # fetched from the agent); a stream whose bot stayed final this long without an event ends
+    # even when the agent's end never came (agent lost).
+    stream_ping_seconds: float = Field(default=15.0, gt=0)
+    stream_window_bytes: int = Field(default=256 * 1024, ge=1024)
+    stream_end_check_seconds: float = Field(default=15.0, gt=0)
 
     launcher: Literal["local", "memory", "qemu"] = "local"
     # Hosts accepted in meeting URLs beside the platforms' own (e.g. the testmeeting server).

@@ -121,7 +121,6 @@ class BotConfig(BaseModel):
         control_plane_url: Base URL of the control plane (``http://host:port``); the agent link
             is ``{control_plane_url}/internal/v1/agents/{bot_id}`` as a WebSocket.
         agent_token: Bearer token of this bot's agent link.
-        stream_public_key: PEM Ed25519 public key verifying SSE stream tokens (aud "bot-stream").
         action_prompt: Resolved prompt when ``settings.enable_actions`` is on.
         transcription_model: Whisper model of the realtime tier (a registry name of
             ``agent.contracts.whisper_models`` or a local CTranslate2 directory); None leaves
@@ -143,7 +142,6 @@ class BotConfig(BaseModel):
     settings: BotSettings = BotSettings()
     control_plane_url: str | None = None
     agent_token: str | None = None
-    stream_public_key: str | None = None
     action_prompt: ActionPrompt | None = None
     transcription_model: str | None = None
     deferred_transcription_model: str | None = None

@@ -5,8 +5,11 @@ outbox after a reconnect keeps its id, and the control plane stores events idemp
 and answers each with an :class:`Ack`. Parse a received frame with :func:`parse_frame`.
 
 Agent → control plane: ``register``, ``status``, ``transcript_segment``, ``participants``,
-``action``, ``artifact``, ``chat_message``, ``heartbeat``, ``command_result``, ``ack``.
-Control plane → agent: ``command``, ``ack``.
+``action``, ``artifact``, ``chat_message``, ``heartbeat``, ``command_result``, ``ack``, and the
+bot's stream: ``stream_event``, ``stream_end``, ``stream_batch`` (sent on the open connection,
+not through the outbox, unacked but for ``stream_end``: the agent keeps the meeting's stream
+log and feeds it again from where the control plane says).
+Control plane → agent: ``command``, ``ack``, ``stream_from``, ``stream_fetch``.
 
 A ``command`` frame carries one :data:`AgentCommand`: a model per command, told apart by its
 ``name`` (``{"type": "command", "id", "ts", "command": {"name": "hand", "raised": true}}``).
@@ -46,11 +49,15 @@ class _Frame(BaseModel):
 
 
 class Register(_Frame):
-    """First frame of every connection: where the agent serves its SSE stream."""
+    """First frame of every connection: the agent's version and how far its stream has got.
+
+    ``stream_seq`` is the id of the last event in the agent's stream log (0: none yet); the
+    control plane answers with :class:`StreamFrom` to say where the agent's stream feed starts.
+    """
 
     type: Literal["register"] = "register"
-    stream_url: str
     agent_version: str
+    stream_seq: int = Field(default=0, ge=0)
 
 
 class StatusEvent(_Frame):
@@ -84,7 +91,7 @@ class Segment(BaseModel):
 
 
 class TranscriptSegmentEvent(_Frame):
-    """A final transcript segment (partials go only to the SSE stream)."""
+    """A final transcript segment, stored (partials travel only as :class:`StreamEvent`)."""
 
     type: Literal["transcript_segment"] = "transcript_segment"
     segment: Segment
@@ -169,6 +176,76 @@ class ChatMessageEvent(_Frame):
     text: str
     timestamp: datetime
     from_bot: bool = False
+
+
+class StreamItem(BaseModel):
+    """One event of the bot's stream (docs/api.md 2.7) as the agent numbered it.
+
+    ``seq`` is the SSE ``id`` (per bot, from 1, increasing by one), ``event`` the SSE event name,
+    ``data`` its JSON payload as text, exactly as clients receive it.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    seq: int = Field(ge=1)
+    event: str = Field(min_length=1, max_length=64)
+    data: str
+
+
+class StreamEvent(_Frame):
+    """A live stream event (partials, speech events and the rest), neither stored nor acked.
+
+    Sent on the open connection only, in ``seq`` order, from where the last :class:`StreamFrom`
+    said; the control plane relays it to the bot's stream clients (any replica).
+    """
+
+    type: Literal["stream_event"] = "stream_event"
+    item: StreamItem
+
+
+class StreamEnd(_Frame):
+    """The agent's stream log is closed: ``last_seq`` was its last event.
+
+    Acked: the agent exits once the control plane has it (and sends it again after a
+    reconnect until then).
+    """
+
+    type: Literal["stream_end"] = "stream_end"
+    last_seq: int = Field(ge=0)
+
+
+class StreamBatch(_Frame):
+    """Answer to :class:`StreamFetch` ``ref_id``: events in ``seq`` order (not acked).
+
+    ``items`` may stop short of the asked range (a size cap); the control plane asks again.
+    """
+
+    type: Literal["stream_batch"] = "stream_batch"
+    ref_id: str
+    items: list[StreamItem]
+
+
+class StreamFrom(_Frame):
+    """Control plane → agent: feed your stream events with ``seq > after`` on this connection.
+
+    Sent after every ``register``; a later one restarts the feed from its ``after``.
+    """
+
+    type: Literal["stream_from"] = "stream_from"
+    after: int = Field(ge=0)
+
+
+class StreamFetch(_Frame):
+    """Control plane → agent: send the events ``after < seq <= upto`` as a :class:`StreamBatch`.
+
+    Used to replay events older than the control plane keeps in memory; the batch holds at
+    most ``max_bytes`` of event data (at least one event).
+    """
+
+    type: Literal["stream_fetch"] = "stream_fetch"
+    after: int = Field(ge=0)
+    upto: int = Field(ge=0)
+    max_bytes: int = Field(default=256 * 1024, ge=1)
 
 
 class Heartbeat(_Frame):
@@ -483,10 +560,13 @@ AgentFrame = Annotated[
     | ChatMessageEvent
     | Heartbeat
     | CommandResult
+    | StreamEvent
+    | StreamEnd
+    | StreamBatch
     | Ack,
     Field(discriminator="type"),
 ]
-ControlPlaneFrame = Annotated[Command | Ack, Field(discriminator="type")]
+ControlPlaneFrame = Annotated[Command | StreamFrom | StreamFetch | Ack, Field(discriminator="type")]
 
 _AGENT_FRAME: TypeAdapter[AgentFrame] = TypeAdapter(AgentFrame)
 _CONTROL_PLANE_FRAME: TypeAdapter[ControlPlaneFrame] = TypeAdapter(ControlPlaneFrame)

@@ -21,9 +21,6 @@ AUTHORIZATION_HEADER = "Authorization"
 BEARER_SCHEME = "Bearer"
 """The scheme of :data:`AUTHORIZATION_HEADER`: ``Bearer <token>``."""
 
-STREAM_PATH = "/stream"
-"""The agent's SSE endpoint (``GET``); its full URL is announced in ``register.stream_url``."""
-
 STREAM_AUDIENCE = "bot-stream"
 """The ``aud`` claim of a stream token."""
 

@@ -10,6 +10,16 @@ owner through :meth:`LinkClient.commands`; a command id seen before is acked aga
 handed over twice; a command whose name is unknown or whose arguments do not fit its
 model is answered at once with a typed error result (``unknown_command``,
 ``invalid_arguments``). A lost connection is retried with exponential backoff.
+
+The bot's stream (docs/api.md 2.7) travels on the same connection but not through the outbox:
+``register`` carries the id of the stream log's last event, the control plane answers
+``stream_from {after}``, and the client feeds every event with a greater id as a
+``stream_event`` frame, in order, then new ones as they are logged; once the log is closed it
+sends ``stream_end``, the one stream frame the control plane acks (:meth:`finish_stream` waits
+for that ack; a connection lost before it sends the end again after reconnecting). A
+``stream_fetch`` is answered with a ``stream_batch`` of older events.
+The log is the agent's own (the whole meeting), so a reconnection, to this replica or another,
+loses nothing: the control plane says from where to feed again.
 """
 
 from __future__ import annotations
@@ -29,11 +39,18 @@ from agent.contracts.link import (
     Command,
     Heartbeat,
     Register,
+    StreamBatch,
+    StreamEnd,
+    StreamEvent,
+    StreamFetch,
+    StreamFrom,
+    StreamItem,
     parse_control_plane_frame,
     reject_command,
 )
 from agent.contracts.wire import agent_link_path, bearer
 from agent.link.outbox import Outbox
+from agent.sse.log import EventLog
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +83,7 @@ class LinkClient:
         outbox: Durable store of frames not yet acked.
         register: Builds the ``register`` frame sent first on every connection.
         timing: Heartbeat and reconnect intervals.
+        stream: The bot's stream log, fed to the control plane on request (None: no stream).
     """
 
     def __init__(
@@ -75,8 +93,14 @@ class LinkClient:
         outbox: Outbox,
         register: Callable[[], Register],
         timing: LinkTiming | None = None,
+        stream: EventLog | None = None,
     ) -> None:
         self._url = url
+        self._stream = stream
+        self._feed: asyncio.Task[None] | None = None
+        # Set once the control plane acked ``stream_end`` (sent after the log closed).
+        self.stream_ended = asyncio.Event()
+        self._end_ids: set[str] = set()
         self._token = token
         self._outbox = outbox
         self._register = register
@@ -115,6 +139,14 @@ class LinkClient:
             self._empty.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._empty.wait(), timeout=min(remaining, 0.5))
+        return True
+
+    async def finish_stream(self, within_seconds: float) -> bool:
+        """Wait until the control plane acked ``stream_end`` (close the log first); success?"""
+        try:
+            await asyncio.wait_for(self.stream_ended.wait(), within_seconds)
+        except TimeoutError:
+            return False
         return True
 
     async def close(self) -> None:
@@ -158,6 +190,7 @@ class LinkClient:
             # Whichever ends first (the socket closed, or a send failed) ends the connection.
             await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            await self._stop_feed()
             for task in tasks:
                 task.cancel()
             results = await asyncio.gather(*tasks, return_exceptions=True)
@@ -185,14 +218,53 @@ class LinkClient:
                     await self.send(rejection)
                 continue
             if isinstance(frame, Ack):
+                if frame.ref_id in self._end_ids:
+                    self.stream_ended.set()
+                    continue
                 await self._outbox.ack(frame.ref_id)
                 if await self._outbox.count() == 0:
                     self._empty.set()
+                continue
+            if isinstance(frame, StreamFrom):
+                await self._stop_feed()
+                if self._stream is not None:
+                    self._feed = asyncio.create_task(
+                        self._feed_stream(ws, self._stream, frame.after), name="agent-link-stream"
+                    )
+                continue
+            if isinstance(frame, StreamFetch):
+                await self._answer_fetch(ws, frame)
                 continue
             await ws.send_str(Ack(ref_id=frame.id).model_dump_json())
             if frame.id not in self._seen_commands:
                 self._seen_commands.add(frame.id)
                 self._commands.put_nowait(frame)
+
+    async def _stop_feed(self) -> None:
+        feed, self._feed = self._feed, None
+        if feed is not None:
+            feed.cancel()
+            with contextlib.suppress(asyncio.CancelledError, aiohttp.ClientError, ConnectionError):
+                await feed
+
+    async def _feed_stream(
+        self, ws: aiohttp.ClientWebSocketResponse, stream: EventLog, after: int
+    ) -> None:
+        async for item in stream.follow(after):
+            frame = StreamEvent(item=StreamItem(seq=item.id, event=item.event, data=item.data))
+            await ws.send_str(frame.model_dump_json())
+        end = StreamEnd(last_seq=stream.last_id)
+        self._end_ids.add(end.id)
+        await ws.send_str(end.model_dump_json())
+
+    async def _answer_fetch(self, ws: aiohttp.ClientWebSocketResponse, fetch: StreamFetch) -> None:
+        found = (
+            self._stream.between(fetch.after, fetch.upto, fetch.max_bytes)
+            if self._stream is not None
+            else []
+        )
+        items = [StreamItem(seq=item.id, event=item.event, data=item.data) for item in found]
+        await ws.send_str(StreamBatch(ref_id=fetch.id, items=items).model_dump_json())
 
     async def _send_pending(self, ws: aiohttp.ClientWebSocketResponse) -> None:
         last_seq = 0

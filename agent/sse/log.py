@@ -1,4 +1,9 @@
-"""The meeting's stream events, kept whole so a reconnecting client can replay what it missed."""
+"""The meeting's stream events, kept whole so a reconnecting client can replay what it missed.
+
+The agent numbers every event here; its link (:mod:`agent.link.client`) feeds them to the
+control plane, which serves the bot's SSE stream (docs/api.md 2.7) and asks for older events
+with ``stream_fetch`` when a client replays further back than it keeps in memory.
+"""
 
 from __future__ import annotations
 
@@ -29,8 +34,8 @@ class EventLog:
     """Append-only list of :class:`StreamEvent` with waiting readers.
 
     The whole meeting is kept (docs/api.md 2.7: ``Last-Event-ID`` replays anything missed); a
-        meeting's
-    events are a few thousand small JSON objects at most.
+    meeting's events are a few thousand small JSON objects (about 1.5 MB for an hour of talk,
+    partials included).
     """
 
     def __init__(self) -> None:
@@ -59,6 +64,25 @@ class EventLog:
         async with self._changed:
             self._changed.notify_all()
         return item
+
+    @property
+    def last_id(self) -> int:
+        """The id of the newest event (0 when there is none)."""
+        return len(self._events)
+
+    def between(self, after: int, upto: int, max_bytes: int) -> list[StreamEvent]:
+        """The events with ``after < id <= upto``, oldest first, within ``max_bytes`` of data.
+
+        At least one event is returned when the range holds any.
+        """
+        taken: list[StreamEvent] = []
+        size = 0
+        for item in self._events[max(after, 0) : max(upto, 0)]:
+            if taken and size + len(item.data) > max_bytes:
+                break
+            taken.append(item)
+            size += len(item.data)
+        return taken
 
     def snapshot(self) -> list[StreamEvent]:
         """All events so far, oldest first."""

@@ -9,6 +9,10 @@ from its outbox after a reconnect still reaches the waiting request.
 With several replicas on one PostgreSQL database, a command for an agent linked to another
 replica travels through the :class:`~control_plane.agent_hub.relay.CommandRelay` (and its
 result back); without a relay (SQLite: one process) only local links are reached.
+
+The bots' SSE streams on this replica are :attr:`AgentHub.streams`
+(:class:`~control_plane.agent_hub.streams.BotStreams`), fed by the links held here and by the
+relay.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from aiohttp import web
 from agent.contracts.link import AgentCommand, Command, CommandResult
 from control_plane.agent_hub.metrics import LinkMetrics
 from control_plane.agent_hub.relay import DELIVERY_WAIT_S, CommandRelay
+from control_plane.agent_hub.streams import BotStreams
 
 logger = logging.getLogger(__name__)
 
@@ -46,10 +51,14 @@ class AgentHub:
 
     Args:
         metrics: Where open links and command round trips are counted (none in unit use).
+        stream_window_bytes: Byte budget of each bot's stream window here.
     """
 
-    def __init__(self, metrics: LinkMetrics | None = None) -> None:
+    def __init__(
+        self, metrics: LinkMetrics | None = None, stream_window_bytes: int = 256 * 1024
+    ) -> None:
         self.metrics = metrics
+        self.streams = BotStreams(self.send, self.connected, stream_window_bytes)
         self._sockets: dict[UUID, web.WebSocketResponse] = {}
         self._registered: dict[UUID, asyncio.Event] = {}
         self._pending: dict[str, asyncio.Future[CommandResult]] = {}
@@ -78,6 +87,7 @@ class AgentHub:
             self._send_locks.pop(bot_id, None)
             self._registered.pop(bot_id, None)
             self._count_links()
+            self.streams.purge()
 
     def _count_links(self) -> None:
         if self.metrics is not None:
@@ -88,6 +98,7 @@ class AgentHub:
         ws = self._sockets.pop(bot_id, None)
         self._send_locks.pop(bot_id, None)
         self._count_links()
+        self.streams.end(bot_id)
         if ws is not None and not ws.closed:
             with contextlib.suppress(ConnectionError):
                 await ws.close(code=4001, message=b"agent given up")
@@ -166,7 +177,9 @@ class AgentHub:
     async def on_relay(self, message: dict[str, Any]) -> None:
         """Handle a relay message addressed to this replica (see ``relay`` for the kinds)."""
         kind = message.get("kind")
-        if kind == "command" and self.relay is not None:
+        if kind in ("stream_sub", "stream_fetch"):
+            await self.streams.on_relay(message)
+        elif kind == "command" and self.relay is not None:
             bot_id = UUID(str(message["bot_id"]))
             if not self.connected(bot_id):
                 return
@@ -253,6 +266,7 @@ class AgentHub:
         sockets = list(self._sockets.values())
         self._sockets.clear()
         self._count_links()
+        self.streams.end_all()
         for ws in sockets:
             with contextlib.suppress(ConnectionError):
                 await ws.close(code=1001, message=b"control plane shutting down")

@@ -1,4 +1,4 @@
-"""Commands across control-plane replicas: PostgreSQL ``LISTEN``/``NOTIFY`` on one channel.
+"""Commands and streams across control-plane replicas: PostgreSQL ``LISTEN``/``NOTIFY``.
 
 An agent holds one link to one replica, but an API request may land on any replica. When the
 hub has no link for a bot, it publishes the command; the replica holding the link sends it,
@@ -11,6 +11,10 @@ command is not relayed):
 - ``{"kind": "command", "origin": R, "bot_id": B, "frame": <Command JSON>}``
 - ``{"kind": "delivered", "target": R, "ref_id": C}``
 - ``{"kind": "result", "target": R, "frame": <CommandResult JSON>}``
+
+The bots' SSE streams use the same channel (``stream_*`` kinds, see
+:mod:`control_plane.agent_hub.streams`); they are handled in arrival order, on the listener's
+callback, because a stream's events must stay in order.
 
 SQLite deployments are one process: there is no relay there.
 """
@@ -35,6 +39,8 @@ DELIVERY_WAIT_S = 1.0
 MAX_PAYLOAD_BYTES = 7900
 
 Handler = Callable[[dict[str, Any]], Awaitable[None]]
+OrderedHandler = Callable[[dict[str, Any]], bool]
+"""Handles a message at once, in arrival order; returns False to leave it to :data:`Handler`."""
 
 
 def asyncpg_dsn(database_url: str) -> str | None:
@@ -51,12 +57,14 @@ class CommandRelay:
     Args:
         dsn: asyncpg DSN of the control plane's PostgreSQL database.
         handle: Called with every message addressed to this replica (or to all, for commands).
+        handle_now: Called first, synchronously and in order; messages it takes go no further.
     """
 
-    def __init__(self, dsn: str, handle: Handler) -> None:
+    def __init__(self, dsn: str, handle: Handler, handle_now: OrderedHandler | None = None) -> None:
         self.replica_id = uuid.uuid4().hex
         self._dsn = dsn
         self._handle = handle
+        self._handle_now = handle_now
         self._connection: asyncpg.Connection | None = None
         self._lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -80,6 +88,13 @@ class CommandRelay:
         target = message.get("target")
         if message.get("origin") == self.replica_id or target not in (None, self.replica_id):
             return
+        if self._handle_now is not None:
+            try:
+                if self._handle_now(message):
+                    return
+            except Exception:  # one bad message must not stop the listener
+                logger.exception("relay message failed", extra={"kind": message.get("kind")})
+                return
         task = asyncio.get_running_loop().create_task(self._run(message))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

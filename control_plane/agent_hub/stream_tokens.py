@@ -4,8 +4,8 @@ Sources: docs/api.md 2.7, docs/architecture.md §6.
 
 The control plane holds one Ed25519 key pair, generated once into ``{data_dir}/keys/`` and
 shared by every replica that shares the data directory. A token carries ``sub`` = bot id,
-``aud`` = ``"bot-stream"``, ``iat`` and ``exp``; the agent verifies it with the PEM public key it
-receives in its ``BotConfig.stream_public_key``.
+``aud`` = ``"bot-stream"``, ``iat`` and ``exp``; every replica verifies it with the public key
+when a client opens ``GET /api/v1/bots/{bot_id}/stream`` (:mod:`control_plane.bots.stream`).
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ class StreamTokenSigner:
 
 
 def verify_stream_token(token: str, public_key_pem: str, bot_id: UUID) -> dict[str, object]:
-    """Check a stream token the way an agent does; return its claims.
+    """Check a stream token (the stream route does, when a client opens it); return its claims.
 
     Raises:
         jwt.InvalidTokenError: Bad signature, wrong audience, expired, or ``sub`` is another bot.

@@ -41,8 +41,6 @@ def agent_token_step(signer: StreamTokenSigner) -> TransactionRun:
         else:  # relaunched after a lapsed claim: same token, the connect timeout starts again
             link.token_digest = agent_token_digest(token)
             link.launched_at = now
-        return config.model_copy(
-            update={"agent_token": token, "stream_public_key": signer.public_key_pem}
-        )
+        return config.model_copy(update={"agent_token": token})
 
     return step

@@ -1,7 +1,9 @@
 """Internal HTTP surface of the agent link (not in the public OpenAPI document).
 
 - ``GET  /internal/v1/agents/{bot_id}`` — the link WebSocket (``Authorization: Bearer <agent
-  token>``). JSON text frames of ``agent.contracts.link``; each stored frame is acked by id.
+  token>``). JSON text frames of ``agent.contracts.link``; each stored frame is acked by id;
+  stream frames (``stream_event``, ``stream_end``, ``stream_batch``) go to the hub's bot
+  streams, unacked.
 - ``POST /internal/v1/agents/{bot_id}/uploads`` — body ``UploadRequest``; answers an
   ``UploadSlot`` for a recording or screenshot (same token).
 - ``PUT  /internal/v1/artifacts/{key}`` — local storage's upload path: a signed, expiring URL
@@ -23,7 +25,15 @@ from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 
-from agent.contracts.link import Ack, UploadRequest, UploadSlot, parse_agent_frame
+from agent.contracts.link import (
+    Ack,
+    StreamBatch,
+    StreamEnd,
+    StreamEvent,
+    UploadRequest,
+    UploadSlot,
+    parse_agent_frame,
+)
 from agent.contracts.wire import (
     AGENT_LINK_PATH,
     AGENT_UPLOADS_PATH,
@@ -108,6 +118,12 @@ async def agent_link(request: web.Request) -> web.StreamResponse:
                 frame = parse_agent_frame(message.data)
             except ValidationError:
                 logger.warning("agent frame rejected", extra={"bot_id": str(bot_id)})
+                continue
+            if isinstance(frame, StreamEvent | StreamEnd | StreamBatch):
+                # The bot's stream: relayed from memory, never stored (partials included).
+                await hub.streams.on_frame(bot_id, frame)
+                if isinstance(frame, StreamEnd):  # the agent exits once its end is here
+                    await ws.send_str(Ack(ref_id=frame.id).model_dump_json())
                 continue
             try:
                 acked = await store.apply(frame)

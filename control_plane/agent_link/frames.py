@@ -39,6 +39,9 @@ from agent.contracts.link import (
     Register,
     StatusEvent,
     StopCommand,
+    StreamBatch,
+    StreamEnd,
+    StreamEvent,
     TranscriptionReady,
     TranscriptSegmentEvent,
 )
@@ -129,6 +132,8 @@ class FrameStore:
             await self._touch(now)
         elif isinstance(frame, Register):
             await self._register(frame, now)
+        elif isinstance(frame, StreamEvent | StreamEnd | StreamBatch):
+            return False  # the endpoint hands stream frames to the hub's streams, unacked
         else:
             outcome = "stored" if await self._store(frame, now) else "duplicate"
         if self._hub.metrics is not None:
@@ -153,7 +158,6 @@ class FrameStore:
             link = await session.get(AgentLink, self._identity.meeting_id)
             if link is None:
                 return
-            link.stream_url = frame.stream_url
             link.agent_version = frame.agent_version
             link.registered_at = link.registered_at or now
             link.last_seen_at = now
@@ -161,6 +165,7 @@ class FrameStore:
                 select(Meeting.status).where(Meeting.id == self._identity.meeting_id)
             )
         self._hub.mark_registered(self._identity.bot_id)
+        await self._hub.streams.on_register(self._identity.bot_id, frame.stream_seq)
         logger.info(
             "agent registered",
             extra={"bot_id": str(self._identity.bot_id), "agent_version": frame.agent_version},

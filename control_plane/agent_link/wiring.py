@@ -71,7 +71,7 @@ def heard_lately(db: Database, within_seconds: float) -> Callable[[uuid.UUID], A
 async def agent_link_ctx(app: web.Application) -> AsyncIterator[None]:
     """Build the agent link's state, register its hooks, and run the reaper while the app runs."""
     settings = app[SETTINGS]
-    hub = AgentHub(LinkMetrics(app[METRICS].registry))
+    hub = AgentHub(LinkMetrics(app[METRICS].registry), settings.stream_window_bytes)
     app[AGENT_HUB] = hub
     storage = await asyncio.to_thread(build_storage, settings)
     app[STORAGE] = storage
@@ -90,10 +90,11 @@ async def agent_link_ctx(app: web.Application) -> AsyncIterator[None]:
         teardown_grace=settings.agent_teardown_grace_seconds,
     )
     dsn = asyncpg_dsn(settings.effective_database_url)
-    relay = CommandRelay(dsn, hub.on_relay) if dsn is not None else None
+    relay = CommandRelay(dsn, hub.on_relay, hub.streams.on_relay_now) if dsn is not None else None
     if relay is not None:
         await relay.start()
         hub.relay = relay
+        hub.streams.attach_relay(relay)
         hub.heard_lately = heard_lately(app[DB], settings.heartbeat_timeout_seconds)
     try:
         async with reaper.loop.running():
@@ -102,6 +103,7 @@ async def agent_link_ctx(app: web.Application) -> AsyncIterator[None]:
         await hub.aclose()
         if relay is not None:
             hub.relay = None
+            await hub.streams.detach_relay()
             await relay.aclose()
 
 

@@ -21,6 +21,9 @@ lists further success statuses with the same body) and problem+json
 error responses: the declared ``errors`` plus the ones every route can give (401/403/429 when
 ``auth``; 400/413/415/422 with a body; 500).
 
+A route with its own credentials (the bot stream's token) names its ``security_scheme`` (one of
+the document's ``securitySchemes``) and gives ``raw_responses`` that replace generated ones.
+
 Flags read by the middlewares: ``auth=False`` makes a route public (no ``X-API-Key``);
 ``read_key_ok=True`` lets ``read`` keys call a non-GET route (``POST …/subscribe``);
 ``edit_key_only=True`` refuses them on a GET (a webhook endpoint's signing secret).
@@ -87,6 +90,8 @@ class RouteSpec:
     edit_key_only: bool = False
     idempotent: bool = False
     path_types: Mapping[str, type] = field(default_factory=dict)
+    security_scheme: str | None = None
+    raw_responses: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def operation_id(self) -> str:
@@ -278,9 +283,12 @@ def _operation(spec: RouteSpec, refs: Refs) -> dict[str, Any]:
         responses[str(status)] = {**success, "description": _STATUS_TEXT.get(status, "Success")}
     for status in sorted(error_statuses):
         responses[str(status)] = _problem_response(status)
+    responses.update(spec.raw_responses)
     op["responses"] = responses
     if spec.auth:
         op["security"] = [{"ApiKey": []}]
+    elif spec.security_scheme is not None:
+        op["security"] = [{spec.security_scheme: []}]
     else:
         op["security"] = []
     return op
@@ -322,7 +330,15 @@ def build_openapi(resources: Iterable[ApiRoutes], *, title: str, version: str) -
         "paths": paths,
         "components": {
             "schemas": schemas,
-            "securitySchemes": {"ApiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}},
+            "securitySchemes": {
+                "ApiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
+                "StreamToken": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "bearerFormat": "JWT",
+                    "description": "The stream token of POST /api/v1/bots/{bot_id}/subscribe",
+                },
+            },
         },
     }
 

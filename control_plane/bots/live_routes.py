@@ -51,6 +51,7 @@ from control_plane.bots.live_schemas import (
     SpeechAccepted,
     Subscription,
 )
+from control_plane.bots.stream import stream_path
 from control_plane.bots.url_guard import checked as checked_url
 from control_plane.db.engine import DB
 from control_plane.db.models.agent_link import AgentLink, ChatMessage
@@ -106,19 +107,20 @@ async def _carry_out(request: web.Request, meeting: Meeting, command: AgentComma
 # Stream ----------------------------------------------------------------------------------------
 
 
-async def _stream_url(request: web.Request, meeting_id: int) -> tuple[str | None, str]:
+async def _registration(request: web.Request, meeting_id: int) -> tuple[bool, str]:
+    """Whether the bot's agent has registered (to any replica), and the bot's status."""
     async with request.app[DB].sessions() as session:
         row = (
             await session.execute(
-                select(AgentLink.stream_url, Meeting.status)
+                select(AgentLink.registered_at, Meeting.status)
                 .join(Meeting, Meeting.id == AgentLink.meeting_id)
                 .where(AgentLink.meeting_id == meeting_id)
             )
         ).first()
         if row is None:
             status = await session.scalar(select(Meeting.status).where(Meeting.id == meeting_id))
-            return None, status or BotStatus.FAILED
-    return row[0], row[1]
+            return False, status or BotStatus.FAILED
+    return row[0] is not None, row[1]
 
 
 @routes.post(
@@ -130,10 +132,12 @@ async def _stream_url(request: web.Request, meeting_id: int) -> tuple[str | None
     path_types=_BOT_TYPES,
 )
 async def subscribe(request: web.Request) -> web.Response:
-    """Return the bot's stream URL and a fresh token (15 minutes) once the stream is registered.
+    """Return the bot's stream URL and a fresh token (15 minutes) once its agent registered.
 
-    Waits up to 30 s for the bot's agent to register its stream. 404 ``bot_not_active`` when the bot
-    does not register in time or is not (or no longer) in a meeting; retry after a few seconds.
+    The URL is ``GET /api/v1/bots/{bot_id}/stream`` on this control plane (any replica serves
+    it). Waits up to 30 s for the bot's agent to connect and register. 404 ``bot_not_active``
+    when it does not in time or the bot is not (or no longer) in a meeting; retry after a few
+    seconds.
     """
     meeting = await _bot(request)
     app = request.app
@@ -141,19 +145,18 @@ async def subscribe(request: web.Request) -> web.Response:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + settings.subscribe_wait_seconds
     while True:
-        stream_url, status = await _stream_url(request, meeting.id)
+        registered, status = await _registration(request, meeting.id)
         if status not in STREAMING_STATUSES:
             raise NotFound(f"the bot is {status}: it has no stream", code="bot_not_active")
-        if stream_url:
+        if registered:
             break
         remaining = deadline - loop.time()
         if remaining <= 0:
             raise NotFound("the bot has not registered its stream yet", code="bot_not_active")
         await app[AGENT_HUB].wait_registered(meeting.bot_id, min(remaining, _SUBSCRIBE_POLL_S))
     minted = app[STREAM_SIGNER].mint(meeting.bot_id, settings.stream_token_ttl_seconds)
-    return json_response(
-        Subscription(url=stream_url, token=minted.token, expires_at=minted.expires_at)
-    )
+    url = settings.effective_public_url + stream_path(meeting.bot_id)
+    return json_response(Subscription(url=url, token=minted.token, expires_at=minted.expires_at))
 
 
 @routes.post(

@@ -98,6 +98,8 @@ class DemoSummary(BaseModel):
     latency_p95_s: float | None
     webhooks: WebhookOut
     transcript_url: str | None
+    stream_url: str | None
+    """The bot's stream as subscribe gave it (the control plane's relay)."""
     stored_segments: int | None
     elapsed_s: float
     load_average_1m: float

@@ -69,12 +69,14 @@ class Observed:
         finals: Final segments by id with their arrival epoch (the first final wins).
         stored_segments: Segments the control plane returned for the meeting.
         last_event_id: The newest SSE event id read (to resume the stream).
+        stream_url: The stream URL subscribe returned (the control plane's relay).
     """
 
     statuses: list[tuple[str, str | None, str, float]] = field(default_factory=list)
     finals: dict[str, tuple[dict[str, Any], float, float]] = field(default_factory=dict)
     stored_segments: int | None = None
     last_event_id: int = 0
+    stream_url: str | None = None
 
     def final_status(self) -> str | None:
         """The last status seen, when it is final."""
@@ -222,6 +224,7 @@ class DemoRun:
         view.status(self.bot["status"], self.bot.get("status_reason"), self.launched)
         with view:
             subscription = await api.subscribe(bot_id, time.monotonic() + SUBSCRIBE_WAIT_S)
+            self.observed.stream_url = subscription["url"]
             while self.observed.final_status() is None:
                 stream = read_stream(
                     session, subscription["url"], subscription["token"], self.observed.last_event_id
@@ -347,6 +350,7 @@ class DemoRun:
                 status_changes=[str(c.get("status")) for c in changes],
             ),
             transcript_url=self._transcript_url(),
+            stream_url=self.observed.stream_url,
             stored_segments=self.observed.stored_segments,
             elapsed_s=round(time.monotonic() - self.started, 3),
             # Latency depends on what else the CPUs do; the figure says how busy they were.

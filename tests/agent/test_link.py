@@ -43,7 +43,7 @@ def make_client(peer: LinkPeer, outbox: Outbox) -> LinkClient:
         agent_link_url(peer.url, peer.bot_id),
         TOKEN,
         outbox,
-        register=lambda: Register(stream_url="http://127.0.0.1:1/stream", agent_version="t"),
+        register=lambda: Register(agent_version="t"),
         timing=LinkTiming(heartbeat_interval=0.2, reconnect_min=0.05, reconnect_max=0.2),
     )
 

@@ -22,6 +22,8 @@ from agent.contracts.link import (
     CommandErrorCode,
     CommandResult,
     Register,
+    StreamFetch,
+    StreamFrom,
     parse_control_plane_frame,
 )
 
@@ -44,6 +46,8 @@ class ScriptedAgent:
         self.bot_id = bot_id
         self.token = token
         self.commands: asyncio.Queue[Command] = asyncio.Queue()
+        # ``stream_from`` / ``stream_fetch`` frames (the real agent feeds its stream log).
+        self.stream_requests: asyncio.Queue[StreamFrom | StreamFetch] = asyncio.Queue()
         self._acks: dict[str, asyncio.Future[None]] = {}
         self._ws: aiohttp.ClientWebSocketResponse | None = None
         self._reader: asyncio.Task[None] | None = None
@@ -69,8 +73,10 @@ class ScriptedAgent:
                 future = self._acks.get(frame.ref_id)
                 if future is not None and not future.done():
                     future.set_result(None)
-            else:
+            elif isinstance(frame, Command):
                 self.commands.put_nowait(frame)
+            else:
+                self.stream_requests.put_nowait(frame)
 
     async def send(self, frame: AgentFrame, *, expect_ack: bool = True) -> None:
         """Send ``frame`` and (by default) wait for the control plane's ack of its id."""
@@ -81,9 +87,9 @@ class ScriptedAgent:
         if expect_ack:
             await asyncio.wait_for(future, ACK_WAIT_S)
 
-    async def register(self, stream_url: str = "http://127.0.0.1:7000/events") -> Register:
+    async def register(self, stream_seq: int = 0) -> Register:
         """Send ``register`` (as the agent does first on every connection)."""
-        frame = Register(stream_url=stream_url, agent_version="test-peer")
+        frame = Register(agent_version="test-peer", stream_seq=stream_seq)
         await self.send(frame)
         return frame
 

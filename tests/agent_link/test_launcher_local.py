@@ -30,7 +30,6 @@ def _config() -> BotConfig:
         native_meeting_id="abc-defg-hij",
         control_plane_url="http://127.0.0.1:9",
         agent_token="mat_secret",
-        stream_public_key="-----BEGIN PUBLIC KEY-----\n…",
     )
 
 

@@ -27,6 +27,7 @@ from agent.contracts.link import (
     StopScreenShareCommand,
 )
 from agent.contracts.status import BotStatus
+from control_plane.agent_hub.keys import STREAM_SIGNER
 from control_plane.agent_hub.stream_tokens import verify_stream_token
 from tests.agent_link.peer import ScriptedAgent
 from tests.plugins.agent_link import Client, ConnectAgent, LaunchBot
@@ -66,19 +67,20 @@ async def test_subscribe_waits_for_registration_and_returns_a_stream_token(
         client.post(f"/api/v1/bots/{bot.bot_id}/subscribe", headers=owner.headers)
     )
     await asyncio.sleep(0.1)
-    await agent.register("http://10.1.2.3:7000/events")
+    await agent.register()
     response = await pending
     assert response.status == 200
     body = await response.json()
-    assert body["url"] == "http://10.1.2.3:7000/events"
-    assert bot.config.stream_public_key is not None
-    claims = verify_stream_token(body["token"], bot.config.stream_public_key, bot.bot_id)
+    # The stream is the control plane's own (public_url), whichever replica holds the link.
+    assert body["url"] == f"http://127.0.0.1:1/api/v1/bots/{bot.bot_id}/stream"
+    public_key = client.app[STREAM_SIGNER].public_key_pem
+    claims = verify_stream_token(body["token"], public_key, bot.bot_id)
     assert claims["aud"] == "bot-stream"
     expires = datetime.fromisoformat(body["expires_at"].replace("Z", "+00:00"))
     assert expires == datetime.fromtimestamp(int(str(claims["exp"])), UTC)
     assert abs(expires - datetime.now(UTC) - timedelta(minutes=15)) < timedelta(seconds=5)
     with pytest.raises(jwt.InvalidTokenError):
-        verify_stream_token(body["token"], bot.config.stream_public_key, uuid.uuid4())
+        verify_stream_token(body["token"], public_key, uuid.uuid4())
 
 
 async def test_subscribe_is_404_without_registration_or_when_finished_and_refresh_is_501(

@@ -44,6 +44,8 @@ PUBLIC = {
     ("GET", "/metrics"),
     ("GET", "/api/v1/openapi.json"),
     ("POST", "/api/v1/invitations/accept"),
+    # No API key: its stream token is the credential (tests/agent_link/test_stream_relay.py).
+    ("GET", "/api/v1/bots/{bot_id}/stream"),
 }
 # Authenticated by agent tokens or URL signatures, not API keys; their own tests cover them.
 NOT_API = re.compile(r"^/(internal/|artifacts/)")

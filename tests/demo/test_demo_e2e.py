@@ -102,6 +102,9 @@ def test_demo_runs_end_to_end(platform: str, speech: Path, tmp_path: Path) -> No
     assert hooks["rejected"] == 0
     for status in STATUS_SEQUENCE:
         assert status in hooks["status_changes"], (status, hooks)
+    # The transcript above was read through the control plane's stream relay.
+    base = summary["transcript_url"].split("/api/v1/", 1)[0]
+    assert summary["stream_url"] == f"{base}/api/v1/bots/{summary['bot_id']}/stream"
     assert summary["transcript_url"].endswith(
         f"/api/v1/meetings/{summary['meeting_id']}/transcript?format=txt"
     )

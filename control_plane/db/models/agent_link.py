@@ -29,7 +29,7 @@ from control_plane.db.base import Base, UtcDateTime, utc_now
 
 
 class AgentLink(Base):
-    """One bot's agent: token digest, where it streams, and when it was last heard.
+    """One bot's agent: token digest, version, when it registered and was last heard.
 
     ``launched_at`` is when the token was minted (the bot was handed to the launcher);
     ``last_seen_at`` is the last frame of any kind (heartbeats included); both drive the reaper.
@@ -41,7 +41,6 @@ class AgentLink(Base):
         ForeignKey("meetings.id", ondelete="CASCADE"), primary_key=True
     )
     token_digest: Mapped[str] = mapped_column(String(64), unique=True)
-    stream_url: Mapped[str | None] = mapped_column(Text, default=None)
     agent_version: Mapped[str | None] = mapped_column(String(64), default=None)
     launched_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utc_now)
     registered_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)

@@ -1,0 +1,239 @@
+"""``GET /api/v1/bots/{bot_id}/stream``: a bot's SSE stream from any replica (docs/api.md 2.7).
+
+Opened with ``Authorization: Bearer <stream token>`` from ``POST …/subscribe``: an EdDSA JWT
+(Ed25519) with ``aud`` "bot-stream" and ``sub`` this bot's id, checked when the stream opens. A
+missing, malformed, expired or other-bot token answers 401 with the JSON body
+``{"code": "invalid_stream_token", "detail": …}`` and ``WWW-Authenticate: Bearer
+realm="bot-stream"`` (not problem+json).
+
+Frames carry the agent's event ids (``id:``, from 1, increasing by one, the same on every
+replica), names and payloads; ``Last-Event-ID: n`` first replays every event after ``n`` (from
+this replica's window, older ones fetched from the agent through its link or the replica that
+holds it). A ``: ping`` comment goes out every ``stream_ping_seconds``. The stream ends after the
+agent's ``stream_end`` (its final status sent and its outbox delivered), or once the bot has been
+final for ``stream_end_check_seconds`` without a stream event (the agent was lost).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from typing import Any
+
+import jwt
+from aiohttp import web
+from aiohttp_sse import EventSourceResponse, sse_response
+from sqlalchemy import select
+
+from agent.contracts.link import StreamItem
+from agent.contracts.status import FINAL_STATUSES, BotStatus
+from agent.contracts.wire import AUTHORIZATION_HEADER, bearer_token
+from control_plane.agent_hub.keys import AGENT_HUB, STREAM_SIGNER
+from control_plane.agent_hub.stream_tokens import verify_stream_token
+from control_plane.agent_hub.streams import SUB_RENEW_S, BotFeed, BotStreams, StreamUnavailable
+from control_plane.api.routes import ApiRoutes
+from control_plane.db.engine import DB
+from control_plane.db.models.bot import Meeting
+from control_plane.settings import SETTINGS
+
+logger = logging.getLogger(__name__)
+
+routes = ApiRoutes("live")
+
+STREAM_ROUTE = "/api/v1/bots/{bot_id}/stream"
+# Failed fetches of older events before the stream is closed (the client reconnects with its
+# Last-Event-ID and tries again).
+_FETCH_ATTEMPTS = 3
+
+TOKEN_ERROR = {
+    "description": "Missing, malformed, expired or other-bot stream token",
+    "headers": {
+        "WWW-Authenticate": {
+            "schema": {"type": "string", "const": 'Bearer realm="bot-stream"'},
+        }
+    },
+    "content": {
+        "application/json": {
+            "schema": {
+                "type": "object",
+                "required": ["code", "detail"],
+                "properties": {
+                    "code": {"type": "string", "const": "invalid_stream_token"},
+                    "detail": {"type": "string"},
+                },
+            }
+        }
+    },
+}
+"""The OpenAPI description of the stream's 401."""
+
+
+def stream_path(bot_id: uuid.UUID) -> str:
+    """The stream's path for ``bot_id``."""
+    return STREAM_ROUTE.format(bot_id=bot_id)
+
+
+def _unauthorized(detail: str) -> web.Response:
+    return web.json_response(
+        {"code": "invalid_stream_token", "detail": detail},
+        status=401,
+        headers={"WWW-Authenticate": 'Bearer realm="bot-stream"'},
+    )
+
+
+def _bot_of(request: web.Request) -> uuid.UUID | web.Response:
+    """The path's bot id once the request's stream token names it, else the 401 answer."""
+    token = bearer_token(request.headers.get(AUTHORIZATION_HEADER))
+    if token is None:
+        return _unauthorized("bearer token required")
+    try:
+        bot_id = uuid.UUID(request.match_info["bot_id"])
+    except ValueError:
+        return _unauthorized("token is for another bot")
+    try:
+        verify_stream_token(token, request.app[STREAM_SIGNER].public_key_pem, bot_id)
+    except jwt.ExpiredSignatureError:
+        return _unauthorized("token expired")
+    except jwt.exceptions.InvalidSubjectError:
+        return _unauthorized("token is for another bot")
+    except jwt.InvalidTokenError:
+        return _unauthorized("invalid token")
+    return bot_id
+
+
+def _last_event_id(request: web.Request) -> int:
+    value = request.headers.get("Last-Event-ID", "").strip()
+    return int(value) if value.isdigit() and len(value) < 19 else 0
+
+
+async def _ended_without_agent(
+    app: web.Application, bot_id: uuid.UUID, feed: BotFeed, linked_here: bool
+) -> bool:
+    """Whether the bot has been final for a check interval with no stream event (agent lost).
+
+    A final status is stored a moment before the agent's last stream events arrive, so one
+    look is not enough: the bot must still be final a check interval after it was first seen
+    final, with nothing streamed meanwhile. Never while the agent is linked here.
+    """
+    interval = app[SETTINGS].stream_end_check_seconds
+    now = time.monotonic()
+    if linked_here or now - feed.checked_at < interval:
+        return False
+    feed.checked_at = now
+    async with app[DB].sessions() as session:
+        status = await session.scalar(select(Meeting.status).where(Meeting.bot_id == bot_id))
+    if status is not None and BotStatus(status) not in FINAL_STATUSES:
+        feed.final_seen_at = None
+        return False
+    if feed.final_seen_at is None or feed.last_event_at > feed.final_seen_at:
+        feed.final_seen_at = now
+        return False
+    return True
+
+
+class _Pump:
+    """Sends one client the bot's events from its cursor on, until the stream ends."""
+
+    def __init__(
+        self,
+        app: web.Application,
+        bot_id: uuid.UUID,
+        feed: BotFeed,
+        response: EventSourceResponse,
+        cursor: int,
+    ) -> None:
+        self._app = app
+        self._streams: BotStreams = app[AGENT_HUB].streams
+        self._bot_id = bot_id
+        self._feed = feed
+        self._response = response
+        self.cursor = cursor
+
+    async def _send(self, items: list[StreamItem]) -> None:
+        for item in items:
+            if item.seq <= self.cursor:
+                continue
+            await self._response.send(item.data, id=str(item.seq), event=item.event)
+            self.cursor = item.seq
+
+    async def _older(self) -> bool:
+        """Send the events between the cursor and the window; False when none could be had."""
+        window = self._feed.window
+        try:
+            items = await self._streams.fetch(self._bot_id, self.cursor, window.base)
+        except StreamUnavailable:
+            return False
+        if not items or items[0].seq != self.cursor + 1:
+            return False
+        await self._send(items)
+        return True
+
+    async def run(self) -> None:
+        failures = 0
+        while self._response.is_connected():
+            window = self._feed.window
+            items = window.after(self.cursor)
+            if items is None:
+                if await self._older():
+                    failures = 0
+                    continue
+                failures += 1
+                if failures >= _FETCH_ATTEMPTS or window.ended:
+                    logger.info("stream replay unavailable", extra={"bot_id": str(self._bot_id)})
+                    return
+                await asyncio.sleep(1.0)
+                continue
+            await self._send(items)
+            if window.ended and self.cursor >= window.last:
+                return
+            await self._streams.keep_fed(self._bot_id, self._feed)
+            linked = self._app[AGENT_HUB].connected(self._bot_id)
+            if await _ended_without_agent(self._app, self._bot_id, self._feed, linked):
+                return
+            await window.wait(self.cursor, SUB_RENEW_S)
+
+
+@routes.get(
+    STREAM_ROUTE,
+    summary="Read the bot's event stream (SSE)",
+    text_media=("text/event-stream",),
+    auth=False,
+    security_scheme="StreamToken",
+    raw_responses={"401": TOKEN_ERROR},
+    path_types={"bot_id": uuid.UUID},
+)
+async def stream(request: web.Request) -> web.StreamResponse:
+    """The bot's events as Server-Sent Events (see docs/api.md 2.7).
+
+    Send ``Authorization: Bearer <token>`` from subscribe; ``Last-Event-ID`` to resume. Events
+    ``transcript_segment``, ``bot_status``, ``participant_update``, ``action_detected``,
+    ``recording_ready``, ``speak_started``, ``speak_finished``; ``: ping`` every 15 s. The
+    stream ends when the bot's agent exits.
+    """
+    checked = _bot_of(request)
+    if isinstance(checked, web.Response):
+        return checked
+    bot_id = checked
+    app = request.app
+    streams = app[AGENT_HUB].streams
+    cursor = _last_event_id(request)
+    feed = streams.open(bot_id)
+    extra: dict[str, Any] = {"bot_id": str(bot_id), "after": cursor}
+    try:
+        await streams.keep_fed(bot_id, feed)
+        async with sse_response(
+            request, sep="\n", ping_interval=app[SETTINGS].stream_ping_seconds
+        ) as response:
+            logger.info("stream client connected", extra=extra)
+            pump = _Pump(app, bot_id, feed, response, cursor)
+            try:
+                await pump.run()
+            except ConnectionError:
+                pass  # the client went away
+            extra["last"] = pump.cursor
+    finally:
+        streams.close(bot_id, feed)
+        logger.info("stream client done", extra=extra)
+    return response
