@@ -16,7 +16,9 @@ def settings(database_url: str, tmp_path: Path) -> Settings:  # narrows the API'
 
     The command timeout leaves room for a test that makes other requests while a command is
     out (a loaded CI machine on PostgreSQL took over 0.5 s for one such GET); the tests of
-    the 504 itself wait it out.
+    the 504 itself wait it out. The subscribe wait likewise leaves a loaded machine time to
+    register an agent that a test connects 0.1 s after subscribing (0.4 s got a 404 at load
+    15 on PostgreSQL).
     """
     return Settings(
         database_url=database_url,
@@ -24,7 +26,7 @@ def settings(database_url: str, tmp_path: Path) -> Settings:  # narrows the API'
         launcher="memory",
         key_prefix=KEY_PREFIX,
         public_url="http://127.0.0.1:1",
-        subscribe_wait_seconds=0.4,
+        subscribe_wait_seconds=2.0,
         agent_command_timeout_seconds=3.0,
         heartbeat_timeout_seconds=30.0,
         agent_connect_timeout_seconds=60.0,
