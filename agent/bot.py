@@ -432,7 +432,8 @@ class Bot:
                 self.joined_at = not_in_yet
                 await self.machine.move(BotStatus.ACTIVE, reason)
                 self.media.start(self.joined_at)
-                if self.media.settings.voice_agent_enabled:
+                # The voice loads on the first speech unless the host asks for it now.
+                if self.media.settings.voice_agent_enabled and self.settings.voice_preload:
                     self.speaker.warm_up()
                 self.actions.start()
                 return

@@ -202,6 +202,12 @@ class AgentSettings(BaseSettings):
     tts_api_key: str = ""
     tts_model: str = "tts-1"
     tts_voice: str = "alloy"
+    # The offline voice is loaded on the first ``speak`` (114–153 MB of the agent's memory,
+    # issue 19), so a bot that never speaks never holds it; the first speech then waits for the
+    # load (about 1 s on an idle 2-core machine, several on a busy one; bench/voice.py
+    # ``first_audio_cold_s``). True loads it in the background at admission instead.
+    voice_preload: bool = False
+
 
     log_level: str = "INFO"
 
