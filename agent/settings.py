@@ -208,6 +208,18 @@ class AgentSettings(BaseSettings):
     # ``first_audio_cold_s``). True loads it in the background at admission instead.
     voice_preload: bool = False
 
+    # Memory guard rails (agent/memory): every ``memory_interval_seconds`` the agent reads the
+    # PSS of its own process tree (Python, Playwright's node driver, Chromium and its
+    # renderers). Above ``memory_warn_mb`` it logs and reports a ``memory`` link frame; above
+    # ``memory_limit_mb`` it also frees what can be freed without leaving the meeting
+    # (Chromium's caches through a critical memory-pressure signal, an idle voice model,
+    # Python's free heap), at most once per ``memory_relief_cooldown_seconds``. The defaults
+    # fit a 2 GB bot VM: the tree measured 1.1–1.35 GB PSS at its peak with transcription
+    # (bench/soak.py). 0 turns a threshold off.
+    memory_interval_seconds: float = Field(default=15.0, gt=0)
+    memory_warn_mb: float = Field(default=1400.0, ge=0)
+    memory_limit_mb: float = Field(default=1700.0, ge=0)
+    memory_relief_cooldown_seconds: float = Field(default=120.0, ge=0)
 
     log_level: str = "INFO"
 
