@@ -221,6 +221,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--warm-up", type=float, default=300.0, help="seconds not fitted")
     parser.add_argument("--window", type=float, default=600.0, help="seconds per window")
     parser.add_argument("--samples", type=Path, help="also write the JSON lines here")
+    parser.add_argument(
+        "--data-dir", type=Path, help="keep the demo's folder (logs, recording) here"
+    )
     args = parser.parse_args(argv)
 
     seconds = args.minutes * 60
@@ -237,7 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Output(copy)
     with tempfile.TemporaryDirectory(prefix="meetbot-soak-") as work:
         summary_path = Path(work) / "summary.json"
-        data_dir = Path(work) / "data"
+        data_dir = args.data_dir.resolve() if args.data_dir else Path(work) / "data"
         command = [sys.executable, "-m", "meetbot", "demo", "--platform", args.platform]
         command += ["--style", "soak", "--scenario-seconds", str(seconds), "--record"]
         command += ["--json-summary", str(summary_path), "--data-dir", str(data_dir)]
