@@ -3,7 +3,7 @@
 Top: PSS of each part of the bot tree (agent Python, node driver, Chromium's browser process,
 the meeting's renderer, other Chromium processes) and the tree's total, in MiB, against the
 minutes since the bench began, with issue 19's 900 MB goal. Bottom: the bot tree's CPU (cores
-busy between two samples) and the machine's 1-minute load average.
+busy between two samples) and, on the right axis, the machine's 1-minute load average.
 
 Usage: ``python -m bench.soak_plot soak.jsonl docs/soak-20min.png``. Needs matplotlib
 (``pip install meetbot[bench]``).
@@ -67,10 +67,11 @@ def draw(samples: Sequence[dict[str, Any]], summary: dict[str, Any] | None, png:
         if b["t_s"] > a["t_s"]
     ]
     cpu.plot([t for t, _ in rates], [r for _, r in rates], label="bot tree CPU (cores)")
-    cpu.plot(minutes, [s["load1"] / 2 for s in samples], label="load1 / 2 cores", alpha=0.6)
     cpu.set_xlabel("minutes since the bench began (dotted: the bot admitted)")
-    cpu.set_ylabel("cores")
-    cpu.legend(loc="upper left", fontsize=8)
+    cpu.set_ylabel("bot tree CPU (cores)")
+    load = cpu.twinx()
+    load.plot(minutes, [s["load1"] for s in samples], color="tab:orange", alpha=0.6)
+    load.set_ylabel("machine load1 (2 cores)", color="tab:orange")
     fig.tight_layout()
     fig.savefig(png, dpi=90)
     plt.close(fig)
