@@ -7,6 +7,7 @@ Piper voice, and the next speech loads it again.
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from agent.contracts.link import MemoryReport
+from agent.memory import guard as guard_module
 from agent.memory.guard import MemoryGuard, Relief, Thresholds
 from agent.memory.relief import trim_heap
 from agent.memory.tree import read_tree
@@ -93,3 +95,29 @@ async def test_above_the_limit_the_reliefs_run_and_a_dropped_voice_comes_back() 
     pieces = [pcm async for pcm in voice.stream("The voice is back.", None)]
     assert voice.loaded
     assert sum(p.seconds for p in pieces) > 0.5
+
+
+async def test_a_relief_that_never_returns_is_given_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(guard_module, "RELIEF_TIMEOUT_S", 0.2)
+    reports: list[MemoryReport] = []
+
+    async def report(frame: MemoryReport) -> None:
+        reports.append(frame)
+
+    async def page_never_answers() -> bool:
+        # A DevTools call to a page that lags minutes behind: the answer comes too late.
+        await asyncio.sleep(3600)
+        return True
+
+    async def heap() -> bool:
+        trim_heap()
+        return True
+
+    guard = MemoryGuard(
+        Thresholds(warn_mb=1, limit_mb=2, interval=1, cooldown=3600),
+        report,
+        [Relief("browser_caches", page_never_answers), Relief("heap", heap)],
+    )
+    limit = await guard.check()
+    assert limit is not None and limit.relieved == ["heap"]
+    assert [r.level for r in reports] == ["limit"]
