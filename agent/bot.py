@@ -63,6 +63,8 @@ from agent.link.outbox import Outbox
 from agent.live_actions import LiveActions
 from agent.live_settings import SettingsApplier
 from agent.media import MeetingMedia
+from agent.memory.guard import MemoryGuard, Relief, Thresholds
+from agent.memory.relief import trim_heap
 from agent.platforms import adapter_for
 from agent.platforms.base import MeetingState, PlatformAdapter
 from agent.remote_media import fetch_policy, image_data_url
@@ -121,6 +123,7 @@ class Bot:
         # An exit found outside the attendance's own loops (the watchdog), if any.
         self._exit: MeetingExit | None = None
         self._watchdog_task: asyncio.Task[None] | None = None
+        self._memory_task: asyncio.Task[None] | None = None
         self._outbox: Outbox | None = None
         self.link: LinkClient | None = None
         self.events = BotEvents(self.stream, None, observer, self._final_segment)
@@ -177,6 +180,32 @@ class Bot:
             speaker=self.speaker,
             voice_enabled=lambda: self.media.settings.voice_agent_enabled,
         )
+
+        self.memory = MemoryGuard(
+            Thresholds(
+                warn_mb=settings.memory_warn_mb,
+                limit_mb=settings.memory_limit_mb,
+                interval=settings.memory_interval_seconds,
+                cooldown=settings.memory_relief_cooldown_seconds,
+            ),
+            lambda report: self.events.memory(report),
+            self._reliefs(),
+        )
+
+    def _reliefs(self) -> list[Relief]:
+        """What the memory guard may free without leaving the meeting, cheapest loss first."""
+
+        async def voice() -> bool:
+            return self.speaker.release_voice()
+
+        async def heap() -> bool:
+            return await asyncio.to_thread(trim_heap)
+
+        return [
+            Relief("browser_caches", self.browser.relieve_memory),
+            Relief("voice", voice),
+            Relief("agent_heap", heap),
+        ]
 
     @property
     def participants(self) -> list[str]:
@@ -375,6 +404,14 @@ class Bot:
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await task
 
+    async def _stop_memory_guard(self) -> None:
+        task, self._memory_task = self._memory_task, None
+        if task is None:
+            return
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
     def _screen_exit(self, state: MeetingState) -> None:
         """Raise the exit ``state`` means (see :func:`agent.watchdog.screen_exit`)."""
         exit_ = screen_exit(state, admitted=self.joined_at is not None)
@@ -430,7 +467,10 @@ class Bot:
                 self.joined_at = not_in_yet
                 await self.machine.move(BotStatus.ACTIVE, reason)
                 self.media.start(self.joined_at)
-                if self.media.settings.voice_agent_enabled:
+                if self.memory.enabled:
+                    self._memory_task = asyncio.create_task(self.memory.run(), name="memory")
+                # The voice loads on the first speech unless the host asks for it now.
+                if self.media.settings.voice_agent_enabled and self.settings.voice_preload:
                     self.speaker.warm_up()
                 self.actions.start()
                 return
@@ -463,12 +503,18 @@ class Bot:
             await self.adapter.open_chat(page)
         tick = 0
         while True:
-            state = await self.adapter.state(page)
-            self._screen_exit(state)
-            await self.watch.speakers(page)
-            if tick % 2 == 0:
-                await self.watch.read_participants(page, self.events, _now())
-                await self.watch.chat(page, self.events)
+            try:
+                state = await self.adapter.state(page)
+                self._screen_exit(state)
+                await self.watch.speakers(page)
+                if tick % 2 == 0:
+                    await self.watch.read_participants(page, self.events, _now())
+                    await self.watch.chat(page, self.events)
+            except BrowserError as exc:
+                # A page starved of CPU can miss a probe's 20 s (seen at load 15 in a soak run,
+                # issue 19): one slow answer must not end a long meeting. A page that stays
+                # silent is the watchdog's to end (page_lost after lost_page_seconds).
+                log.warning("meeting page slow to answer", extra={"error": str(exc)})
             tick += 1
             expired = self.timers.expired(_now())
             if expired is not None:
@@ -486,6 +532,7 @@ class Bot:
 
     async def _finish(self, exit_: MeetingExit) -> None:
         await self._stop_watchdog()
+        await self._stop_memory_guard()
         was_active = self.machine.status is BotStatus.ACTIVE
         final = exit_.status
         if exit_.reason == StatusReason.MEETING_ENDED and not was_active:

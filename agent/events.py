@@ -18,6 +18,7 @@ from agent.contracts.link import (
     ArtifactKind,
     ChatMessageEvent,
     CommandResult,
+    MemoryReport,
     ParticipantsEvent,
     Segment,
     StatusEvent,
@@ -176,6 +177,11 @@ class BotEvents:
         too.
         """
         self._observe(name, payload)
+
+    async def memory(self, frame: MemoryReport) -> None:
+        """The bot's process tree crossed a memory threshold (link only; agent/memory)."""
+        self._observe("memory", frame.model_dump(mode="json", exclude={"type", "id", "ts"}))
+        await self._to_link(frame)
 
     async def command_result(self, frame: CommandResult) -> None:
         """The outcome of a command from the control plane."""

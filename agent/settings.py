@@ -210,6 +210,24 @@ class AgentSettings(BaseSettings):
     tts_api_key: str = ""
     tts_model: str = "tts-1"
     tts_voice: str = "alloy"
+    # The offline voice is loaded on the first ``speak`` (114–153 MB of the agent's memory,
+    # issue 19), so a bot that never speaks never holds it; the first speech then waits for the
+    # load (about 1 s on an idle 2-core machine, several on a busy one; bench/voice.py
+    # ``first_audio_cold_s``). True loads it in the background at admission instead.
+    voice_preload: bool = False
+
+    # Memory guard rails (agent/memory): every ``memory_interval_seconds`` the agent reads the
+    # PSS of its own process tree (Python, Playwright's node driver, Chromium and its
+    # renderers). Above ``memory_warn_mb`` it logs and reports a ``memory`` link frame; above
+    # ``memory_limit_mb`` it also frees what can be freed without leaving the meeting
+    # (Chromium's caches through a critical memory-pressure signal, an idle voice model,
+    # Python's free heap), at most once per ``memory_relief_cooldown_seconds``. The defaults
+    # fit a 2 GB bot VM: the tree measured 1.1–1.35 GB PSS at its peak with transcription
+    # (bench/soak.py). 0 turns a threshold off.
+    memory_interval_seconds: float = Field(default=15.0, gt=0)
+    memory_warn_mb: float = Field(default=1400.0, ge=0)
+    memory_limit_mb: float = Field(default=1700.0, ge=0)
+    memory_relief_cooldown_seconds: float = Field(default=120.0, ge=0)
 
     log_level: str = "INFO"
 

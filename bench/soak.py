@@ -1,30 +1,34 @@
 """Soak benchmark: one bot through a long meeting — memory of each process, CPU, latency drift.
 
-Runs ``meetbot demo`` (control plane, testmeeting, one bot transcribing) with the speech
-corpus's English clips passed ``--passes`` times as ``--audio`` (speakers take turns; one pass
-is about 8 minutes of speech), which is how issue 19 first measured the growth. Every
-``--every`` seconds it samples the demo's process tree and prints one JSON line per sample:
+Runs ``meetbot demo --style soak --record`` (control plane, testmeeting, one bot transcribing
+and recording) for ``--minutes`` of continuous talk from the speech corpus, with a guest
+joining every three minutes (chat, hand, screen share) and leaving later
+(:mod:`testmeeting.soak`). Every ``--every`` seconds it samples the demo's process tree and
+prints one JSON line per sample:
 
-- ``uss_mb`` / ``pss_mb`` per role: ``agent`` (the bot's Python), ``driver`` (Playwright's node),
-  ``browser`` (Chromium's main process), ``renderer`` (the meeting page), ``chromium_other``,
-  ``control_plane`` and ``demo`` (the simulator and the demo's own client);
+- ``pss_mb`` / ``uss_mb`` per role: ``agent`` (the bot's Python), ``driver`` (Playwright's
+  node), ``browser`` (Chromium's main process), ``renderer`` (the meeting page),
+  ``chromium_other``, ``control_plane`` and ``demo`` (the simulator and the demo's client);
 - ``bot_tree_pss_mb``: agent + driver + every Chromium process, the figure a bot VM must hold;
 - ``cpu_s``: CPU seconds of the bot tree so far.
 
 At the end it prints ``soak_summary``: the bot tree's growth in MB per hour after
-``--warm-up`` seconds (least squares), its peak, CPU per second in the first and the last
-third, and the demo's own summary figures (turns, turns without a final, end-of-turn → final
-latency p50 of the first and the last third of the turns, WER). Nothing is asserted; issue 19
-states the goals (≤ 50 MB per hour of new audio after a 5-minute warm-up, < 900 MB in all).
+``--warm-up`` seconds (least squares), its peak; CPU per wall second and end-of-turn → final
+latency p50 per ``--window`` seconds of the meeting (by the turn's start); turns spoken,
+turns without a final and segments stored; the recording's length against the meeting's
+(active → stopping). With ``--samples FILE`` the samples and the summary are also written as
+JSON lines, which ``python -m bench.soak_plot FILE PNG`` draws. Nothing is asserted; issue 19
+states the goals (≤ 50 MB per hour of new audio after a 5-minute warm-up, < 900 MB in all,
+the last window's latency and CPU equal to the first's, every turn transcribed, the recording
+as long as the meeting).
 
-Usage: ``python -m bench.soak [--platform google_meet] [--passes 2] [--every 30]``.
-Needs the speech corpus (``MEETBOT_SPEECH_DIR`` or ``../shared/data/speech``).
+Usage: ``python -m bench.soak [--minutes 20] [--every 60] [--samples soak.jsonl]``.
+Needs the speech corpus (``MEETBOT_SPEECH_DIR`` or ``../shared/data/speech``) and ffprobe.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import subprocess
@@ -32,30 +36,37 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import psutil
+
+from meetbot.demo.scenario import FIRST_TURN_AT_S, MEETING_IDS, PASSCODES
+from testmeeting.soak import corpus_clips, soak_scenario
 
 REPO = Path(__file__).resolve().parent.parent
 BOT_ROLES = ("agent", "driver", "browser", "renderer", "chromium_other")
 
 
-def emit(**fields: Any) -> None:
-    """Print one JSON line with the load average attached."""
-    fields.setdefault("load1", round(os.getloadavg()[0], 2))
-    print(json.dumps({"bench": "soak", **fields}), flush=True)
+class Output:
+    """Prints JSON lines (load average attached) and copies them to ``--samples``."""
+
+    def __init__(self, copy: TextIO | None) -> None:
+        self._copy = copy
+
+    def emit(self, **fields: Any) -> None:
+        fields.setdefault("load1", round(os.getloadavg()[0], 2))
+        line = json.dumps({"bench": "soak", **fields})
+        print(line, flush=True)
+        if self._copy is not None:
+            self._copy.write(line + "\n")
+            self._copy.flush()
 
 
 def speech_dir() -> Path:
     configured = os.environ.get("MEETBOT_SPEECH_DIR")
     return Path(configured) if configured else REPO.parent / "shared" / "data" / "speech"
-
-
-def english_clips(speech: Path) -> list[Path]:
-    with (speech / "MANIFEST.tsv").open(encoding="utf-8") as manifest:
-        rows = csv.DictReader(manifest, delimiter="\t")
-        return [speech / row["file"] for row in rows if row["language"] == "en"]
 
 
 def role(process: psutil.Process) -> str:
@@ -110,27 +121,137 @@ def _p50(values: Sequence[float]) -> float | None:
     return round(ordered[len(ordered) // 2], 3) if ordered else None
 
 
+def _epoch(text: str) -> float:
+    return datetime.fromisoformat(text).timestamp()
+
+
+def meeting_seconds(summary: dict[str, Any]) -> tuple[float | None, float | None]:
+    """(epoch the bot became active, seconds it stayed active) from the demo's statuses."""
+    statuses = summary.get("statuses", [])
+    active = next((s["at"] for s in statuses if s["status"] == "active"), None)
+    stopping = next((s["at"] for s in statuses if s["status"] == "stopping"), None)
+    if active is None or stopping is None:
+        return (None if active is None else _epoch(active)), None
+    return _epoch(active), _epoch(stopping) - _epoch(active)
+
+
+def recording_seconds(data_dir: Path) -> float | None:
+    """Length of the largest recording file under ``data_dir`` (ffprobe), or None."""
+    files = [
+        p
+        for p in data_dir.rglob("*")
+        if p.is_file() and p.suffix in (".ogg", ".webm", ".mp3", ".wav", ".m4a", ".mp4")
+    ]
+    if not files:
+        return None
+    largest = max(files, key=lambda p: p.stat().st_size)
+    probe = subprocess.run(  # noqa: S603 - fixed ffprobe arguments
+        [  # noqa: S607 - ffprobe from PATH, as the recorder's ffmpeg
+            "ffprobe",
+            "-v",
+            "error",
+            "-show_entries",
+            "format=duration",
+            "-of",
+            "csv=p=0",
+            str(largest),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    try:
+        return round(float(probe.stdout.strip()), 1)
+    except ValueError:
+        return None
+
+
+def windows(
+    turn_starts: Sequence[float],
+    latencies: Sequence[float | None],
+    cpu_points: Sequence[tuple[float, float]],
+    offset: float,
+    every: float,
+) -> list[dict[str, Any]]:
+    """Latency p50 and CPU per wall second in each ``every`` seconds of the meeting.
+
+    ``turn_starts`` are scenario seconds (0 = the bot's admission); ``cpu_points`` are
+    (seconds since the bench began, CPU seconds); ``offset`` is the admission in bench seconds.
+    """
+    out: list[dict[str, Any]] = []
+    end = max(turn_starts, default=0.0)
+    start = 0.0
+    while start <= end:
+        stop = start + every
+        lat = [
+            x
+            for t, x in zip(turn_starts, latencies, strict=True)
+            if start <= t < stop and x is not None
+        ]
+        missing = sum(
+            1
+            for t, x in zip(turn_starts, latencies, strict=True)
+            if start <= t < stop and x is None
+        )
+        cpu = [(t, c) for t, c in cpu_points if start <= t - offset < stop]
+        rate = (
+            round((cpu[-1][1] - cpu[0][1]) / (cpu[-1][0] - cpu[0][0]), 3)
+            if len(cpu) >= 2 and cpu[-1][0] > cpu[0][0]
+            else None
+        )
+        out.append(
+            {
+                "from_s": start,
+                "to_s": stop,
+                "turns": len(lat) + missing,
+                "without_final": missing,
+                "latency_p50_s": _p50(lat),
+                "cpu_per_s": rate,
+            }
+        )
+        start = stop
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--platform", default="google_meet")
-    parser.add_argument("--passes", type=int, default=2, help="times the corpus is spoken")
-    parser.add_argument("--every", type=float, default=30.0, help="seconds between samples")
+    parser.add_argument("--minutes", type=float, default=20.0, help="length of the talk")
+    parser.add_argument("--every", type=float, default=60.0, help="seconds between samples")
     parser.add_argument("--warm-up", type=float, default=300.0, help="seconds not fitted")
+    parser.add_argument("--window", type=float, default=600.0, help="seconds per window")
+    parser.add_argument("--samples", type=Path, help="also write the JSON lines here")
+    parser.add_argument(
+        "--data-dir", type=Path, help="keep the demo's folder (logs, recording) here"
+    )
     args = parser.parse_args(argv)
 
-    clips = english_clips(speech_dir()) * args.passes
+    seconds = args.minutes * 60
+    speech = speech_dir()
+    _, turns = soak_scenario(
+        corpus_clips(speech),
+        seconds,
+        platform=args.platform,
+        meeting_id=MEETING_IDS[args.platform],
+        passcode=PASSCODES.get(args.platform),
+        lead_in_s=FIRST_TURN_AT_S,
+    )
+    copy = args.samples.open("w", encoding="utf-8") if args.samples is not None else None
+    out = Output(copy)
     with tempfile.TemporaryDirectory(prefix="meetbot-soak-") as work:
         summary_path = Path(work) / "summary.json"
+        data_dir = args.data_dir.resolve() if args.data_dir else Path(work) / "data"
         command = [sys.executable, "-m", "meetbot", "demo", "--platform", args.platform]
-        for clip in clips:
-            command += ["--audio", str(clip)]
-        command += ["--json-summary", str(summary_path), "--data-dir", str(Path(work) / "data")]
-        command += ["--timeout", str(len(clips) * 60)]
+        command += ["--style", "soak", "--scenario-seconds", str(seconds), "--record"]
+        command += ["--json-summary", str(summary_path), "--data-dir", str(data_dir)]
+        command += ["--timeout", str(seconds + 600)]
+        env = {**os.environ, "MEETBOT_SPEECH_DIR": str(speech)}
         demo = subprocess.Popen(  # noqa: S603 - our own CLI with fixed arguments
-            command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
         root = psutil.Process(demo.pid)
         began = time.monotonic()
+        began_epoch = time.time()
         points: list[tuple[float, float]] = []
         cpu_points: list[tuple[float, float]] = []
         try:
@@ -141,7 +262,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if pss.get("renderer"):  # the bot is in the meeting
                     points.append((elapsed, bot_tree))
                     cpu_points.append((elapsed, cpu))
-                emit(
+                out.emit(
                     metric="sample",
                     t_s=round(elapsed),
                     uss_mb={k: round(v, 1) for k, v in sorted(uss.items())},
@@ -154,38 +275,40 @@ def main(argv: Sequence[str] | None = None) -> int:
             if demo.poll() is None:
                 demo.terminate()
                 demo.wait(60)
-        fitted = [(t, m) for t, m in points if t >= args.warm_up]
-        third = max(1, len(cpu_points) // 3)
-        first, last = cpu_points[: third + 1], cpu_points[-third - 1 :]
-
-        def rate(window: Sequence[tuple[float, float]]) -> float | None:
-            if len(window) < 2 or window[-1][0] == window[0][0]:
-                return None
-            return round((window[-1][1] - window[0][1]) / (window[-1][0] - window[0][0]), 3)
-
         summary: dict[str, Any] = (
             json.loads(summary_path.read_text(encoding="utf-8")) if summary_path.is_file() else {}
         )
-        turns = summary.get("turns", [])
-        latencies = [t.get("latency_s") for t in turns]
-        n = max(1, len(latencies) // 3)
+        active_at, meeting_s = meeting_seconds(summary)
+        said = summary.get("turns", [])
+        latencies = [t.get("latency_s") for t in said]
+        starts = [t.at for t in turns][: len(latencies)]
+        # Samples are taken from the bench's start: the growth is fitted from the admission on.
+        offset = (active_at - began_epoch) if active_at is not None else 0.0
+        fitted = [(t, m) for t, m in points if t - offset >= args.warm_up]
         growth = slope_per_hour(fitted)
-        emit(
+        out.emit(
             metric="soak_summary",
             platform=args.platform,
+            minutes=args.minutes,
             wall_s=round(time.monotonic() - began),
+            active_from_s=None if active_at is None else round(active_at - began_epoch, 1),
             bot_tree_growth_mb_per_hour=None if growth is None else round(growth, 1),
             bot_tree_peak_pss_mb=round(max((m for _, m in points), default=0.0), 1),
-            cpu_per_s_first_third=rate(first),
-            cpu_per_s_last_third=rate(last),
-            turns=len(turns),
+            windows=windows(starts, latencies, cpu_points, offset, args.window),
+            turns_spoken=len(turns),
+            turns_reported=len(said),
             turns_without_final=sum(1 for x in latencies if x is None),
-            latency_p50_first_third_s=_p50([x for x in latencies[:n] if x is not None]),
-            latency_p50_last_third_s=_p50([x for x in latencies[-n:] if x is not None]),
+            stored_segments=summary.get("stored_segments"),
             wer=summary.get("wer"),
+            meeting_s=None if meeting_s is None else round(meeting_s, 1),
+            recording_s=recording_seconds(data_dir),
+            final_status=summary.get("final_status"),
+            final_reason=summary.get("final_reason"),
             ok=summary.get("ok"),
             exit_code=demo.returncode,
         )
+    if copy is not None:
+        copy.close()
     return 0 if demo.returncode == 0 else 1
 
 

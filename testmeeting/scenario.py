@@ -24,6 +24,7 @@ Example::
           - {at: 9.0, text: "Thanks everyone."}      # synthesised with espeak-ng
         chat: [{at: 3.0, text: "Hello from Alice"}]
         hands: [{at: 4.0, lower_at: 6.0}]
+        screens: [{at: 10.0, stop_at: 15.0}]
       - {name: Bob, join_at: 5.0, leave_at: 20.0}
     removals: [{at: 12.0}]          # no name: the first browser participant (the bot)
     end_at: 30.0
@@ -80,6 +81,13 @@ class HandRaise(_Model):
     lower_at: float | None = None
 
 
+class ScreenShare(_Model):
+    """A screen share started at ``at`` and stopped at ``stop_at`` (never, if absent)."""
+
+    at: float = Field(ge=0)
+    stop_at: float | None = None
+
+
 class SimulatedParticipant(_Model):
     """A scripted participant.
 
@@ -92,6 +100,7 @@ class SimulatedParticipant(_Model):
         utterances: What they say.
         chat: Chat messages they send.
         hands: Hand raises.
+        screens: Screen shares (the participant's ``screen_on`` in the people list).
     """
 
     name: str = Field(min_length=1, max_length=100)
@@ -102,6 +111,7 @@ class SimulatedParticipant(_Model):
     utterances: list[Utterance] = Field(default_factory=list)
     chat: list[ChatLine] = Field(default_factory=list)
     hands: list[HandRaise] = Field(default_factory=list)
+    screens: list[ScreenShare] = Field(default_factory=list)
 
 
 class Admission(_Model):

@@ -282,6 +282,29 @@ class BrowserSession:
         state: dict[str, Any] = await self.page.evaluate("() => window.__meetbot.captureState()")
         return state
 
+    async def relieve_memory(self) -> bool:
+        """Ask Chromium to free its caches, as a system short of memory would.
+
+        Sends a critical memory-pressure notification (DevTools ``Memory.
+        simulatePressureNotification``, which reaches every Chromium process) and a V8 garbage
+        collection of the page. The meeting goes on untouched: only caches and garbage go.
+        Measured: a renderer whose software cache of drawn video frames had grown to 312 MB
+        USS fell to 52 MB (issue 19).
+
+        Returns:
+            False when there is no page to ask.
+        """
+        if self._page is None or self._context is None:
+            return False
+        cdp = await self._context.new_cdp_session(self._page)
+        try:
+            await cdp.send("Memory.simulatePressureNotification", {"level": "critical"})
+            await cdp.send("HeapProfiler.collectGarbage")
+        finally:
+            with contextlib.suppress(PlaywrightError):
+                await cdp.detach()
+        return True
+
     async def close(self) -> None:
         """Close page, context, browser and Playwright; safe to call more than once."""
         for closer in (self._context, self._browser):

@@ -254,6 +254,25 @@ class Heartbeat(_Frame):
     type: Literal["heartbeat"] = "heartbeat"
 
 
+class MemoryReport(_Frame):
+    """The agent's process tree crossed a memory threshold (agent/memory; not stored).
+
+    ``level`` is ``warn`` (above ``MEETBOT_AGENT_MEMORY_WARN_MB``) or ``limit`` (above
+    ``MEETBOT_AGENT_MEMORY_LIMIT_MB``: ``relieved`` names what was freed, ``after_mb`` is the
+    tree's PSS after that). Sizes are MiB of PSS; ``parts`` splits ``tree_mb`` by process role
+    (``agent``, ``driver``, ``browser``, ``renderer``, ``chromium_other``, ``other``).
+    """
+
+    type: Literal["memory"] = "memory"
+    level: Literal["warn", "limit"]
+    tree_mb: float
+    parts: dict[str, float]
+    warn_mb: float
+    limit_mb: float
+    relieved: list[str] = Field(default_factory=list)
+    after_mb: float | None = None
+
+
 MAX_ARTIFACT_BYTES = 5 * 1024**3
 """Largest artifact an upload request may announce: S3's limit for one PUT (5 GiB)."""
 
@@ -559,6 +578,7 @@ AgentFrame = Annotated[
     | ArtifactEvent
     | ChatMessageEvent
     | Heartbeat
+    | MemoryReport
     | CommandResult
     | StreamEvent
     | StreamEnd

@@ -45,6 +45,10 @@ class OpenAISpeechSynthesizer:
     async def warm_up(self) -> None:
         """Nothing to load."""
 
+    def release(self) -> bool:
+        """Nothing is held: returns False."""
+        return False
+
     async def stream(self, text: str, voice: str | None) -> AsyncIterator[Pcm]:
         """24 kHz pieces of about 0.5 s as the endpoint sends them.
 

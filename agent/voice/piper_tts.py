@@ -106,6 +106,24 @@ class PiperSynthesizer:
                 finally:
                     pool.shutdown(wait=False)  # a cancelled wait must not block the loop
 
+    @property
+    def loaded(self) -> bool:
+        """Whether the voice is in memory."""
+        return self._voice is not None
+
+    def release(self) -> bool:
+        """Drop the loaded voice (its ONNX session: 114–153 MB); the next speech loads it again.
+
+        A speech being synthesised keeps its own reference and finishes.
+
+        Returns:
+            Whether a voice was loaded.
+        """
+        voice, self._voice = self._voice, None
+        if voice is not None:
+            log.info("voice released", extra={"voice": VOICE_NAME})
+        return voice is not None
+
     def _load_niced(self) -> Any:
         # Linux nice values are per thread; this thread ends with the load.
         with contextlib.suppress(OSError):
@@ -120,8 +138,9 @@ class PiperSynthesizer:
         """
         self.check_voice(voice)
         await self.warm_up()
+        loaded = self._voice  # kept for the whole speech, even if released meanwhile
         for part in first_clause(text):
-            sentences: Iterator[Any] = iter(self._voice.synthesize(part))
+            sentences: Iterator[Any] = iter(loaded.synthesize(part))
             while True:
                 chunk = await asyncio.to_thread(next, sentences, None)
                 if chunk is None:

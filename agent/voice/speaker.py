@@ -112,6 +112,19 @@ class Speaker:
         except SynthesisFailed as exc:
             log.warning("voice not loaded", extra={"error": str(exc)})
 
+    def release_voice(self) -> bool:
+        """Drop the loaded voice when nothing is being said or queued (memory relief).
+
+        The next speech loads it again (agent/memory).
+
+        Returns:
+            Whether a voice was dropped.
+        """
+        warming = self._warm is not None and not self._warm.done()
+        if self._current is not None or not self._queue.empty() or warming:
+            return False
+        return self._synthesizer.release()
+
     def check_voice(self, voice: str | None) -> None:
         """Refuse a voice the synthesizer lacks (raises ``VoiceNotAvailable``)."""
         self._synthesizer.check_voice(voice)

@@ -50,6 +50,14 @@ class SpeechSynthesizer(Protocol):
         """Load what the first sentence needs (a model), so speaking starts quickly."""
         ...
 
+    def release(self) -> bool:
+        """Drop what :meth:`warm_up` loaded (the next speech loads it again).
+
+        Returns:
+            Whether anything was dropped.
+        """
+        ...
+
     def stream(self, text: str, voice: str | None) -> AsyncIterator[Pcm]:
         """Speech for ``text`` in pieces, in order, each as soon as it is ready.
 

@@ -35,6 +35,7 @@ from agent.contracts.link import (
     ChatMessageEvent,
     CommandResult,
     Heartbeat,
+    MemoryReport,
     ParticipantsEvent,
     Register,
     StatusEvent,
@@ -134,6 +135,9 @@ class FrameStore:
             await self._register(frame, now)
         elif isinstance(frame, StreamEvent | StreamEnd | StreamBatch):
             return False  # the endpoint hands stream frames to the hub's streams, unacked
+        elif isinstance(frame, MemoryReport):
+            self._memory(frame)
+            await self._touch(now)
         else:
             outcome = "stored" if await self._store(frame, now) else "duplicate"
         if self._hub.metrics is not None:
@@ -174,6 +178,24 @@ class FrameStore:
             # A stop may have been requested while the agent was away: say it again (an agent
             # already leaving ignores it).
             await self._hub.notify(self._identity.bot_id, StopCommand())
+
+    def _memory(self, frame: MemoryReport) -> None:
+        """Log an agent's memory report (``meetbot_agent_frames_total`` counts it).
+
+        Nothing is stored: the report is an operator's signal, not part of the meeting.
+        """
+        logger.warning(
+            "agent memory above its %s threshold",
+            frame.level,
+            extra={
+                "bot_id": str(self._identity.bot_id),
+                "level": frame.level,
+                "tree_mb": frame.tree_mb,
+                "parts": frame.parts,
+                "relieved": frame.relieved,
+                "after_mb": frame.after_mb,
+            },
+        )
 
     async def _store(self, frame: StoredFrame, now: datetime) -> bool:
         """Apply a frame with effects once; return False when its id was stored before."""

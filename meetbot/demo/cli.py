@@ -38,6 +38,7 @@ from meetbot.demo.scenario import (
     SpeechSource,
     build_conversation_scenario,
     build_scenario,
+    build_soak_scenario,
     default_speech_dir,
 )
 from testmeeting.errors import ScenarioError
@@ -45,6 +46,8 @@ from testmeeting.errors import ScenarioError
 PLATFORMS = ("google_meet", "zoom", "teams")
 RUN_MARGIN_S = 180.0
 """Time allowed beyond the scenario's own length: start-up, joining, leaving, a loaded CPU."""
+SOAK_SECONDS = 1200.0
+"""Default length of ``--style soak`` (20 minutes: the run CI could afford)."""
 
 _SOURCE_TEXT = {
     SpeechSource.FILES: "your audio files",
@@ -89,11 +92,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--style",
-        choices=("turns", "polite", "conversation"),
+        choices=("turns", "polite", "conversation", "soak"),
         default="turns",
         help="turns: three people, 1.2 s apart (default); polite/conversation: "
         "the corpus conversation of eight people, 1.2 s apart or with "
-        "natural turn-taking (overlaps, backchannels, a monologue)",
+        "natural turn-taking (overlaps, backchannels, a monologue); soak: "
+        "--scenario-seconds (default 1200) of continuous corpus talk with a guest "
+        "joining every 3 minutes (chat, hand, screen share) and leaving later",
+    )
+    parser.add_argument(
+        "--record",
+        action="store_true",
+        help="the bot records the meeting (audio); the recording is kept in the data folder",
     )
     parser.add_argument(
         "--keep-running",
@@ -136,7 +146,14 @@ async def _main(
 ) -> DemoSummary:
     speech_dir = _speech_dir(args.speech_dir)
     demo: DemoScenario
-    if args.style != "turns" and speech_dir is not None and speech_dir.is_dir():
+    if args.style == "soak" and speech_dir is not None and speech_dir.is_dir():
+        demo = await asyncio.to_thread(
+            build_soak_scenario,
+            args.platform,
+            speech_dir,
+            args.scenario_seconds or SOAK_SECONDS,
+        )
+    elif args.style != "turns" and speech_dir is not None and speech_dir.is_dir():
         demo = await asyncio.to_thread(
             build_conversation_scenario, args.platform, speech_dir, args.style
         )
@@ -160,6 +177,7 @@ async def _main(
         data_dir=args.data_dir_resolved,
         speech_dir=speech_dir,
         keep_running=args.keep_running,
+        record=args.record,
         timeout_s=args.timeout or end_at + RUN_MARGIN_S,
     )
     run = DemoRun(options, demo, console)

@@ -94,6 +94,7 @@ class DemoOptions:
     speech_dir: Path | None
     keep_running: bool
     timeout_s: float
+    record: bool = False
 
 
 class DemoRun:
@@ -204,6 +205,8 @@ class DemoRun:
             "meeting_url": self.meeting_url(),
             "bot_name": BOT_NAME,
         }
+        if self.options.record:
+            body["recording_enabled"] = True
         if self.options.platform == "zoom":
             body["zoom_obf_token"] = DEMO_ZOOM_OBF_TOKEN
         self._note(f"launching a bot into {body['meeting_url']}")

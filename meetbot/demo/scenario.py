@@ -25,6 +25,7 @@ import numpy as np
 from testmeeting import Scenario
 from testmeeting.conversation import build_conversation
 from testmeeting.room import prepare_audio
+from testmeeting.soak import corpus_clips, soak_scenario
 
 SPEAKERS = ("Alice", "Bob", "Carol")
 """Display names of the three simulated participants, in speaking order."""
@@ -252,4 +253,45 @@ def build_conversation_scenario(platform: str, speech_dir: Path, style: str) -> 
         speech_seconds=sum(p.end - p.start for p in pieces),
         references=tuple(p.text for p in pieces),
         voiced_ends=tuple(p.voiced_end - p.start for p in pieces),
+    )
+
+
+def build_soak_scenario(platform: str, speech_dir: Path, seconds: float) -> DemoScenario:
+    """The soak meeting of ``seconds`` (:mod:`testmeeting.soak`) as the demo's meeting.
+
+    Continuous turns of the corpus's English clips, a guest joining every three minutes (chat,
+    hand, screen share, leaving later), a chat line a minute. Each clip is one turn of the
+    summary, in start order (blocking: decodes each clip once; use a thread).
+
+    Raises:
+        OSError: The corpus's ``MANIFEST.tsv`` cannot be read.
+        testmeeting.errors.ScenarioError: A clip cannot be decoded.
+    """
+    scenario, turns = soak_scenario(
+        corpus_clips(speech_dir),
+        seconds,
+        platform=platform,
+        meeting_id=MEETING_IDS[platform],
+        passcode=PASSCODES.get(platform),
+        lead_in_s=FIRST_TURN_AT_S,
+    )
+    prepared = prepare_audio(scenario, [speech_dir])
+    index = {p.name: i for i, p in enumerate(scenario.participants)}
+    said: dict[str, int] = {}
+    references: list[str | None] = []
+    ends: list[float] = []
+    durations: list[float] = []
+    for turn in turns:
+        slot = (index[turn.speaker], said.get(turn.speaker, 0))
+        said[turn.speaker] = slot[1] + 1
+        clip = prepared[slot]
+        references.append(clip.text)
+        ends.append(voiced_end(clip.pcm))
+        durations.append(clip.duration)
+    return DemoScenario(
+        scenario=scenario,
+        source=SpeechSource.CORPUS,
+        speech_seconds=sum(durations),
+        references=tuple(references),
+        voiced_ends=tuple(ends),
     )

@@ -107,6 +107,10 @@ class Playback:
             self._at(hand.at, partial(self._simulated_hand, index, True), "hand")
             if hand.lower_at is not None:
                 self._at(hand.lower_at, partial(self._simulated_hand, index, False), "hand")
+        for share in sim.screens:
+            self._at(share.at, partial(self._simulated_screen, index, True), "screen")
+            if share.stop_at is not None:
+                self._at(share.stop_at, partial(self._simulated_screen, index, False), "screen")
 
     # ---- scripted participants -------------------------------------------------------
 
@@ -154,6 +158,11 @@ class Playback:
         participant = self._present(index)
         if participant is not None:
             await self._state.set_hand(participant.id, raised)
+
+    async def _simulated_screen(self, index: int, on: bool) -> None:
+        participant = self._present(index)
+        if participant is not None:
+            await self._state.set_device(participant.id, "screen", on)
 
     async def _scripted_removal(self, name: str | None) -> None:
         target = next(

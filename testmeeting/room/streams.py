@@ -70,16 +70,22 @@ def prepare_audio(
         search: Folders relative audio paths are looked up in, in order.
 
     Returns:
-        ``{(participant index, utterance index): PreparedUtterance}``.
+        ``{(participant index, utterance index): PreparedUtterance}``; utterances of the same
+        file or text share one decoded copy, so a meeting of hours that reuses a corpus holds
+        the corpus once.
 
     Raises:
         ScenarioError: A file is missing or undecodable, or synthesis fails.
     """
-    return {
-        (p_index, u_index): prepare_utterance(utterance, search)
-        for p_index, sim in enumerate(scenario.participants)
-        for u_index, utterance in enumerate(sim.utterances)
-    }
+    decoded: dict[tuple[str | None, str | None], PreparedUtterance] = {}
+    prepared: dict[tuple[int, int], PreparedUtterance] = {}
+    for p_index, sim in enumerate(scenario.participants):
+        for u_index, utterance in enumerate(sim.utterances):
+            key = (utterance.file, utterance.text)
+            if key not in decoded:
+                decoded[key] = prepare_utterance(utterance, search)
+            prepared[(p_index, u_index)] = decoded[key]
+    return prepared
 
 
 def speech_message(header: dict[str, Any], pcm: bytes) -> bytes:

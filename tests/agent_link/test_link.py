@@ -18,6 +18,7 @@ from agent.contracts.link import (
     ArtifactKind,
     ChatMessageEvent,
     Heartbeat,
+    MemoryReport,
     ParticipantsEvent,
     Segment,
     StatusEvent,
@@ -236,6 +237,10 @@ async def test_artifacts_transcription_and_actions_become_rows_and_webhook_event
         TranscriptionReady(tier="realtime", segment_count=12),
         ActionEvent(action_type=ActionType.DECISION, text="Ship on Friday", segment_ids=["s1"]),
         Heartbeat(),
+        # Acked and logged; no webhook event, nothing stored.
+        MemoryReport(
+            level="warn", tree_mb=1450.5, parts={"agent": 600.0}, warn_mb=1400, limit_mb=1700
+        ),
     ):
         await agent.send(frame)
     async with client.app[DB].sessions() as session:

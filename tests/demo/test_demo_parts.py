@@ -26,6 +26,7 @@ from meetbot.demo.scenario import (
     TURN_GAP_S,
     SpeechSource,
     build_scenario,
+    build_soak_scenario,
     pick_source,
     voiced_end,
 )
@@ -84,6 +85,16 @@ def test_corpus_scenario_uses_real_clips_with_references(speech: Path) -> None:
     assert 30 <= demo.speech_seconds <= 40
     assert all(demo.references)
     assert all(0 < end <= 11.01 for end in demo.voiced_ends)
+
+
+def test_the_soak_scenario_reports_each_clip_said_as_a_turn_in_start_order(speech: Path) -> None:
+    demo = build_soak_scenario("google_meet", speech, 600)
+    said = sorted((u.at, p.name) for p in demo.scenario.participants for u in p.utterances)
+    assert len(demo.references) == len(demo.voiced_ends) == len(said) > 20
+    assert all(demo.references) and all(end > 0 for end in demo.voiced_ends)
+    assert said[0][0] == FIRST_TURN_AT_S
+    assert {name for _, name in said} > set(SPEAKERS)  # the guest speaks too
+    assert demo.speech_seconds > 500
 
 
 def test_given_files_rotate_speakers_and_bring_their_reference_text(speech: Path) -> None:

@@ -1,0 +1,128 @@
+"""The memory guard on this process's real tree: one warning per crossing, reliefs above the limit.
+
+The tree is read for real (``/proc`` through psutil); the thresholds are set below what any
+Python process holds, so every reading crosses them. The voice relief drops a really loaded
+Piper voice, and the next speech loads it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from agent.contracts.link import MemoryReport
+from agent.memory import guard as guard_module
+from agent.memory.guard import MemoryGuard, Relief, Thresholds
+from agent.memory.relief import trim_heap
+from agent.memory.tree import read_tree
+from agent.voice.piper_tts import PiperSynthesizer
+
+pytestmark = pytest.mark.model
+
+
+def _loaded(voice: PiperSynthesizer) -> bool:
+    """Read the property afresh (mypy would keep its first value for the whole test)."""
+    return voice.loaded
+
+
+@pytest.fixture
+def child() -> Iterator[subprocess.Popen[bytes]]:
+    """A child process of this one (a role-less ``other`` part of the tree)."""
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    yield process
+    process.terminate()
+    process.wait(10)
+
+
+def test_the_tree_is_read_by_role(child: subprocess.Popen[bytes]) -> None:
+    memory = read_tree()
+    assert memory.parts["agent"] > 10  # this Python, in MiB
+    assert memory.parts["other"] > 1  # the child
+    assert memory.total_mb == pytest.approx(sum(memory.parts.values()))
+
+
+async def test_a_crossing_of_the_warn_threshold_is_reported_once() -> None:
+    reports: list[MemoryReport] = []
+
+    async def report(frame: MemoryReport) -> None:
+        reports.append(frame)
+
+    low = MemoryGuard(Thresholds(warn_mb=1, limit_mb=0, interval=1, cooldown=0), report)
+    assert (await low.check()) is not None
+    assert (await low.check()) is None  # still above: said once
+    assert [r.level for r in reports] == ["warn"]
+    assert reports[0].tree_mb > 1 and reports[0].parts["agent"] > 1
+    assert reports[0].relieved == [] and reports[0].after_mb is None
+
+    off = MemoryGuard(Thresholds(warn_mb=0, limit_mb=0, interval=1, cooldown=0), report)
+    assert not off.enabled
+    assert (await off.check()) is None
+    assert len(reports) == 1
+
+
+async def test_above_the_limit_the_reliefs_run_and_a_dropped_voice_comes_back() -> None:
+    reports: list[MemoryReport] = []
+
+    async def report(frame: MemoryReport) -> None:
+        reports.append(frame)
+
+    voice = PiperSynthesizer()
+    await voice.warm_up()
+    assert voice.loaded
+
+    async def drop_voice() -> bool:
+        return voice.release()
+
+    async def page_gone() -> bool:
+        raise RuntimeError("the page went away")  # a failing relief must not stop the others
+
+    async def heap() -> bool:
+        return trim_heap()
+
+    guard = MemoryGuard(
+        Thresholds(warn_mb=1, limit_mb=2, interval=1, cooldown=3600),
+        report,
+        [Relief("browser_caches", page_gone), Relief("voice", drop_voice), Relief("heap", heap)],
+    )
+    first = await guard.check()
+    assert first is not None and first.level == "limit"
+    assert "voice" in first.relieved and "browser_caches" not in first.relieved
+    assert first.after_mb is not None and first.after_mb > 0
+    assert not _loaded(voice)
+    # Within the cool-down nothing is relieved again, and the crossing was already reported.
+    assert (await guard.check()) is None
+    assert len(reports) == 1
+
+    pieces = [pcm async for pcm in voice.stream("The voice is back.", None)]
+    assert _loaded(voice)
+    assert sum(p.seconds for p in pieces) > 0.5
+
+
+async def test_a_relief_that_never_returns_is_given_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(guard_module, "RELIEF_TIMEOUT_S", 0.2)
+    reports: list[MemoryReport] = []
+
+    async def report(frame: MemoryReport) -> None:
+        reports.append(frame)
+
+    async def page_never_answers() -> bool:
+        # A DevTools call to a page that lags minutes behind: the answer comes too late.
+        await asyncio.sleep(3600)
+        return True
+
+    async def heap() -> bool:
+        trim_heap()
+        return True
+
+    guard = MemoryGuard(
+        Thresholds(warn_mb=1, limit_mb=2, interval=1, cooldown=3600),
+        report,
+        [Relief("browser_caches", page_never_answers), Relief("heap", heap)],
+    )
+    limit = await guard.check()
+    assert limit is not None and limit.relieved == ["heap"]
+    assert [r.level for r in reports] == ["limit"]
