@@ -10,12 +10,14 @@ mode.
 
 One allowance: a schema-valid request may be refused for a reason no JSON Schema can state —
 relative to the clock (``expires_at_in_past``, ``scheduled_start_in_past``), to stored state
-(``zoom_token_required``: no usable Zoom connection), to a third party
-(``zoom_authorization_failed``: Zoom refused the code), to another field's value
-(``invalid_meeting_id``: the id must follow the chosen platform's rule and agree with
-``meeting_url``) or to the deployment (``malformed_meeting_url``: the platform's hosts plus the
-configured extra hosts). Those refusals are documented with their fields; any other refusal of
-valid data fails the test.
+(``zoom_token_required``: no usable Zoom connection; ``prompt_version_not_found``: no such
+action prompt version in the workspace), to a third party
+(``zoom_authorization_failed``: Zoom refused the code) or to another field's value
+(``invalid_meeting_id`` when both ``meeting_url`` and ``native_meeting_id`` are given: they must
+agree). The per-platform id and URL rules are in the document (a ``oneOf`` branch per platform),
+so ``invalid_meeting_id`` and ``malformed_meeting_url`` are allowed only where the platform is
+not in the body: a scheduled bot's ``PATCH`` (its stored platform). Those refusals are
+documented with their fields; any other refusal of valid data fails the test.
 
 Schema-invalid requests are generated for operations with a body or query parameters; path
 parameters get their hostile values from tests/api/test_hostile_fuzz.py.
@@ -69,28 +71,38 @@ BEYOND_SCHEMA = {
     "expires_at_in_past",
     "scheduled_start_in_past",
     "zoom_token_required",
+    "prompt_version_not_found",
     "zoom_authorization_failed",
-    "invalid_meeting_id",
-    "malformed_meeting_url",
 }
 """Problem codes that refuse schema-valid data for reasons no schema states (see above)."""
+MEETING_CODES = {"invalid_meeting_id", "malformed_meeting_url"}
+STORED_PLATFORM = ("PATCH", "/api/v1/bots/schedule/{bot_id}")
+"""The operation whose meeting URL is checked against the stored bot's platform."""
 
 
-def _refused_beyond_schema(response: Response) -> bool:
+def _refused_beyond_schema(response: Response, case: schemathesis.Case[Any]) -> bool:
     if response.status_code not in (400, 422):
         return False
     try:
         code = json.loads(response.content).get("code")
     except (ValueError, AttributeError):
         return False
-    return code in BEYOND_SCHEMA
+    if code in BEYOND_SCHEMA:
+        return True
+    if code not in MEETING_CODES:
+        return False
+    if (case.operation.method.upper(), case.operation.path) == STORED_PLATFORM:
+        return True
+    body = case.body if isinstance(case.body, dict) else {}
+    both = body.get("meeting_url") is not None and body.get("native_meeting_id") is not None
+    return code == "invalid_meeting_id" and both
 
 
 def positive_data_acceptance_beyond_schema(
     ctx: CheckContext, response: Response, case: schemathesis.Case[Any]
 ) -> bool | None:
-    """schemathesis's ``positive_data_acceptance``, but for the :data:`BEYOND_SCHEMA` codes."""
-    if _refused_beyond_schema(response):
+    """schemathesis's ``positive_data_acceptance``, but for the refusals beyond the schema."""
+    if _refused_beyond_schema(response, case):
         return None
     return positive_data_acceptance(ctx, response, case)
 
