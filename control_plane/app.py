@@ -37,6 +37,7 @@ from control_plane.bots.config_builder import (
     TransactionStep,
 )
 from control_plane.bots.live_commands import LIVE_COMMANDS, LiveCommands
+from control_plane.bots.meeting_schema import state_meeting_rules
 from control_plane.bots.scheduler import SCHEDULER, Scheduler
 from control_plane.bots.service import BOT_SERVICE, BotService
 from control_plane.bots.transcription import transcription_step
@@ -226,6 +227,7 @@ def create_app(settings: Settings, *, launcher: BotLauncher | None = None) -> we
     app[ROUTE_SPECS] = spec_index(all_routes)
     app[OPENAPI] = build_openapi(all_routes, title="meetbot API", version=_version())
     add_to_openapi(app[OPENAPI])
+    state_meeting_rules(app[OPENAPI], settings.extra_meeting_hosts)
     app.cleanup_ctx.append(_database_ctx)
     app.cleanup_ctx.append(_launcher_ctx(launcher))
     app.cleanup_ctx.append(zoom_ctx)

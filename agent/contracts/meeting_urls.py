@@ -1,4 +1,4 @@
-"""Meeting references: native meeting ids, meeting URLs and the URL a bot opens.
+r"""Meeting references: native meeting ids, meeting URLs and the URL a bot opens.
 
 Validate a platform's native meeting id, derive it from a meeting URL, and build the URL a bot
 opens. Pure functions, shared by the control plane and the agent.
@@ -16,6 +16,12 @@ Rules (docs/api.md Part 1 "Launch a bot" and 2.3):
 
 A host listed in ``extra_hosts`` (``host`` or ``host:port``; the testmeeting server) is accepted
 for every platform with the same path shapes, over ``http`` too, and its URL is kept as given.
+
+The rules are regular expressions in a dialect both Python's ``re`` and ECMA-262 (JSON Schema,
+so the OpenAPI document) read alike: digits are ``[0-9]`` (Python's ``\d`` also takes
+Arabic-Indic and other Unicode digits), the scheme and host are lower case, the URL is printable
+ASCII with no spaces, credentials or port (but on an extra host). :func:`id_pattern` and
+:func:`url_pattern` give their text; the server checks the same text with ``fullmatch``.
 
 Errors: :class:`MissingMeetingReference` (neither URL nor id), :class:`InvalidMeetingId` (an id
 that breaks the platform's rule, or a URL whose id does), :class:`MalformedMeetingUrl` (not a
@@ -65,15 +71,20 @@ class MeetingReference:
     passcode: str | None = None
 
 
-GOOGLE_MEET_ID = re.compile(r"^[a-z]{3}-[a-z]{4}-[a-z]{3}$")
-ZOOM_ID = re.compile(r"^\d{9,11}$")
-TEAMS_ID = re.compile(r"^\d{10,15}$")
-
-_ID_RULES: dict[Platform, tuple[re.Pattern[str], str]] = {
-    Platform.GOOGLE_MEET: (GOOGLE_MEET_ID, "three letter groups like abc-defg-hij"),
-    Platform.ZOOM: (ZOOM_ID, "9 to 11 digits"),
-    Platform.TEAMS: (TEAMS_ID, "10 to 15 digits"),
+ID_RULES: dict[Platform, tuple[str, str]] = {
+    Platform.GOOGLE_MEET: ("[a-z]{3}-[a-z]{4}-[a-z]{3}", "three letter groups like abc-defg-hij"),
+    Platform.ZOOM: ("[0-9]{9,11}", "9 to 11 digits"),
+    Platform.TEAMS: ("[0-9]{10,15}", "10 to 15 digits"),
 }
+"""Per platform: the native id's regular expression (unanchored) and its rule in words."""
+
+_UNRESERVED = "A-Za-z0-9._~!$&'()*+,;=:@%-"
+"""The characters of a URL path segment (RFC 3986 ``pchar``; ``%`` for escapes), as a class body."""
+_SEGMENT = f"[{_UNRESERVED}]+"
+_TAIL = f"/?([?][{_UNRESERVED}/?]*)?(#[{_UNRESERVED}/?]*)?"
+"""An optional trailing slash, then an optional query and fragment."""
+_PORT = "(:([0-9]{1,4}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?"
+"""An optional port, 0 to 65535."""
 
 _MEET_PATH = re.compile(r"^/(?P<id>[^/]+)/?$")
 _ZOOM_PATHS = (
@@ -89,14 +100,83 @@ ZOOM_HOST = "zoom.us"
 TEAMS_HOSTS = ("teams.live.com", "teams.microsoft.com")
 
 
+def id_pattern(platform: Platform) -> str:
+    """The anchored regular expression of ``platform``'s native meeting id.
+
+    E.g. ``^[0-9]{9,11}$`` for ``zoom``; the OpenAPI document states the same text.
+    """
+    return f"^{ID_RULES[platform][0]}$"
+
+
+def _path_shapes(platform: Platform) -> list[str]:
+    ident = f"({ID_RULES[platform][0]})"
+    if platform is Platform.GOOGLE_MEET:
+        return [f"/{ident}"]
+    if platform is Platform.ZOOM:
+        return [f"/j/{ident}", f"/wc/{ident}/join", f"/wc/join/{ident}"]
+    return [f"/meet/{ident}"]
+
+
+def _host_pattern(entry: str) -> str:
+    """An ``extra_hosts`` entry as a pattern: ``host:port`` exactly, a bare ``host`` any port."""
+    entry = entry.strip().lower()
+    escaped = "".join(
+        char if char.isascii() and (char.isalnum() or char in "-:") else "\\" + char
+        for char in entry
+    )
+    _, colon, port = entry.rpartition(":")
+    has_port = bool(colon) and port.isascii() and port.isdigit()
+    return escaped if has_port else escaped + _PORT
+
+
+_OWN_HOSTS = {
+    Platform.GOOGLE_MEET: "meet\\.google\\.com",
+    Platform.ZOOM: "([a-z0-9-]+\\.)*zoom\\.us",
+    Platform.TEAMS: "teams\\.(live|microsoft)\\.com",
+}
+_LEGACY_PATH = f"/l/meetup-join/{_SEGMENT}(/[{_UNRESERVED}/]*)?"
+
+
+def _extra_branch(extra_hosts: Sequence[str], paths: str) -> list[str]:
+    hosts = [_host_pattern(entry) for entry in extra_hosts if entry.strip()]
+    return [f"https?://({'|'.join(hosts)})({paths}){_TAIL}"] if hosts else []
+
+
+def url_pattern(platform: Platform, extra_hosts: Sequence[str] = ()) -> str:
+    """The anchored regular expression every accepted meeting URL of ``platform`` matches.
+
+    ``https://`` on the platform's own hosts (lower case, no port, no credentials) with one of
+    its path shapes, then an optional ``/``, query and fragment of printable ASCII; for
+    ``extra_hosts`` also ``http://`` and the host's port. Python's ``re`` and ECMA-262 read the
+    text alike; the OpenAPI document states it and :func:`parse_meeting_url` enforces it.
+    """
+    paths = "|".join(_path_shapes(platform))
+    branches = [f"https://{_OWN_HOSTS[platform]}({paths}){_TAIL}"]
+    if platform is Platform.TEAMS:
+        branches.append(f"https://teams\\.microsoft\\.com{_LEGACY_PATH}{_TAIL}")
+        paths = f"{paths}|{_LEGACY_PATH}"
+    branches += _extra_branch(extra_hosts, paths)
+    return "^(" + "|".join(branches) + ")$"
+
+
+def legacy_teams_url_pattern(extra_hosts: Sequence[str] = ()) -> str:
+    """The anchored regular expression of a legacy Teams ``/l/meetup-join/…`` link.
+
+    Such a link's native id is its thread id, not digits (see the module docstring).
+    """
+    branches = [f"https://teams\\.microsoft\\.com{_LEGACY_PATH}{_TAIL}"]
+    branches += _extra_branch(extra_hosts, _LEGACY_PATH)
+    return "^(" + "|".join(branches) + ")$"
+
+
 def validate_native_id(platform: Platform, native_meeting_id: str) -> str:
-    """Return ``native_meeting_id`` if it follows ``platform``'s rule.
+    """Return ``native_meeting_id`` if it follows ``platform``'s rule (:func:`id_pattern`).
 
     Raises:
         InvalidMeetingId: It does not.
     """
-    pattern, rule = _ID_RULES[platform]
-    if not pattern.fullmatch(native_meeting_id):
+    pattern, rule = ID_RULES[platform]
+    if not re.fullmatch(pattern, native_meeting_id):
         raise InvalidMeetingId(f"a {platform.value} meeting id is {rule}")
     return native_meeting_id
 
@@ -135,6 +215,15 @@ def _match_id(platform: Platform, path: str) -> str | None:
     return None
 
 
+def _check_spelling(platform: Platform, meeting_url: str, extra_hosts: Sequence[str]) -> None:
+    """Refuse a URL of the right host, path and id whose spelling :func:`url_pattern` refuses."""
+    if not re.fullmatch(url_pattern(platform, extra_hosts), meeting_url):
+        raise MalformedMeetingUrl(
+            f"a {platform.value} meeting URL is written in lower case, printable ASCII, with no "
+            "spaces, credentials, default port or escaped id (see the OpenAPI pattern)"
+        )
+
+
 def parse_meeting_url(
     platform: Platform, meeting_url: str, extra_hosts: Sequence[str] = ()
 ) -> MeetingReference:
@@ -145,7 +234,7 @@ def parse_meeting_url(
         InvalidMeetingId: The URL's id breaks the platform's id rule.
     """
     try:
-        parts = urlsplit(meeting_url.strip())
+        parts = urlsplit(meeting_url)
         port = parts.port
     except ValueError as exc:
         raise MalformedMeetingUrl("the meeting URL cannot be parsed") from exc
@@ -166,16 +255,18 @@ def parse_meeting_url(
             thread = unquote(legacy["thread"])
             if not thread:
                 raise MalformedMeetingUrl("the meetup-join link has no thread id")
-            return MeetingReference(thread, meeting_url.strip(), None)
+            _check_spelling(platform, meeting_url, extra_hosts)
+            return MeetingReference(thread, meeting_url, None)
 
     raw_id = _match_id(platform, parts.path)
     if raw_id is None:
         raise MalformedMeetingUrl(f"the URL path is not a {platform.value} meeting path")
-    native_id = validate_native_id(platform, unquote(raw_id))
+    native_id = validate_native_id(platform, raw_id)
+    _check_spelling(platform, meeting_url, extra_hosts)
     passcode_param = {"zoom": "pwd", "teams": "p"}.get(platform.value)
     passcode = query[passcode_param][0] if passcode_param and passcode_param in query else None
     if is_extra:
-        url = meeting_url.strip()
+        url = meeting_url
     elif platform is Platform.ZOOM:
         query_text = f"?pwd={quote(passcode, safe='')}" if passcode else ""
         url = f"https://{host}/j/{native_id}{query_text}"

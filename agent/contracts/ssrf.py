@@ -94,7 +94,8 @@ def valid_dns_name(host: str) -> bool:
     if not host or len(host) > _MAX_NAME:
         return False
     labels = host.split(".")
-    if not all(_LABEL.match(label) for label in labels):
+    # fullmatch: ``$`` of ``match`` also matches before a trailing newline ('example\n').
+    if not all(_LABEL.fullmatch(label) for label in labels):
         return False
     return not labels[-1].isdigit()
 

@@ -16,7 +16,7 @@ Then ``control_plane.app`` adds the module's ``routes`` to ``RESOURCES`` (one li
 registers the handlers and feeds :func:`build_openapi`. The document lists, per route: path
 parameters (``path_types`` gives non-string ones, e.g. ``{"meeting_id": int}``), query
 parameters (from the ``query`` model's fields), the JSON request body, the success response
-(``response`` model, or ``text_media`` for text bodies, or none for 204; ``also_status``
+(``response`` model and/or ``text_media`` for text bodies, or none for 204; ``also_status``
 lists further success statuses with the same body) and problem+json
 error responses: the declared ``errors`` plus the ones every route can give (401/403/429 when
 ``auth``; 400/413/415/422 with a body; 500).
@@ -260,15 +260,14 @@ def _operation(spec: RouteSpec, refs: Refs) -> dict[str, Any]:
             "content": {"application/json": {"schema": dict(refs[(spec.body, "validation")])}},
         }
     success: dict[str, Any] = {"description": _STATUS_TEXT.get(spec.status, "Success")}
+    content: dict[str, Any] = {}
     if spec.response is not None:
-        success["content"] = {
-            "application/json": {"schema": dict(refs[(spec.response, "serialization")])}
-        }
-    elif spec.text_media:
-        success["content"] = {
-            media: {"schema": {"type": "string" if media.startswith("text/") else "object"}}
-            for media in spec.text_media
-        }
+        content["application/json"] = {"schema": dict(refs[(spec.response, "serialization")])}
+    # Beside a JSON body too (a transcript is JSON or text by its ``format``).
+    for media in spec.text_media:
+        content[media] = {"schema": {"type": "string" if media.startswith("text/") else "object"}}
+    if content:
+        success["content"] = content
     error_statuses = set(spec.errors) | {500}
     if spec.method not in ("GET", "HEAD"):
         error_statuses.add(429)  # unauthenticated writes are throttled per client address

@@ -61,7 +61,7 @@ async def create_response(
             if launches_now:
                 limit = request.app[SETTINGS].max_concurrent_bots
                 check_quota(
-                    await live_bots(session, auth.require_workspace(), limit),
+                    await live_bots(session, auth.require_workspace()),
                     limit,
                     "bots at once (requested to stopping)",
                 )

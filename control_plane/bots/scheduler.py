@@ -50,6 +50,7 @@ from agent.contracts.status import DUE_STATUSES, BotStatus, StatusReason
 from control_plane.api.idempotency import purge_expired
 from control_plane.background import BackgroundLoop
 from control_plane.bots.config_builder import BotConfigBuilder, log_launch_error
+from control_plane.bots.live_count import fold_live_changes
 from control_plane.bots.status import change_status
 from control_plane.db.engine import Database
 from control_plane.db.models.bot import Meeting
@@ -66,6 +67,8 @@ STOP_GRACE_SECONDS = 30.0
 
 _DUE = tuple(status.value for status in DUE_STATUSES)
 _MAINTENANCE_EVERY_S = 60.0
+_FOLD_EVERY_S = 2.0
+"""How often PostgreSQL's live-bot changes are folded (see :mod:`control_plane.bots.live_count`)."""
 
 
 @dataclass
@@ -99,6 +102,7 @@ class Scheduler:
     )
     _loop: BackgroundLoop = field(init=False)
     _last_maintenance: float = field(default=0.0, init=False)
+    _last_fold: float = field(default=0.0, init=False)
 
     def __post_init__(self) -> None:
         self._loop = BackgroundLoop(
@@ -128,9 +132,18 @@ class Scheduler:
     async def step(self) -> bool:
         """One pass: launch one batch (and, once a minute, :meth:`maintain`).
 
+        On PostgreSQL it also folds the live-bot changes every ``_FOLD_EVERY_S`` seconds.
+
         Returns True when the batch was full, so more may be due at once.
         """
         launched = await self.run_once()
+        if (
+            self.database.dialect == "postgresql"
+            and time.monotonic() - self._last_fold >= _FOLD_EVERY_S
+        ):
+            async with self.database.sessions.begin() as session:
+                await fold_live_changes(session)
+            self._last_fold = time.monotonic()
         if time.monotonic() - self._last_maintenance >= _MAINTENANCE_EVERY_S:
             await self.maintain()
             self._last_maintenance = time.monotonic()

@@ -68,9 +68,11 @@ class _LaunchOptions(_EditableOptions):
         max_length=2048,
         description=(
             "https:// URL on the platform's own host (meet.google.com; zoom.us or *.zoom.us; "
-            "teams.live.com or teams.microsoft.com), else 422 malformed_meeting_url; with "
-            "native_meeting_id both must agree (400 invalid_meeting_id). One of the two is "
-            "required (400 missing_meeting_reference)."
+            "teams.live.com or teams.microsoft.com), in lower case and printable ASCII as the "
+            "pattern of the platform's oneOf branch states, else 422 malformed_meeting_url (400 "
+            "invalid_meeting_id when only its id breaks the rule); with native_meeting_id both "
+            "must agree (400 invalid_meeting_id). One of the two is required (400 "
+            "missing_meeting_reference)."
         ),
     )
     native_meeting_id: str | None = Field(
@@ -78,8 +80,8 @@ class _LaunchOptions(_EditableOptions):
         min_length=1,
         max_length=512,
         description=(
-            "google_meet: abc-defg-hij; zoom: 9 to 11 digits; teams: 10 to 15 digits "
-            "(else 400 invalid_meeting_id)."
+            "google_meet: abc-defg-hij; zoom: 9 to 11 digits; teams: 10 to 15 digits, ASCII "
+            "0-9 only (the pattern of the platform's oneOf branch; else 400 invalid_meeting_id)."
         ),
     )
     task: Task | None = None
@@ -141,7 +143,15 @@ class BotUpdate(_EditableOptions):
 class ScheduledBotUpdate(_EditableOptions):
     """Body of ``PATCH /api/v1/bots/schedule/{bot_id}``: only given fields change."""
 
-    meeting_url: str | None = Field(default=None, min_length=1, max_length=2048)
+    meeting_url: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=2048,
+        description=(
+            "A URL of the bot's own platform (the pattern is every platform's; another "
+            "platform's URL is 422 malformed_meeting_url, a bad id 400 invalid_meeting_id)."
+        ),
+    )
     scheduled_start_at: UtcDateTime | None = None
     join_offset_seconds: int | None = Field(default=None, ge=JOIN_OFFSET_S[0], le=JOIN_OFFSET_S[1])
 

@@ -9,7 +9,11 @@ Read-only work (key lookups, lists) may use :attr:`Database.reads` instead: on S
 engine whose transactions are plain (deferred) ``BEGIN`` with ``query_only`` on, so in WAL mode
 they read a snapshot without taking the write lock — they neither wait behind writers nor
 starve in the busy handler (bench/api.py measured p99s of seconds when every read took the
-write lock). On PostgreSQL ``reads`` is ``sessions``.
+write lock). On PostgreSQL ``reads`` shares the pool of ``sessions`` but runs each statement
+in autocommit: asyncpg sends ``BEGIN`` and the closing ``ROLLBACK`` as round trips of their
+own, so a one-statement read (a list, a key look-up) took three round trips instead of one,
+and under READ COMMITTED a transaction gives reads nothing (each statement takes its own
+snapshot either way).
 
 SQLite's write engine holds ONE pooled connection: SQLite admits one writer at a time anyway,
 and a writer that finds the lock taken waits in SQLite's busy handler, which sleeps in steps
@@ -73,7 +77,8 @@ class Database:
         sessions: Factory of sessions; ``async with db.sessions.begin() as session`` opens one
             transaction that commits on success and rolls back on error.
         read_engine: SQLite's engine for read-only sessions (None on PostgreSQL).
-        read_sessions: Its session factory (None on PostgreSQL).
+        read_sessions: Factory of read-only sessions: SQLite's read engine's, PostgreSQL's
+            autocommit sessions on ``engine``'s pool (see the module docstring).
         checkpoint_path: The SQLite file whose WAL the owner must checkpoint (see
             :mod:`control_plane.db.checkpoint`), when ``background_checkpoints`` was asked
             for; None otherwise.
@@ -214,7 +219,12 @@ def create_database(
     engine = create_async_engine(url, **kwargs)
     if engine.dialect.name != "sqlite":
         _ping_idle_connections(engine, idle_ping_after)
-        return Database(engine=engine, sessions=async_sessionmaker(engine, expire_on_commit=False))
+        autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
+        return Database(
+            engine=engine,
+            sessions=async_sessionmaker(engine, expire_on_commit=False),
+            read_sessions=async_sessionmaker(autocommit, expire_on_commit=False),
+        )
     background_checkpoints = background_checkpoints and not in_memory
     _configure_sqlite(engine, inline=not in_memory, auto_checkpoint=not background_checkpoints)
     if in_memory:

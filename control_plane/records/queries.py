@@ -14,25 +14,28 @@ from sqlalchemy.orm import InstrumentedAttribute
 from control_plane.db.models.bot import Meeting
 from control_plane.errors import ErrorItem, Validation
 from control_plane.records.schemas import MeetingQuery
-from control_plane.timestamps import parse_utc
+from control_plane.timestamps import RANGE_MESSAGE, parse_utc
 
 
 def parse_bound(value: str | None, name: str) -> datetime | None:
     """An ISO 8601 ``date_from``/``date_to`` as aware UTC.
 
     Raises:
-        Validation: 400 ``invalid_date`` when it is not ISO 8601.
+        Validation: 400 ``invalid_date`` when it is not ISO 8601 or outside the window of
+            :func:`~control_plane.timestamps.bounded_utc`.
     """
     if value is None:
         return None
     try:
         return parse_utc(value)
     except ValueError as exc:
+        # A well-formed timestamp outside the window says so, not "not ISO 8601".
+        msg = RANGE_MESSAGE if str(exc) == RANGE_MESSAGE else "not ISO 8601"
         raise Validation(
-            f"{name} is not an ISO 8601 timestamp",
+            f"{name} is not an ISO 8601 timestamp in range ({msg})",
             status=400,
             code="invalid_date",
-            errors=[ErrorItem(loc=["query", name], msg="not ISO 8601", type="invalid_date")],
+            errors=[ErrorItem(loc=["query", name], msg=msg, type="invalid_date")],
         ) from exc
 
 

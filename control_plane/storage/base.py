@@ -26,7 +26,8 @@ def check_key(key: str) -> str:
         InvalidArtifactKey: The key could escape its directory or has odd characters.
     """
     segments = key.split("/")
-    if not key or any(not _SEGMENT.match(part) or part.startswith("..") for part in segments):
+    # fullmatch: ``$`` of ``match`` also matches before a trailing newline ('a\n').
+    if not key or any(not _SEGMENT.fullmatch(part) or part.startswith("..") for part in segments):
         raise InvalidArtifactKey(key)
     return key
 

@@ -104,7 +104,9 @@ class LocalArtifactStorage:
             SignatureInvalid: Missing or malformed parameters, or a signature that does not match.
             SignatureExpired: The signature matches but ``expires`` is in the past.
         """
-        if not expires or not signature or not expires.isdigit():
+        # ASCII digits only: str.isdigit() takes '²' (int() refuses it) and '١٢' (int() reads
+        # it), so another spelling of the same URL would verify, or raise ValueError.
+        if not expires or not signature or not (expires.isascii() and expires.isdigit()):
             raise SignatureInvalid
         expected = self._signature(method, key, int(expires))
         if not hmac.compare_digest(expected, signature):

@@ -80,7 +80,17 @@ def test_agent_tokens_are_random_and_stored_as_digests() -> None:
 def test_artifact_keys_cannot_escape_the_storage_root() -> None:
     bot_id = uuid.uuid4()
     assert artifact_key(bot_id, "screenshots", "a.png") == f"bots/{bot_id}/screenshots/a.png"
-    for bad in ("", "/etc/passwd", "bots/../../etc", "bots/./x", "bots//x", "bots/x y", "..x"):
+    # "x\n": ``re.match`` with ``$`` took a trailing newline (issue 18).
+    for bad in (
+        "",
+        "/etc/passwd",
+        "bots/../../etc",
+        "bots/./x",
+        "bots//x",
+        "bots/x y",
+        "..x",
+        "x\n",
+    ):
         with pytest.raises(InvalidArtifactKey):
             check_key(bad)
 
@@ -105,6 +115,12 @@ async def test_signed_urls_bind_method_key_and_expiry(tmp_path: Path) -> None:
     past_signature = storage._signature("GET", key, past)
     with pytest.raises(SignatureExpired):
         storage.verify("GET", key, str(past), past_signature)
+    # Only ASCII digits are an expiry: '²' passes str.isdigit() but not int() (a 500 before),
+    # and Arabic-Indic digits are int()'s other spelling of the same number (issue 18).
+    arabic = "".join(chr(0x0660 + int(d)) for d in expires)
+    for spelling in ("\u00b2", arabic):
+        with pytest.raises(SignatureInvalid):
+            storage.verify("GET", key, spelling, signature)
     # Another data directory has another secret: its URLs do not verify here.
     other = LocalArtifactStorage.open(tmp_path / "other", "http://cp.example:8080")
     with pytest.raises(SignatureInvalid):

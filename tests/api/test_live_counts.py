@@ -1,7 +1,9 @@
-"""The bots-at-once quota follows every status change (migration 0009, bots/live_count.py).
+"""The bots-at-once quota follows every status change (migrations 0009 and 0010,
+bots/live_count.py).
 
 On SQLite the number of live bots comes from ``workspace_live_bots``, kept by triggers on
-``meetings``; these tests move bots through creation, stop, a final status and deletion and
+``meetings``; on PostgreSQL from that table plus appended changes, folded into it (checked after
+every step too); these tests move bots through creation, stop, a final status and deletion and
 check that the quota and a real count agree at each step, on both databases, and that the
 triggers exist at the head revision (a later migration rebuilding ``meetings`` on SQLite would
 drop them).
@@ -18,7 +20,7 @@ from aiohttp.test_utils import TestClient
 from sqlalchemy import delete, func, select, text
 
 from agent.contracts.status import LIVE_STATUSES, BotStatus
-from control_plane.bots.live_count import live_bots
+from control_plane.bots.live_count import fold_live_changes, live_bots
 from control_plane.bots.status import change_status, lock_meeting
 from control_plane.db.engine import DB
 from control_plane.db.models.bot import Meeting
@@ -52,14 +54,23 @@ async def _create(client: Client, owner: Caller, suffix: str) -> tuple[int, str]
 
 
 async def _counts(client: Client, workspace_id: uuid.UUID) -> tuple[int, int]:
-    """(what the quota sees, a real count of live rows)."""
-    async with client.app[DB].sessions.begin() as session:
-        seen = await live_bots(session, workspace_id, 10**6)
+    """(what the quota sees, a real count of live rows); the same after a fold."""
+    database = client.app[DB]
+    async with database.sessions.begin() as session:
+        seen = await live_bots(session, workspace_id)
         real = await session.scalar(
             select(func.count())
             .select_from(Meeting)
             .where(Meeting.workspace_id == workspace_id, Meeting.status.in_(_LIVE))
         )
+    async with database.sessions.begin() as session:
+        folded = await fold_live_changes(session)
+    assert folded is (database.dialect == "postgresql")
+    async with database.sessions.begin() as session:
+        assert await live_bots(session, workspace_id) == seen
+        if folded:
+            left = await session.scalar(text("SELECT count(*) FROM workspace_live_bot_changes"))
+            assert left == 0
     return seen, int(real or 0)
 
 
@@ -104,14 +115,14 @@ async def test_quota_follows_creation_stop_final_status_and_deletion(
     assert await _counts(client, workspace) == (1, 1)
 
 
-async def test_sqlite_triggers_exist_at_head(client: Client) -> None:
+async def test_triggers_exist_at_head(client: Client) -> None:
     database = client.app[DB]
-    if database.dialect != "sqlite":
-        pytest.skip("the live-bot counts are SQLite's")
+    if database.dialect == "sqlite":
+        query = "SELECT name FROM sqlite_master WHERE type = 'trigger'"
+        expected = {"meetings_live_insert", "meetings_live_update", "meetings_live_delete"}
+    else:
+        query = "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal"
+        expected = {"meetings_live_change"}
     async with database.engine.connect() as conn:
-        names = set(
-            (
-                await conn.execute(text("SELECT name FROM sqlite_master WHERE type = 'trigger'"))
-            ).scalars()
-        )
-    assert {"meetings_live_insert", "meetings_live_update", "meetings_live_delete"} <= names
+        names = set((await conn.execute(text(query))).scalars())
+    assert expected <= names

@@ -4,11 +4,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
+from jsonschema import Draft202012Validator  # type: ignore[import-untyped]  # via schemathesis
 
 from control_plane.api.routes import NO_NUL
 from tests.plugins.api_app import Caller
@@ -92,3 +94,59 @@ async def test_allow_header_names_the_paths_own_methods(client: Client, owner: C
         assert response.status == 405, path
         assert response.content_type == "application/problem+json"
         assert response.headers["Allow"] == allowed, path
+
+
+ARABIC_INDIC_9 = "".join(chr(0x0661 + i) for i in range(9))
+MEETING_BODIES: list[tuple[dict[str, Any], bool]] = [
+    ({"platform": "google_meet", "native_meeting_id": "abc-defg-hij"}, True),
+    ({"platform": "google_meet", "meeting_url": "https://meet.google.com/abc-defg-hij?x=1"}, True),
+    ({"platform": "google_meet", "meeting_url": "https://MEET.google.com/abc-defg-hij"}, False),
+    ({"platform": "google_meet", "meeting_url": "https://meet.google.com/abc-defg-hij "}, False),
+    ({"platform": "google_meet", "native_meeting_id": "123456789"}, False),
+    ({"platform": "zoom", "native_meeting_id": "123456789"}, True),
+    ({"platform": "zoom", "native_meeting_id": ARABIC_INDIC_9}, False),
+    ({"platform": "zoom", "meeting_url": f"https://zoom.us/j/{ARABIC_INDIC_9}"}, False),
+    ({"platform": "zoom", "meeting_url": "https://us05web.zoom.us/wc/123456789/join"}, True),
+    ({"platform": "zoom", "meeting_url": "https://user@zoom.us/j/123456789"}, False),
+    ({"platform": "zoom", "meeting_url": "https://meet.google.com/abc-defg-hij"}, False),
+    ({"platform": "zoom", "meeting_url": "http://127.0.0.1:9/j/123456789"}, True),  # extra host
+    ({"platform": "teams", "native_meeting_id": "1234567890"}, True),
+    ({"platform": "teams", "native_meeting_id": "19:meeting_x@thread.v2"}, False),
+    (
+        {
+            "platform": "teams",
+            "meeting_url": "https://teams.microsoft.com/l/meetup-join/19%3ameeting_x%40thread.v2/0",
+            "native_meeting_id": "19:meeting_x@thread.v2",
+        },
+        True,
+    ),
+    ({"platform": "teams", "meeting_url": "https://teams.live.com/meet/123456789"}, False),
+]
+"""Bodies of ``POST /api/v1/bots`` and whether the document and the server take them."""
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+async def test_document_and_server_take_the_same_meeting_references(
+    client: Client, owner: Caller
+) -> None:
+    """The per-platform ``oneOf`` branches state what the server accepts (issue 18)."""
+    document = await (await client.get("/api/v1/openapi.json")).json()
+    validator = Draft202012Validator(
+        {"$ref": "#/components/schemas/BotCreate", "components": document["components"]}
+    )
+    for body, accepted in MEETING_BODIES:
+        full = {**body, "zoom_obf_token": "t"} if body["platform"] == "zoom" else body
+        assert validator.is_valid(full) is accepted, body
+        response = await client.post("/api/v1/bots", json=full, headers=owner.headers)
+        if accepted:
+            assert response.status == 201, (body, await response.text())
+        else:
+            problem = await response.json()
+            assert (response.status, problem["code"]) in {
+                (400, "invalid_meeting_id"),
+                (422, "malformed_meeting_url"),
+            }, (body, problem)
+    update = document["components"]["schemas"]["ScheduledBotUpdate"]["properties"]["meeting_url"]
+    pattern = next(branch["pattern"] for branch in update["anyOf"] if branch.get("type"))
+    assert re.fullmatch(pattern, "https://teams.live.com/meet/1234567890")
+    assert not re.fullmatch(pattern, f"https://teams.live.com/meet/{ARABIC_INDIC_9}0")

@@ -17,6 +17,7 @@ from control_plane.webhooks.ssrf import (
     check_target,
     check_url,
     client_session,
+    valid_dns_name,
 )
 from control_plane.webhooks.validation import checked_url
 
@@ -70,6 +71,13 @@ def test_scheme_rules() -> None:
     with pytest.raises(TargetRefused, match="address"):
         check_url("https://[::1]/hook", STRICT)
     check_url("http://127.0.0.1:9/hook", LOCAL)
+
+
+def test_dns_names_are_whole_ascii_labels() -> None:
+    assert valid_dns_name("hooks.example.com")
+    # ``re.match`` with ``$`` took a label with a trailing newline (issue 18).
+    for bad in ("example.com\n", "exa\nmple.com", "-a.example.com", "127.0.0.1", "\u0661.com"):
+        assert not valid_dns_name(bad), bad
 
 
 async def test_a_name_resolving_to_loopback_is_refused() -> None:
