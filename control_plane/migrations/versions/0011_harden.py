@@ -28,8 +28,8 @@ from collections.abc import Sequence
 
 from alembic import op
 
-revision: str = "0010_harden"
-down_revision: str | None = "0009_mixed_load"
+revision: str = "0011_harden"
+down_revision: str | None = "0010_stream_relay"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
