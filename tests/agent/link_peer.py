@@ -16,7 +16,14 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from agent.contracts.link import Ack, Command, UploadRequest, UploadSlot, parse_agent_frame
+from agent.contracts.link import (
+    Ack,
+    Command,
+    StreamFrom,
+    UploadRequest,
+    UploadSlot,
+    parse_agent_frame,
+)
 
 
 class LinkPeer:
@@ -34,6 +41,8 @@ class LinkPeer:
         self.acked_commands: list[str] = []
         self.results: dict[str, Any] = {}
         self.rejected = 0
+        self.stream_events: list[Any] = []
+        self.stream_ends = 0
         self.uploads: dict[str, tuple[bytes, dict[str, str]]] = {}
         self.changed = asyncio.Event()
         self._ws: web.WebSocketResponse | None = None
@@ -116,6 +125,17 @@ class LinkPeer:
                 continue
             if frame.type == "register":
                 self.registers.append(frame)
+                # As the control plane does after every register: feed the stream from here.
+                await ws.send_str(StreamFrom(after=frame.stream_seq).model_dump_json())
+            elif frame.type == "stream_event":
+                self.stream_events.append(frame.item)
+            elif frame.type == "stream_batch":
+                pass
+            elif frame.type == "stream_end":
+                # The one acked stream frame: the agent exits once it has the ack.
+                self.stream_ends += 1
+                if self.ack:
+                    await ws.send_str(Ack(ref_id=frame.id).model_dump_json())
             elif frame.type == "heartbeat":
                 self.heartbeats += 1
             elif frame.type == "ack":
