@@ -60,7 +60,7 @@ logger = logging.getLogger(__name__)
 
 routes = web.RouteTableDef()
 
-_ARTIFACT_FOLDERS = {"recording": "recordings", "screenshot": "screenshots"}
+_ARTIFACT_FOLDERS = {"recording": "recordings", "screenshot": "screenshots", "log": "logs"}
 # Frames are small JSON objects; a segment or participant list stays far below this.
 _MAX_FRAME_BYTES = 1024 * 1024
 
