@@ -35,10 +35,11 @@ import contextlib
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import subprocess
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit, urlunsplit
@@ -60,23 +61,52 @@ USER_NET_HOST = "10.0.2.2"
 _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
-def user_data(grant: BootstrapGrant) -> dict[str, object]:
+AGENT_ENV_FILE = "/etc/meetbot/agent.env"
+"""The agent's environment file in the image (``EnvironmentFile=`` of meetbot-agent.service)."""
+
+
+def agent_env_lines(env: Mapping[str, str]) -> str:
+    """``env`` as lines of a systemd environment file, each value single-quoted (kept literal).
+
+    Raises:
+        ValueError: A name is not ``MEETBOT_AGENT_*``, or a value holds a newline or ``'``.
+    """
+    lines = []
+    for name, value in sorted(env.items()):
+        if not re.fullmatch(r"MEETBOT_AGENT_[A-Z0-9_]+", name):
+            raise ValueError(f"{name!r} is not a MEETBOT_AGENT_* setting")
+        if "\n" in value or "'" in value:
+            raise ValueError(f"{name}: a value cannot hold a newline or a single quote")
+        lines.append(f"{name}='{value}'\n")
+    return "".join(lines)
+
+
+def user_data(
+    grant: BootstrapGrant, agent_env: Mapping[str, str] | None = None
+) -> dict[str, object]:
     """The VM's cloud-config (a JSON object, which is YAML): the grant file and SSH settings.
 
-    One SSH host key type: an RSA key alone took about a minute of a boot under emulation.
+    ``agent_env`` (non-secret ``MEETBOT_AGENT_*`` settings, e.g. extra browser flags) is
+    appended to the image's :data:`AGENT_ENV_FILE`. One SSH host key type: an RSA key alone
+    took about a minute of a boot under emulation.
     """
+    files: list[dict[str, object]] = [
+        {
+            "path": BOOTSTRAP_GRANT_FILE,
+            "owner": "root:root",
+            "permissions": "0600",
+            "content": grant.model_dump_json(),
+        }
+    ]
+    if agent_env:
+        files.append(
+            {"path": AGENT_ENV_FILE, "append": True, "content": agent_env_lines(agent_env)}
+        )
     return {
         "ssh_pwauth": False,
         "disable_root": True,
         "ssh_genkeytypes": ["ed25519"],
-        "write_files": [
-            {
-                "path": BOOTSTRAP_GRANT_FILE,
-                "owner": "root:root",
-                "permissions": "0600",
-                "content": grant.model_dump_json(),
-            }
-        ],
+        "write_files": files,
     }
 
 
@@ -102,6 +132,8 @@ class QemuLauncher:
         grace_seconds: How long :meth:`terminate` waits for the VM to power off by itself.
         nice: Niceness added to the qemu processes (0 adds none; a shared host may want 10).
         bootstrap: Mints each VM's bootstrap token (else set by :meth:`use_bootstrap`).
+        agent_env: ``MEETBOT_AGENT_*`` settings added to every VM's agent environment (not
+            secret: they travel in user-data).
     """
 
     def __init__(
@@ -116,6 +148,7 @@ class QemuLauncher:
         grace_seconds: float = 60.0,
         nice: int = 0,
         bootstrap: BootstrapIssuer | None = None,
+        agent_env: Mapping[str, str] | None = None,
     ) -> None:
         self._image = image
         self._state_dir = state_dir
@@ -126,6 +159,8 @@ class QemuLauncher:
         self._grace_seconds = grace_seconds
         self._nice = nice
         self._bootstrap = bootstrap
+        self._agent_env = dict(agent_env or {})
+        agent_env_lines(self._agent_env)  # refuse a bad setting now, not at a launch
         self._processes: dict[str, asyncio.subprocess.Process] = {}
         self._accel_lock = asyncio.Lock()
         self._launching: set[str] = set()  # names whose launch is under way
@@ -258,7 +293,7 @@ class QemuLauncher:
         # The one-time token is in here until the VM is gone: the folder is the owner's only.
         fd = os.open(seed / "user-data", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write("#cloud-config\n" + json.dumps(user_data(grant)) + "\n")
+            handle.write("#cloud-config\n" + json.dumps(user_data(grant, self._agent_env)) + "\n")
         subprocess.run(  # noqa: S603 - genisoimage with paths we made
             [  # noqa: S607 - genisoimage from PATH
                 "genisoimage",
@@ -440,4 +475,5 @@ def create(settings: Settings) -> QemuLauncher:
         accelerator=settings.qemu_accelerator,
         host_address=settings.qemu_host_address,
         nice=settings.qemu_nice,
+        agent_env=settings.qemu_agent_env,
     )

@@ -27,7 +27,7 @@ from agent.contracts.bot_config import BotConfig, Platform
 from control_plane.app import create_app
 from control_plane.db.migrate import upgrade
 from control_plane.launchers.base import LaunchError, LaunchHandle
-from control_plane.launchers.qemu import QemuLauncher, guest_url
+from control_plane.launchers.qemu import AGENT_ENV_FILE, QemuLauncher, guest_url, user_data
 from control_plane.settings import Settings
 
 pytestmark = [
@@ -104,6 +104,28 @@ def test_guest_url_maps_loopback_to_the_host_address() -> None:
     assert guest_url("http://127.0.0.1:8080/x", "10.0.2.2") == "http://10.0.2.2:8080/x"
     assert guest_url("http://localhost", "10.0.2.2") == "http://10.0.2.2"
     assert guest_url("https://cp.example.org:443", "10.0.2.2") == "https://cp.example.org:443"
+
+
+def test_agent_settings_are_appended_to_the_agent_env_file_literally() -> None:
+    grant = BootstrapGrant(
+        control_plane_url="http://10.0.2.2:1", bot_id=uuid.uuid4(), bootstrap_token="t"
+    )
+    flags = '["--host-resolver-rules=MAP meet.google.com 10.0.2.2:4443", "--x"]'
+    data = user_data(grant, {"MEETBOT_AGENT_EXTRA_BROWSER_ARGS": flags})
+    files = data["write_files"]
+    assert isinstance(files, list)
+    assert files[1] == {
+        "path": AGENT_ENV_FILE,
+        "append": True,
+        "content": f"MEETBOT_AGENT_EXTRA_BROWSER_ARGS='{flags}'\n",
+    }
+    for bad in (
+        {"PATH": "/usr/bin"},
+        {"MEETBOT_AGENT_X": "a\nMEETBOT_AGENT_Y=b"},
+        {"MEETBOT_AGENT_X": "'"},
+    ):
+        with pytest.raises(ValueError):
+            QemuLauncher(Path("x.qcow2"), Path("vms"), agent_env=bad)
 
 
 async def test_launch_boots_an_overlay_and_terminate_removes_it(
