@@ -7,7 +7,8 @@
 - ``POST /internal/v1/agents/{bot_id}/artifacts`` (agent token; body ``ArtifactReport``) —
   stores an artifact uploaded through an upload slot after the agent's link is gone (the
   agent's log): 201 ``{artifact_id, storage_key}``, also for a resent report; 422
-  ``artifact_not_uploaded`` when the key is not the bot's or holds nothing.
+  ``artifact_not_uploaded`` when the key is not the bot's or holds nothing; 409
+  ``meeting_purged`` (and the bytes deleted) when the meeting was purged meanwhile.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import logging
 
 from aiohttp import web
+from sqlalchemy import select
 
 from agent.contracts.link import ArtifactReport
 from agent.contracts.wire import (
@@ -29,6 +31,7 @@ from control_plane.agent_hub.keys import STORAGE, STREAM_SIGNER
 from control_plane.agent_link.endpoint import authenticate_agent
 from control_plane.api.http import path_uuid, read_body
 from control_plane.db.engine import DB
+from control_plane.db.models.bot import Meeting
 from control_plane.errors import AuthError, Conflict, ErrorItem, NotConfigured, Validation
 from control_plane.storage.base import bot_prefix
 
@@ -89,6 +92,13 @@ async def report_artifact(request: web.Request) -> web.Response:
                 )
             ],
         )
+    async with request.app[DB].sessions() as session:
+        redacted = await session.scalar(
+            select(Meeting.redacted).where(Meeting.id == identity.meeting_id)
+        )
+    if redacted:  # purged before the machine's upload: keep nothing of it
+        await request.app[STORAGE].delete_prefix(body.storage_key)
+        raise Conflict("the meeting has been purged", code="meeting_purged")
     await record_artifact(
         request.app[DB],
         identity.meeting_id,

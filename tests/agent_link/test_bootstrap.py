@@ -21,7 +21,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 from pytest_aiohttp import AiohttpClient, AiohttpServer
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from agent.bootstrap import BootstrapRefusedError, exchange, write_config
 from agent.contracts.bootstrap import BootstrapGrant
@@ -29,8 +29,10 @@ from agent.contracts.link import ArtifactKind, ArtifactReport
 from agent.contracts.wire import agent_artifacts_path, agent_bootstrap_path, bearer
 from agent.log_upload import LOG_CONTENT_TYPE, upload_log
 from control_plane.agent_hub.bootstrap_tokens import BOOTSTRAP_TOKENS
+from control_plane.agent_hub.keys import STORAGE
 from control_plane.db.engine import DB
 from control_plane.db.models.agent_link import BootstrapToken
+from control_plane.db.models.bot import Meeting
 from control_plane.settings import Settings
 from tests.plugins.agent_link import Client, LaunchBot, LaunchedBot
 from tests.plugins.api_app import KEY_PREFIX, Caller
@@ -204,3 +206,17 @@ async def test_a_report_of_nothing_uploaded_or_without_the_agent_token_is_refuse
     )
     assert response.status == 401
     assert (await response.json())["code"] == "invalid_agent_token"
+
+
+async def test_a_log_arriving_after_the_meeting_was_purged_is_refused_and_not_kept(
+    client: Client, launch_bot: LaunchBot
+) -> None:
+    bot = await launch_bot()
+    async with client.app[DB].sessions.begin() as session:
+        await session.execute(
+            update(Meeting).where(Meeting.id == bot.meeting_id).values(redacted=True)
+        )
+    config = bot.config.model_copy(update={"control_plane_url": _base(client)})
+    with pytest.raises(OSError, match="409"):
+        await upload_log(config, b"late\n")
+    assert await client.app[STORAGE].size(f"bots/{bot.bot_id}/logs/agent.log") is None
