@@ -220,3 +220,20 @@ async def test_a_log_arriving_after_the_meeting_was_purged_is_refused_and_not_ke
     with pytest.raises(OSError, match="409"):
         await upload_log(config, b"late\n")
     assert await client.app[STORAGE].size(f"bots/{bot.bot_id}/logs/agent.log") is None
+
+
+async def test_an_upload_slot_on_a_loopback_public_url_names_the_host_the_machine_came_through(
+    client: Client, launch_bot: LaunchBot
+) -> None:
+    bot = await launch_bot()
+    body = {"kind": "log", "name": "agent.log", "content_type": LOG_CONTENT_TYPE, "size": 3}
+    headers = {**bearer(bot.token), "Host": "10.0.2.2:4321"}  # a VM on qemu's user network
+    response = await client.post(
+        f"/internal/v1/agents/{bot.bot_id}/uploads", json=body, headers=headers
+    )
+    assert response.status == 200
+    slot = await response.json()
+    assert slot["url"].startswith(
+        f"http://10.0.2.2:4321/internal/v1/artifacts/bots/{bot.bot_id}/logs/"
+    )
+    assert slot["agent_auth"] is True
