@@ -173,6 +173,10 @@ async def control_plane(tmp_path: Path, meeting: TestMeetingServer) -> AsyncIter
             browser_args(meeting.https_port, USER_NET_HOST)
         ),
         "MEETBOT_AGENT_IGNORE_HTTPS_ERRORS": "true",
+        # Headful Chromium on one emulated vCPU of a loaded host took over 60 s (the default)
+        # from its start to the join button in the first run here: join_error.
+        "MEETBOT_AGENT_JOIN_TIMEOUT_SECONDS": "900",
+        "MEETBOT_AGENT_LOST_PAGE_SECONDS": "900",
     }
     cp = ControlPlane(settings, agent_env)
     await cp.start()
