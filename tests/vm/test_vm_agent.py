@@ -6,7 +6,8 @@ this host headful on the VM's Xvfb display.
   restarted mid-meeting and reconciles (the bot's VM kept, no other) → the transcript of real
   speech arrives (read through the API) → the host ends the meeting → ``completed`` → the VM
   powers itself off and its overlay is removed; the agent's journal is the bot's log artifact.
-- A bot's VM killed from outside → ``failed``/``agent_lost``, its overlay removed.
+- A bot's VM killed from outside once its agent is linked → ``failed``/``agent_lost``, its
+  overlay removed.
 
 The VM's Chromium is sent to the testmeeting server on the host's loopback (``10.0.2.2`` on
 qemu's user network) through the launcher's ``agent_env``. Under software emulation (TCG) a
@@ -331,11 +332,17 @@ async def test_a_vm_killed_from_outside_makes_its_bot_failed_agent_lost(
         posted = time.monotonic()
         bot_id = await _post_bot(http, cp, KILLED_ID)
         name = f"meetbot-{bot_id}"
+        # Killed once its agent is linked (joining or later): a linked agent that falls silent
+        # is what the reaper calls lost.
         try:
-            await _until(_status_in(http, cp, bot_id, {"active"}), "active", BOOT_WITHIN)
+            await _until(
+                _status_in(http, cp, bot_id, {"joining", "awaiting_admission", "active"}),
+                "the agent linked",
+                BOOT_WITHIN,
+            )
         except AssertionError as exc:
             raise AssertionError(f"{exc}\n{cp.serial_tail(name)}") from exc
-        _note("active", posted)
+        _note("agent linked", posted)
         assert cp.launcher is not None
         pid = int((cp.launcher.vm_dir(name) / "qemu.pid").read_text())
         psutil.Process(pid).kill()
