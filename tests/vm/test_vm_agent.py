@@ -104,7 +104,7 @@ class ControlPlane:
     async def start(self) -> None:
         self.launcher = QemuLauncher(
             Path(IMAGE), self.settings.data_dir / "vms", accelerator="auto",
-            memory_mib=2048, nice=10, agent_env=self.agent_env,
+            memory_mib=2048, nice=10, agent_env=self.agent_env, grace_seconds=180,
         )  # fmt: skip
         self.app = create_app(self.settings, launcher=self.launcher)
         self.runner = web.AppRunner(self.app, shutdown_timeout=1.0)
@@ -166,7 +166,9 @@ async def control_plane(tmp_path: Path, meeting: TestMeetingServer) -> AsyncIter
         agent_connect_timeout_seconds=BOOT_WITHIN + 60,
         bootstrap_token_ttl_seconds=BOOT_WITHIN + 60,
         heartbeat_timeout_seconds=90,
-        agent_teardown_grace_seconds=300,
+        # A finished agent's VM finalizes, uploads its journal and powers off by itself; under
+        # emulation that can take minutes before the reaper would step in.
+        agent_teardown_grace_seconds=900,
     )
     agent_env = {
         # The VM reaches this host's loopback, where the testmeeting listens, at 10.0.2.2.
