@@ -165,7 +165,9 @@ async def control_plane(tmp_path: Path, meeting: TestMeetingServer) -> AsyncIter
         scheduler_interval_seconds=0.5,
         agent_connect_timeout_seconds=BOOT_WITHIN + 60,
         bootstrap_token_ttl_seconds=BOOT_WITHIN + 60,
-        heartbeat_timeout_seconds=90,
+        # The first full run: a leaving agent on one starved emulated vCPU (its final
+        # transcription loading a model) sent no heartbeat for over 90 s and was reaped.
+        heartbeat_timeout_seconds=300,
         # A finished agent's VM finalizes, uploads its journal and powers off by itself; under
         # emulation that can take minutes before the reaper would step in.
         agent_teardown_grace_seconds=900,
