@@ -8,11 +8,16 @@ creates ``--bots`` bots at once; prints one JSON line per figure:
   (``agent_links.registered_at``); goal ≤ 30 s with KVM;
 - ``vm_peak_rss_mb`` and ``vm_mean_cpu_cores``: each qemu process from its start until the
   agent registered (boot, cloud-init, the agent's start), sampled every second;
-- with every figure: the ``accelerator`` used and the host's one-minute ``load``.
+- with every figure: the ``accelerator`` used and the host's one-minute ``load``;
+- first, ``"figure": "image"`` from the build's report (``manifest.json`` beside a cached
+  image of ``meetbot image build``): ``build_s`` (``base_s`` native base + ``packer_s`` packer
+  build with the self-test), ``size_mb`` on disk, ``virtual_size``, the build VM's
+  ``accelerator`` and ``cpus``, and the self-test's report lines (``selftest``). ``--image-only``
+  prints just that.
 
 The bots' meeting URL leads nowhere (no meeting is needed to register); the VMs are torn down
 at the end. Usage: ``nice -n 10 python -m bench.vm --image FILE.qcow2 [--bots 2]
-[--accelerator auto|kvm|tcg] [--memory 2048] [--timeout 1800]``
+[--accelerator auto|kvm|tcg] [--memory 2048] [--timeout 1800] [--image-only]``
 (``meetbot image path`` prints the cached image).
 """
 
@@ -48,11 +53,32 @@ from control_plane.enums import Role
 from control_plane.launchers.base import LaunchHandle
 from control_plane.launchers.qemu import QemuLauncher
 from control_plane.settings import Settings
+from meetbot.image.cache import MANIFEST_FILE, Manifest
 
 
 def emit(**fields: Any) -> None:
     """Print one figure as a JSON line."""
     print(json.dumps({"bench": "vm", **fields}), flush=True)
+
+
+def image_figure(image: Path) -> dict[str, Any] | None:
+    """The build's figures of ``image`` from the manifest beside it; None without one."""
+    if not (image.parent / MANIFEST_FILE).is_file():
+        return None
+    manifest = Manifest.read(image.parent)
+    return {
+        "figure": "image",
+        "key": manifest.key[:16],
+        "built_at": manifest.built_at,
+        "build_s": round(manifest.base_seconds + manifest.packer_seconds, 1),
+        "base_s": round(manifest.base_seconds, 1),
+        "packer_s": round(manifest.packer_seconds, 1),
+        "size_mb": round(manifest.size_bytes / 2**20),
+        "virtual_size": manifest.virtual_size,
+        "accelerator": manifest.accelerator,
+        "cpus": manifest.cpus,
+        "selftest": manifest.selftest,
+    }
 
 
 def _free_port() -> int:
@@ -174,7 +200,15 @@ def main() -> None:
     parser.add_argument("--accelerator", choices=("auto", "kvm", "tcg"), default="auto")
     parser.add_argument("--memory", type=int, default=2048, help="MiB per VM")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per bot")
-    asyncio.run(run(parser.parse_args()))
+    parser.add_argument("--image-only", action="store_true", help="only the build's figures")
+    args = parser.parse_args()
+    figure = image_figure(args.image.resolve())
+    if figure is not None:
+        emit(**figure)
+    elif args.image_only:
+        raise SystemExit(f"no {MANIFEST_FILE} beside {args.image} (not a meetbot image build)")
+    if not args.image_only:
+        asyncio.run(run(args))
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from aiohttp import web
 
 from control_plane.action_prompts import routes as action_prompts
 from control_plane.action_prompts.service import prompt_step
+from control_plane.agent_hub.bootstrap_tokens import BOOTSTRAP_TOKENS, BootstrapTokens
 from control_plane.agent_hub.keys import AGENT_HUB, STORAGE, STREAM_SIGNER
 from control_plane.agent_link.config_step import agent_token_step
 from control_plane.agent_link.reaper import reconcile_launcher
@@ -52,7 +53,7 @@ from control_plane.hooks import (
 )
 from control_plane.invitations import routes as invitations
 from control_plane.launchers import create_launcher
-from control_plane.launchers.base import LAUNCHER, BotLauncher, Reconciling
+from control_plane.launchers.base import LAUNCHER, Bootstrapping, BotLauncher, Reconciling
 from control_plane.meetings import routes as meeting_routes
 from control_plane.meetings.artifacts import ARTIFACT_LISTER, first_recording_url
 from control_plane.meta import routes as meta
@@ -111,6 +112,10 @@ def _launcher_ctx(
         owned = launcher is None
         app[LAUNCHER] = create_launcher(app[SETTINGS]) if launcher is None else launcher
         built = app[LAUNCHER]
+        tokens = BootstrapTokens(app[DB], app[SETTINGS].bootstrap_token_ttl_seconds)
+        app[BOOTSTRAP_TOKENS] = tokens
+        if isinstance(built, Bootstrapping):  # its machines trade a token for their config
+            built.use_bootstrap(tokens.issue)
         if isinstance(built, Reconciling):  # its VMs outlive this process
             await reconcile_launcher(built, app[DB])
         yield

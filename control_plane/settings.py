@@ -87,6 +87,12 @@ class Settings(BaseSettings):
     qemu_accelerator: Literal["auto", "kvm", "tcg"] = "auto"
     qemu_host_address: str = "10.0.2.2"
     qemu_nice: int = Field(default=0, ge=0, le=19)
+    # MEETBOT_AGENT_* settings for the agents in the VMs (a JSON object; in user-data, so
+    # nothing secret), e.g. {"MEETBOT_AGENT_LOG_LEVEL": "DEBUG"}.
+    qemu_agent_env: dict[str, str] = Field(default_factory=dict)
+    # How long a bot machine's one-time bootstrap token (in its user-data) can be exchanged for
+    # its BotConfig: a boot under emulation (TCG) on a loaded host takes minutes.
+    bootstrap_token_ttl_seconds: float = Field(default=1800.0, gt=0)
 
     # Agent link: a launched agent that never connects within this is failed/launch_failed
     # (a VM boot plus Chromium start fits well inside it).

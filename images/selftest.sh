@@ -92,8 +92,13 @@ import time
 from playwright.sync_api import sync_playwright
 t0 = time.monotonic()
 with sync_playwright() as p:
-    browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True)
+    # No Playwright timeouts: the check runs under its own limit (SELFTEST_TIMEOUT), and a
+    # loaded emulated build VM took over 30 s (Playwright'"'"'s default) to load a data: page.
+    browser = p.chromium.launch(
+        executable_path="/usr/bin/chromium", headless=True, timeout=0
+    )
     page = browser.new_page()
+    page.set_default_timeout(0)
     page.goto("data:text/html,<title>t</title><p id=x></p><script>x.textContent = 6 * 7</script>")
     value = page.inner_text("#x")
     version = browser.version
@@ -150,12 +155,15 @@ check_pulseaudio() {
   as_bot "${pulse[@]}" pactl info | grep -E 'Server Version|Default Sink|Default Source' |
     tr '\n' ';'
   echo
-  # Record the meeting sink's monitor (what a recording hears) while the clip plays into it.
+  # Record the meeting sink's monitor (what a recording hears) while the clip plays into it,
+  # over and over until the recording is done: on a loaded emulated build VM ffmpeg took
+  # seconds to connect, and one play had ended before it did (a recording of silence).
   as_bot "${pulse[@]}" ffmpeg -hide_banner -loglevel error -f pulse -i meeting.monitor -t 6 \
     -ac 1 -ar 16000 -f s16le "$work/bot/monitor.raw" >"$work/rec.log" 2>&1 &
   recorder=$!
-  sleep 1
-  as_bot "${pulse[@]}" paplay "$work/clip.wav"
+  while kill -0 "$recorder" 2>/dev/null; do
+    as_bot "${pulse[@]}" paplay --device=meeting "$work/clip.wav" || true
+  done
   wait "$recorder" || { echo "ffmpeg -f pulse failed"; cat "$work/rec.log"; return 1; }
   timeout "$limit" "$py" -c '
 import sys

@@ -149,6 +149,7 @@ class ArtifactKind(StrEnum):
 
     RECORDING = "recording"
     SCREENSHOT = "screenshot"
+    LOG = "log"
 
 
 class ArtifactEvent(_Frame):
@@ -296,6 +297,24 @@ class UploadSlot(BaseModel):
     headers: dict[str, str] = Field(default_factory=dict)
     agent_auth: bool = False
     expires_at: datetime
+
+
+class ArtifactReport(BaseModel):
+    """An uploaded artifact reported without the link: ``POST …/agents/{bot_id}/artifacts``.
+
+    For what a bot's machine uploads after its agent has exited (the agent's log), when there
+    is no link left to carry an ``artifact`` frame. The control plane stores it once per
+    ``artifact_id`` (a resent report is answered the same) and only when ``storage_key`` lies
+    under the bot's prefix and holds bytes.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: ArtifactKind
+    artifact_id: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    storage_key: str = Field(min_length=1, max_length=512)
+    content_type: str = Field(min_length=1, max_length=100)
+    size_bytes: int = Field(ge=0, le=MAX_ARTIFACT_BYTES)
 
 
 class UploadRequest(BaseModel):

@@ -12,6 +12,14 @@ AGENT_LINK_PATH = "/internal/v1/agents/{bot_id}"
 AGENT_UPLOADS_PATH = "/internal/v1/agents/{bot_id}/uploads"
 """Where an agent asks the control plane for an upload slot (``POST``, body ``UploadRequest``)."""
 
+AGENT_ARTIFACTS_PATH = "/internal/v1/agents/{bot_id}/artifacts"
+"""Where a bot's machine reports an artifact uploaded after its agent exited (``POST``, body
+``ArtifactReport``)."""
+
+AGENT_BOOTSTRAP_PATH = "/internal/v1/agents/{bot_id}/bootstrap"
+"""Where a bot's machine trades its one-time bootstrap token for its ``BotConfig`` (``POST``,
+``Authorization: Bearer <bootstrap token>``, no body)."""
+
 ARTIFACT_UPLOAD_PREFIX = "/internal/v1/artifacts/"
 """Local storage's signed upload URLs: ``PUT {prefix}{key}?expires=…&signature=…``."""
 
@@ -39,6 +47,16 @@ def agent_link_path(bot_id: object) -> str:
 def agent_uploads_path(bot_id: object) -> str:
     """:data:`AGENT_UPLOADS_PATH` for ``bot_id`` (a UUID or its string)."""
     return AGENT_UPLOADS_PATH.format(bot_id=bot_id)
+
+
+def agent_artifacts_path(bot_id: object) -> str:
+    """:data:`AGENT_ARTIFACTS_PATH` for ``bot_id`` (a UUID or its string)."""
+    return AGENT_ARTIFACTS_PATH.format(bot_id=bot_id)
+
+
+def agent_bootstrap_path(bot_id: object) -> str:
+    """:data:`AGENT_BOOTSTRAP_PATH` for ``bot_id`` (a UUID or its string)."""
+    return AGENT_BOOTSTRAP_PATH.format(bot_id=bot_id)
 
 
 def bearer(token: str) -> dict[str, str]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import AsyncIterator
+from urllib.parse import urlsplit, urlunsplit
 
 from aiohttp import WSMsgType, web
 from pydantic import ValidationError
@@ -70,7 +71,7 @@ logger = logging.getLogger(__name__)
 
 routes = web.RouteTableDef()
 
-_ARTIFACT_FOLDERS = {"recording": "recordings", "screenshot": "screenshots"}
+_ARTIFACT_FOLDERS = {"recording": "recordings", "screenshot": "screenshots", "log": "logs"}
 # Frames are small JSON objects; a segment or participant list stays far below this.
 _MAX_FRAME_BYTES = 1024 * 1024
 
@@ -171,12 +172,28 @@ async def upload_slot(request: web.Request) -> web.Response:
     )
     slot = UploadSlot(
         storage_key=key,
-        url=target.url,
+        url=_as_reached(target.url, request) if target.agent_auth else target.url,
         headers=target.headers,
         agent_auth=target.agent_auth,
         expires_at=target.expires_at,
     )
     return web.json_response(text=slot.model_dump_json())
+
+
+_LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def _as_reached(url: str, request: web.Request) -> str:
+    """A control-plane ``url`` on a loopback host, moved to the host ``request`` came through.
+
+    A loopback ``MEETBOT_PUBLIC_URL`` is reachable from this machine only; an agent on its own
+    VM reaches the control plane at another address (``10.0.2.2`` on qemu's user network), and
+    it reaches the upload path the same way it reached the slot endpoint.
+    """
+    parts = urlsplit(url)
+    if parts.hostname not in _LOOPBACK_HOSTS or not request.host:
+        return url
+    return urlunsplit(parts._replace(netloc=request.host))
 
 
 def _local_storage(request: web.Request) -> LocalArtifactStorage:

@@ -1,6 +1,6 @@
 """The agent link's part of a meeting record: artifacts with presigned URLs, and purging.
 
-:func:`artifact_lister` fills the full meeting record's ``recordings`` and ``screenshots``
+:func:`artifact_lister` fills the full meeting record's ``recordings``, ``screenshots`` and ``logs``
 (docs/api.md 2.6; URLs valid ``presigned_url_ttl_seconds``, 1 hour by default) and the bot's
 ``recording_url``. :func:`purge_hook` deletes the meeting's chat, artifact rows and stored
 files when the meeting is purged.
@@ -14,17 +14,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from control_plane.db.models.agent_link import Artifact, ChatMessage
 from control_plane.db.models.bot import Meeting
 from control_plane.hooks import PurgeHook
-from control_plane.meetings.artifacts import ArtifactLister
-from control_plane.meetings.schemas import Recording, Screenshot
+from control_plane.meetings.artifacts import ArtifactLister, MeetingArtifacts
+from control_plane.meetings.schemas import AgentLog, Recording, Screenshot
 from control_plane.storage.base import ArtifactStorage, bot_prefix
 
 
 def artifact_lister(storage: ArtifactStorage, ttl_seconds: int) -> ArtifactLister:
-    """List a meeting's recordings and screenshots (oldest first) with fresh presigned URLs."""
+    """List a meeting's recordings, screenshots and logs (oldest first) with fresh URLs."""
 
-    async def list_artifacts(
-        session: AsyncSession, meeting: Meeting
-    ) -> tuple[list[Recording], list[Screenshot]]:
+    async def list_artifacts(session: AsyncSession, meeting: Meeting) -> MeetingArtifacts:
         rows = (
             await session.scalars(
                 select(Artifact)
@@ -34,6 +32,7 @@ def artifact_lister(storage: ArtifactStorage, ttl_seconds: int) -> ArtifactListe
         ).all()
         recordings: list[Recording] = []
         screenshots: list[Screenshot] = []
+        logs: list[AgentLog] = []
         for row in rows:
             signed = await storage.presign_get(row.storage_key, ttl_seconds)
             if row.kind == "recording":
@@ -49,6 +48,17 @@ def artifact_lister(storage: ArtifactStorage, ttl_seconds: int) -> ArtifactListe
                         expires_at=signed.expires_at,
                     )
                 )
+            elif row.kind == "log":
+                logs.append(
+                    AgentLog(
+                        id=row.artifact_id,
+                        content_type=row.content_type,
+                        size_bytes=row.size_bytes,
+                        created_at=row.created_at,
+                        url=signed.url,
+                        expires_at=signed.expires_at,
+                    )
+                )
             else:
                 screenshots.append(
                     Screenshot(
@@ -58,7 +68,7 @@ def artifact_lister(storage: ArtifactStorage, ttl_seconds: int) -> ArtifactListe
                         expires_at=signed.expires_at,
                     )
                 )
-        return recordings, screenshots
+        return MeetingArtifacts(recordings, screenshots, logs)
 
     return list_artifacts
 

@@ -22,7 +22,7 @@ from control_plane.agent_hub.keys import AGENT_HUB, STORAGE, STREAM_SIGNER
 from control_plane.agent_hub.metrics import LinkMetrics
 from control_plane.agent_hub.relay import CommandRelay, asyncpg_dsn
 from control_plane.agent_hub.stream_tokens import StreamTokenSigner
-from control_plane.agent_link import endpoint
+from control_plane.agent_link import endpoint, machine
 from control_plane.agent_link.meeting_parts import artifact_lister, purge_hook
 from control_plane.agent_link.reaper import Reaper
 from control_plane.db.engine import DB, Database
@@ -118,5 +118,6 @@ def setup_agent_link(app: web.Application) -> None:
     if PURGE_HOOKS not in app:
         app[PURGE_HOOKS] = []
     app.router.add_routes(endpoint.routes)
+    app.router.add_routes(machine.routes)
     app.cleanup_ctx.append(agent_link_ctx)
     app.on_shutdown.append(_close_links)

@@ -7,7 +7,7 @@ the one thing. A launch that cannot happen raises :class:`LaunchError`; the call
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 from uuid import UUID
@@ -58,6 +58,26 @@ class Reconciling(Protocol):
 
     async def reconcile(self, live_bot_ids: Collection[UUID]) -> list[str]:
         """Stop what runs for bots not in ``live_bot_ids``; return the handle ids stopped."""
+        ...
+
+
+BootstrapIssuer = Callable[[BotConfig], Awaitable[str]]
+"""Stores a one-time bootstrap token for a bot's config and returns it (the control plane's
+``BootstrapTokens.issue``); the config is given as the machine must see it."""
+
+
+@runtime_checkable
+class Bootstrapping(Protocol):
+    """A launcher that boots a machine per bot and hands it a bootstrap token, not its config.
+
+    The machine's user-data carries the control-plane URL, the bot id and the token
+    (``agent.contracts.bootstrap.BootstrapGrant``); the machine trades the token for the
+    ``BotConfig`` once (docs/architecture.md §5). The control plane gives the launcher its
+    issuer when it starts.
+    """
+
+    def use_bootstrap(self, issue: BootstrapIssuer) -> None:
+        """Mint bootstrap tokens with ``issue`` from now on."""
         ...
 
 

@@ -4,11 +4,17 @@ For every bot it makes a folder ``{state_dir}/{name}/`` (``name`` is ``meetbot-{
 bot's ``bot_container_id``) holding:
 
 - ``disk.qcow2`` — a copy-on-write overlay on the image (the image itself is never written);
-- ``seed.iso`` — a NoCloud ``cidata`` disk with the instance id and hostname only;
-- ``bot.json`` — the ``BotConfig`` (mode 0600: it holds the agent token), handed to the VM as
-  the fw_cfg file ``opt/meetbot/bot.json``, which only root can read inside the VM and which no
-  metadata service exposes; ``images/units/meetbot-agent.service`` reads it at start;
+- ``seed.iso`` — a NoCloud ``cidata`` disk: the instance id and hostname, and user-data whose
+  ``write_files`` puts the bootstrap grant (:class:`agent.contracts.bootstrap.BootstrapGrant`:
+  the control-plane URL, the bot id and a one-time, expiring bootstrap token, nothing else) at
+  ``/etc/meetbot/bootstrap.json`` (root, 0600). ``images/units/meetbot-agent.service`` trades
+  the token for the ``BotConfig`` when cloud-init has finished; the agent token never lies in
+  user-data or on this host's disk;
 - ``qemu.pid``, ``qmp.sock`` (the monitor), ``serial.log`` (the VM's console: boot and agent).
+
+The token comes from the control plane's issuer (:class:`~control_plane.launchers.base.
+Bootstrapping`; the control plane calls :meth:`use_bootstrap` at its start, tests may pass
+``bootstrap=``); without one, :meth:`launch` fails.
 
 The VM gets user-mode networking: it reaches this host's loopback at ``host_address``
 (``10.0.2.2``), so a ``control_plane_url`` on ``127.0.0.1``/``localhost`` is rewritten to it.
@@ -29,10 +35,11 @@ import contextlib
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import subprocess
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit, urlunsplit
@@ -40,8 +47,9 @@ from uuid import UUID
 
 import psutil
 
+from agent.contracts.bootstrap import BOOTSTRAP_GRANT_FILE, BootstrapGrant
 from agent.contracts.bot_config import BotConfig
-from control_plane.launchers.base import LaunchError, LaunchHandle
+from control_plane.launchers.base import BootstrapIssuer, LaunchError, LaunchHandle
 from control_plane.launchers.qemu_accel import CPU_MODEL, Accelerator, probe_accelerator
 from control_plane.settings import Settings
 
@@ -51,7 +59,55 @@ NAME_PREFIX = "meetbot-"
 # The address of the host's loopback as seen from a VM on qemu's user-mode network.
 USER_NET_HOST = "10.0.2.2"
 _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
-FW_CFG_NAME = "opt/meetbot/bot.json"
+
+
+AGENT_ENV_FILE = "/etc/meetbot/agent.env"
+"""The agent's environment file in the image (``EnvironmentFile=`` of meetbot-agent.service)."""
+
+
+def agent_env_lines(env: Mapping[str, str]) -> str:
+    """``env`` as lines of a systemd environment file, each value single-quoted (kept literal).
+
+    Raises:
+        ValueError: A name is not ``MEETBOT_AGENT_*``, or a value holds a newline or ``'``.
+    """
+    lines = []
+    for name, value in sorted(env.items()):
+        if not re.fullmatch(r"MEETBOT_AGENT_[A-Z0-9_]+", name):
+            raise ValueError(f"{name!r} is not a MEETBOT_AGENT_* setting")
+        if "\n" in value or "'" in value:
+            raise ValueError(f"{name}: a value cannot hold a newline or a single quote")
+        lines.append(f"{name}='{value}'\n")
+    return "".join(lines)
+
+
+def user_data(
+    grant: BootstrapGrant, agent_env: Mapping[str, str] | None = None
+) -> dict[str, object]:
+    """The VM's cloud-config (a JSON object, which is YAML): the grant file and SSH settings.
+
+    ``agent_env`` (non-secret ``MEETBOT_AGENT_*`` settings, e.g. extra browser flags) is
+    appended to the image's :data:`AGENT_ENV_FILE`. One SSH host key type: an RSA key alone
+    took about a minute of a boot under emulation.
+    """
+    files: list[dict[str, object]] = [
+        {
+            "path": BOOTSTRAP_GRANT_FILE,
+            "owner": "root:root",
+            "permissions": "0600",
+            "content": grant.model_dump_json(),
+        }
+    ]
+    if agent_env:
+        files.append(
+            {"path": AGENT_ENV_FILE, "append": True, "content": agent_env_lines(agent_env)}
+        )
+    return {
+        "ssh_pwauth": False,
+        "disable_root": True,
+        "ssh_genkeytypes": ["ed25519"],
+        "write_files": files,
+    }
 
 
 def guest_url(url: str, host_address: str) -> str:
@@ -75,6 +131,9 @@ class QemuLauncher:
         host_address: The host's loopback as the VM reaches it (user-mode networking).
         grace_seconds: How long :meth:`terminate` waits for the VM to power off by itself.
         nice: Niceness added to the qemu processes (0 adds none; a shared host may want 10).
+        bootstrap: Mints each VM's bootstrap token (else set by :meth:`use_bootstrap`).
+        agent_env: ``MEETBOT_AGENT_*`` settings added to every VM's agent environment (not
+            secret: they travel in user-data).
     """
 
     def __init__(
@@ -88,6 +147,8 @@ class QemuLauncher:
         host_address: str = USER_NET_HOST,
         grace_seconds: float = 60.0,
         nice: int = 0,
+        bootstrap: BootstrapIssuer | None = None,
+        agent_env: Mapping[str, str] | None = None,
     ) -> None:
         self._image = image
         self._state_dir = state_dir
@@ -97,9 +158,16 @@ class QemuLauncher:
         self._host_address = host_address
         self._grace_seconds = grace_seconds
         self._nice = nice
+        self._bootstrap = bootstrap
+        self._agent_env = dict(agent_env or {})
+        agent_env_lines(self._agent_env)  # refuse a bad setting now, not at a launch
         self._processes: dict[str, asyncio.subprocess.Process] = {}
         self._accel_lock = asyncio.Lock()
         self._launching: set[str] = set()  # names whose launch is under way
+
+    def use_bootstrap(self, issue: BootstrapIssuer) -> None:
+        """Mint the VMs' bootstrap tokens with ``issue`` (the control plane's issuer)."""
+        self._bootstrap = issue
 
     def vm_dir(self, name: str) -> Path:
         """The folder of the VM called ``name``."""
@@ -121,7 +189,7 @@ class QemuLauncher:
         Idempotent: a bot whose VM still runs gets that VM's handle.
 
         Raises:
-            LaunchError: No image, no qemu, or qemu refused to start.
+            LaunchError: No image, no qemu, no bootstrap issuer, or qemu refused to start.
         """
         name = f"{NAME_PREFIX}{config.bot_id}"
         self._launching.add(name)
@@ -139,10 +207,23 @@ class QemuLauncher:
         qemu = shutil.which("qemu-system-x86_64")
         if qemu is None:
             raise LaunchError("qemu-system-x86_64 is not installed")
+        if self._bootstrap is None:
+            raise LaunchError("the qemu launcher has no bootstrap token issuer")
         accelerator = await self.accelerator()
+        guest_cp = guest_url(config.control_plane_url or "", self._host_address)
+        if not guest_cp:
+            raise LaunchError("a VM's bot needs a control_plane_url to bootstrap from")
+        # The config as the VM must see it is what the token buys.
+        try:
+            token = await self._bootstrap(config.model_copy(update={"control_plane_url": guest_cp}))
+        except LookupError as exc:
+            raise LaunchError(f"no bootstrap token for {name}: {exc}") from exc
+        grant = BootstrapGrant(
+            control_plane_url=guest_cp, bot_id=config.bot_id, bootstrap_token=token
+        )
         folder = self.vm_dir(name)
         try:
-            await asyncio.to_thread(self._prepare, folder, name, config)
+            await asyncio.to_thread(self._prepare, folder, name, grant)
             command = self._command(qemu, accelerator, folder, name)
             log_file = await asyncio.to_thread((folder / "qemu.log").open, "ab")
             try:
@@ -186,7 +267,7 @@ class QemuLauncher:
         await asyncio.to_thread(shutil.rmtree, self.vm_dir(name), True)
         raise LaunchError(f"VM {name} did not start: {log.strip()[-500:]}")
 
-    def _prepare(self, folder: Path, name: str, config: BotConfig) -> None:
+    def _prepare(self, folder: Path, name: str, grant: BootstrapGrant) -> None:
         if folder.exists():  # a dead VM's leftovers: start afresh
             shutil.rmtree(folder)
         folder.mkdir(parents=True, mode=0o700)
@@ -206,23 +287,13 @@ class QemuLauncher:
             check=True,
             capture_output=True,
         )
-        guest = config
-        if config.control_plane_url:
-            guest = config.model_copy(
-                update={
-                    "control_plane_url": guest_url(config.control_plane_url, self._host_address)
-                }
-            )
-        fd = os.open(folder / "bot.json", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(guest.model_dump_json())
         seed = folder / "seed"
-        seed.mkdir()
-        # The seed names the machine only: nothing secret goes into user-data. One SSH host
-        # key type: an RSA key alone took about a minute of a boot under emulation.
+        seed.mkdir(mode=0o700)
         (seed / "meta-data").write_text(f"instance-id: {name}\nlocal-hostname: {name}\n")
-        user_data = {"ssh_pwauth": False, "disable_root": True, "ssh_genkeytypes": ["ed25519"]}
-        (seed / "user-data").write_text("#cloud-config\n" + json.dumps(user_data) + "\n")
+        # The one-time token is in here until the VM is gone: the folder is the owner's only.
+        fd = os.open(seed / "user-data", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write("#cloud-config\n" + json.dumps(user_data(grant, self._agent_env)) + "\n")
         subprocess.run(  # noqa: S603 - genisoimage with paths we made
             [  # noqa: S607 - genisoimage from PATH
                 "genisoimage",
@@ -247,7 +318,6 @@ class QemuLauncher:
             "-nodefaults", "-display", "none", "-no-reboot", "-vga", "none",
             "-drive", f"file={folder / 'disk.qcow2'},if=virtio,format=qcow2,discard=unmap",
             "-drive", f"file={folder / 'seed.iso'},if=virtio,format=raw,media=cdrom,readonly=on",
-            "-fw_cfg", f"name={FW_CFG_NAME},file={folder / 'bot.json'}",
             "-netdev", "user,id=net0", "-device", "virtio-net-pci,netdev=net0",
             "-device", "virtio-rng-pci",
             "-serial", f"file:{folder / 'serial.log'}",
@@ -405,4 +475,5 @@ def create(settings: Settings) -> QemuLauncher:
         accelerator=settings.qemu_accelerator,
         host_address=settings.qemu_host_address,
         nice=settings.qemu_nice,
+        agent_env=settings.qemu_agent_env,
     )

@@ -22,7 +22,7 @@ from control_plane.db.models.segment import Segment
 from control_plane.errors import Conflict, NotFound
 from control_plane.hooks import PURGE_HOOKS
 from control_plane.meetings.actions import list_actions
-from control_plane.meetings.artifacts import ARTIFACT_LISTER
+from control_plane.meetings.artifacts import ARTIFACT_LISTER, NO_ARTIFACTS
 from control_plane.meetings.schemas import (
     ActionList,
     ActionQuery,
@@ -129,14 +129,15 @@ async def list_meetings_route(request: web.Request) -> web.Response:
 
 @routes.get(MEETING, summary="Get a meeting", response=MeetingRecord, errors=(404,), path_types=_ID)
 async def get_meeting(request: web.Request) -> web.Response:
-    """The full record: bot record, recordings and screenshots, transcript summary, ``redacted``.
+    """The full record: bot record, artifacts, transcript summary, actions, ``redacted``.
 
-    Recordings and screenshots come as presigned URLs valid 1 hour.
+    Recordings, screenshots and agent logs come as presigned URLs valid 1 hour.
     """
     async with request.app[DB].reads() as session:
         meeting = await _find(session, request)
         lister = request.app.get(ARTIFACT_LISTER)
-        recordings, screenshots = await lister(session, meeting) if lister is not None else ([], [])
+        artifacts = await lister(session, meeting) if lister is not None else NO_ARTIFACTS
+        recordings = artifacts.recordings
         segments = await _segments(session, meeting.id)
         tier: Literal["realtime", "deferred"] = (
             "deferred"
@@ -153,7 +154,8 @@ async def get_meeting(request: web.Request) -> web.Response:
         record = MeetingRecord(
             **base.model_dump(),
             recordings=recordings,
-            screenshots=screenshots,
+            screenshots=artifacts.screenshots,
+            logs=artifacts.logs,
             transcript=summary,
             actions=await list_actions(session, meeting.id),
             redacted=meeting.redacted,

@@ -93,11 +93,29 @@ class ActionQuery(BaseModel):
     offset: int = Field(default=0, ge=0, le=2**31 - 1)
 
 
+class AgentLog(BaseModel):
+    """The log of the bot's agent, uploaded by its machine when the agent exited (1 hour URL).
+
+    On a VM (the ``qemu`` launcher) it is the journal of the agent's unit, plain UTF-8 text;
+    bots of the ``local`` launcher upload none.
+    """
+
+    id: str
+    content_type: str
+    size_bytes: int
+    created_at: UtcDateTime
+    url: str
+    expires_at: UtcDateTime
+
+
 class MeetingRecord(BotRecord):
     """The full meeting record: the bot record plus artifacts, transcript summary, actions."""
 
     recordings: list[Recording]
     screenshots: list[Screenshot]
+    logs: list[AgentLog] = Field(
+        description="The agent's logs its bot machine uploaded when the agent exited, oldest first."
+    )
     transcript: TranscriptSummary
     actions: list[ActionOut] = Field(
         description="Every action live action detection found, oldest first (docs/api.md 2.9)."

@@ -251,7 +251,7 @@ async def test_meeting_record_lists_artifacts_and_purge_removes_them(
     async with client.app[DB].sessions() as session:
         meeting = await session.get(Meeting, bot.meeting_id)
         assert meeting is not None
-        recordings, screenshots = await client.app[ARTIFACT_LISTER](session, meeting)
+        recordings, screenshots, _ = await client.app[ARTIFACT_LISTER](session, meeting)
     assert [(r.id, r.format, r.duration_s, r.size_bytes) for r in recordings] == [
         ("r1", "mp4", 2.0, 3)
     ]

@@ -1,8 +1,9 @@
 """The qemu launcher starts a real qemu per bot and tears it down, overlay and all.
 
 The VM boots an empty disk here (firmware only, no guest): what is checked is the launcher's
-side — the overlay on the image, the NoCloud seed without secrets, the bot config handed over
-as a private fw_cfg file, the pid and monitor, terminate, and reconcile after a restart.
+side — the overlay on the image, the NoCloud seed whose user-data carries only the bootstrap
+grant (no agent token anywhere in the VM's folder), the pid and monitor, terminate, and
+reconcile after a restart. The exchange of the grant is tests/agent_link/test_bootstrap.py.
 Booting the real bot image is ``test_vm_agent.py`` (slow, ``scripts/test-vm``).
 """
 
@@ -21,11 +22,12 @@ import psutil
 import pytest
 from aiohttp import web
 
+from agent.contracts.bootstrap import BOOTSTRAP_GRANT_FILE, BootstrapGrant
 from agent.contracts.bot_config import BotConfig, Platform
 from control_plane.app import create_app
 from control_plane.db.migrate import upgrade
 from control_plane.launchers.base import LaunchError, LaunchHandle
-from control_plane.launchers.qemu import QemuLauncher, guest_url
+from control_plane.launchers.qemu import AGENT_ENV_FILE, QemuLauncher, guest_url, user_data
 from control_plane.settings import Settings
 
 pytestmark = [
@@ -70,8 +72,32 @@ def _qemu_img_info(path: Path) -> dict[str, object]:
     return info
 
 
-def _launcher(image: Path, state: Path) -> QemuLauncher:
-    return QemuLauncher(image, state, accelerator="tcg", memory_mib=256, grace_seconds=2, nice=10)
+class Issuer:
+    """Stands in for the control plane's token store: records what each token was issued for."""
+
+    def __init__(self) -> None:
+        self.issued: dict[str, BotConfig] = {}
+
+    async def __call__(self, config: BotConfig) -> str:
+        token = f"mbt_test_{len(self.issued)}"
+        self.issued[token] = config
+        return token
+
+
+def _launcher(image: Path, state: Path, issuer: Issuer | None = None) -> QemuLauncher:
+    return QemuLauncher(
+        image,
+        state,
+        accelerator="tcg",
+        memory_mib=256,
+        grace_seconds=2,
+        nice=10,
+        bootstrap=issuer or Issuer(),
+    )
+
+
+def _vm_files_text(folder: Path) -> bytes:
+    return b"".join(path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file())
 
 
 def test_guest_url_maps_loopback_to_the_host_address() -> None:
@@ -80,10 +106,33 @@ def test_guest_url_maps_loopback_to_the_host_address() -> None:
     assert guest_url("https://cp.example.org:443", "10.0.2.2") == "https://cp.example.org:443"
 
 
+def test_agent_settings_are_appended_to_the_agent_env_file_literally() -> None:
+    grant = BootstrapGrant(
+        control_plane_url="http://10.0.2.2:1", bot_id=uuid.uuid4(), bootstrap_token="t"
+    )
+    flags = '["--host-resolver-rules=MAP meet.google.com 10.0.2.2:4443", "--x"]'
+    data = user_data(grant, {"MEETBOT_AGENT_EXTRA_BROWSER_ARGS": flags})
+    files = data["write_files"]
+    assert isinstance(files, list)
+    assert files[1] == {
+        "path": AGENT_ENV_FILE,
+        "append": True,
+        "content": f"MEETBOT_AGENT_EXTRA_BROWSER_ARGS='{flags}'\n",
+    }
+    for bad in (
+        {"PATH": "/usr/bin"},
+        {"MEETBOT_AGENT_X": "a\nMEETBOT_AGENT_Y=b"},
+        {"MEETBOT_AGENT_X": "'"},
+    ):
+        with pytest.raises(ValueError):
+            QemuLauncher(Path("x.qcow2"), Path("vms"), agent_env=bad)
+
+
 async def test_launch_boots_an_overlay_and_terminate_removes_it(
     image: Path, tmp_path: Path
 ) -> None:
-    launcher = _launcher(image, tmp_path / "vms")
+    issuer = Issuer()
+    launcher = _launcher(image, tmp_path / "vms", issuer)
     config = _config(port=18080)
     handle = await launcher.launch(config)
     folder = launcher.vm_dir(handle.id)
@@ -95,19 +144,32 @@ async def test_launch_boots_an_overlay_and_terminate_removes_it(
         info = await asyncio.to_thread(_qemu_img_info, folder / "disk.qcow2")
         assert info["backing-filename"] == str(image)
 
-        given = BotConfig.model_validate_json((folder / "bot.json").read_text())
-        assert stat.S_IMODE((folder / "bot.json").stat().st_mode) == 0o600
-        assert given.control_plane_url == "http://10.0.2.2:18080"
-        assert given.agent_token == config.agent_token
-        seed = (folder / "seed" / "user-data").read_text() + (
-            folder / "seed" / "meta-data"
-        ).read_text()
-        assert "mat_vm_secret" not in seed
-        assert handle.id in seed
+        # One token per VM, issued for the config as the VM sees the control plane.
+        assert list(issuer.issued) == ["mbt_test_0"]
+        issued = issuer.issued["mbt_test_0"]
+        assert issued.control_plane_url == "http://10.0.2.2:18080"
+        assert issued.bot_id == config.bot_id
+
+        user_data_file = folder / "seed" / "user-data"
+        assert stat.S_IMODE(user_data_file.stat().st_mode) == 0o600
+        text = user_data_file.read_text()
+        assert text.startswith("#cloud-config\n")
+        cloud_config = json.loads(text.removeprefix("#cloud-config\n"))
+        [grant_file] = cloud_config["write_files"]
+        assert (grant_file["path"], grant_file["permissions"]) == (BOOTSTRAP_GRANT_FILE, "0600")
+        grant = BootstrapGrant.model_validate_json(grant_file["content"])
+        assert grant == BootstrapGrant(
+            control_plane_url="http://10.0.2.2:18080",
+            bot_id=config.bot_id,
+            bootstrap_token="mbt_test_0",
+        )
+        assert handle.id in (folder / "seed" / "meta-data").read_text()
+        assert b"mat_vm_secret" not in _vm_files_text(folder)  # no agent token in the VM's reach
 
         pid = int((folder / "qemu.pid").read_text())
         cmdline = psutil.Process(pid).cmdline()
-        assert f"name=opt/meetbot/bot.json,file={folder / 'bot.json'}" in cmdline
+        assert not any("fw_cfg" in part for part in cmdline)
+        assert b"mat_vm_secret" not in " ".join(cmdline).encode()
         assert psutil.Process(pid).nice() == min(19, os.nice(0) + 10)  # nice adds to ours
     finally:
         await launcher.terminate(handle)
@@ -153,13 +215,18 @@ async def test_a_starting_control_plane_stops_vms_whose_bot_is_not_live(
     before = _launcher(image, tmp_path / "vms")
     orphan = await before.launch(_config())  # a VM left by a bot the database does not know
     await before.aclose()
-    launcher = _launcher(image, tmp_path / "vms")
+    launcher = QemuLauncher(image, tmp_path / "vms", accelerator="tcg", memory_mib=256)
+    with pytest.raises(LaunchError, match="no bootstrap token issuer"):
+        await launcher.launch(_config())
     settings = Settings(database_url=database_url, data_dir=tmp_path / "data")
     runner = web.AppRunner(create_app(settings, launcher=launcher))
     await runner.setup()
     try:
         assert not await launcher.is_alive(orphan)
         assert launcher.vm_names() == []
+        # The app gave the launcher its token store, which knows no such bot.
+        with pytest.raises(LaunchError, match="no bootstrap token for"):
+            await launcher.launch(_config())
     finally:
         await runner.cleanup()
         await launcher.terminate(orphan)

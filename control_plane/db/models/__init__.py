@@ -6,7 +6,13 @@ aggregate adds its module and one import line below.
 
 from control_plane.db.models.action import MeetingAction
 from control_plane.db.models.action_prompt import ActionPrompt
-from control_plane.db.models.agent_link import AgentFrameReceipt, AgentLink, Artifact, ChatMessage
+from control_plane.db.models.agent_link import (
+    AgentFrameReceipt,
+    AgentLink,
+    Artifact,
+    BootstrapToken,
+    ChatMessage,
+)
 from control_plane.db.models.bot import BotStatusChange, Meeting
 from control_plane.db.models.idempotency import IdempotencyRecord
 from control_plane.db.models.invitation import Invitation
@@ -26,6 +32,7 @@ __all__ = [
     "AgentLink",
     "ApiKey",
     "Artifact",
+    "BootstrapToken",
     "BotStatusChange",
     "ChatMessage",
     "IdempotencyRecord",

@@ -1,7 +1,8 @@
 """The agent-link aggregate: link credentials, frame ledger, chat and artifacts of each bot.
 
 Each bot's link credentials and liveness, the ledger of agent frames already stored, the meeting
-chat, and uploaded artifacts (recordings, screenshots).
+chat, uploaded artifacts (recordings, screenshots, agent logs), and the one-time bootstrap
+tokens bot machines trade for their ``BotConfig``.
 
 Idempotency of the link (docs/architecture.md §5) rests on :class:`AgentFrameReceipt`: a
 frame's effects and its receipt row commit in one transaction, so a frame resent from the agent's
@@ -45,6 +46,29 @@ class AgentLink(Base):
     launched_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utc_now)
     registered_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
     last_seen_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
+
+
+class BootstrapToken(Base):
+    """A bot machine's one-time bootstrap token: its digest and the ``BotConfig`` it buys.
+
+    A launcher that boots a machine (the qemu launcher; the cloud launchers) puts only the
+    control-plane URL, the bot id and the token into the machine's user-data; the machine
+    trades the token once for ``config`` (``POST /internal/v1/agents/{bot_id}/bootstrap``).
+    ``config`` is the ``BotConfig`` JSON without ``agent_token`` (derived again at the
+    exchange, never stored). One row per bot: a relaunch replaces it. ``used_at`` is set by
+    the exchange; a token past ``expires_at`` or already used buys nothing.
+    """
+
+    __tablename__ = "bootstrap_tokens"
+
+    meeting_id: Mapped[int] = mapped_column(
+        ForeignKey("meetings.id", ondelete="CASCADE"), primary_key=True
+    )
+    token_digest: Mapped[str] = mapped_column(String(64), unique=True)
+    config: Mapped[str] = mapped_column(Text)
+    expires_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    used_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utc_now)
 
 
 class AgentFrameReceipt(Base):

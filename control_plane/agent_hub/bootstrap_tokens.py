@@ -1,0 +1,125 @@
+"""Bootstrap tokens: the one-time secret a bot machine's user-data carries instead of its config.
+
+A launcher that boots a machine per bot calls :meth:`BootstrapTokens.issue` with the bot's
+``BotConfig``; it gets a fresh token (``mbt_`` and 43 URL-safe characters) to put into the
+machine's user-data beside the control-plane URL and the bot id
+(:class:`agent.contracts.bootstrap.BootstrapGrant`). The control plane stores only the token's
+SHA-256 digest, the config without its agent token, and an expiry; :meth:`BootstrapTokens.redeem`
+trades the token for the config once, in one conditional update (two machines racing with one
+token: one wins). The agent token is not stored here: the exchange derives it again
+(:meth:`control_plane.agent_hub.stream_tokens.StreamTokenSigner.agent_token`).
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import UTC, datetime, timedelta
+from typing import Literal
+from uuid import UUID
+
+from aiohttp import web
+from sqlalchemy import select, update
+
+from agent.contracts.bootstrap import BOOTSTRAP_TOKEN_PREFIX
+from agent.contracts.bot_config import BotConfig
+from control_plane.agent_hub.agent_tokens import agent_token_digest
+from control_plane.db.engine import Database
+from control_plane.db.models.agent_link import BootstrapToken
+from control_plane.db.models.bot import Meeting
+
+RefusalReason = Literal["unknown", "used", "expired"]
+
+
+def mint_bootstrap_token() -> str:
+    """Return a fresh bootstrap token: ``mbt_`` and 43 URL-safe characters (256 bits)."""
+    return BOOTSTRAP_TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+class BootstrapRefused(Exception):
+    """The token buys nothing: ``unknown`` (or another bot's), ``used`` or ``expired``."""
+
+    def __init__(self, reason: RefusalReason) -> None:
+        super().__init__(reason)
+        self.reason: RefusalReason = reason
+
+
+class BootstrapTokens:
+    """Issues and redeems the bootstrap tokens of bot machines.
+
+    Args:
+        db: The control plane's database.
+        ttl_seconds: How long an issued token can be redeemed (a boot under emulation takes
+            minutes; ``MEETBOT_BOOTSTRAP_TOKEN_TTL_SECONDS``).
+    """
+
+    def __init__(self, db: Database, ttl_seconds: float) -> None:
+        self._db = db
+        self._ttl = timedelta(seconds=ttl_seconds)
+
+    async def issue(self, config: BotConfig, *, now: datetime | None = None) -> str:
+        """Store a new token for ``config``'s bot and return it (a relaunch replaces the old).
+
+        ``config`` is stored without ``agent_token``; give it as the machine must see it
+        (its ``control_plane_url`` reachable from the machine).
+
+        Raises:
+            LookupError: The bot does not exist.
+        """
+        token = mint_bootstrap_token()
+        at = now or datetime.now(UTC)
+        stored = config.model_copy(update={"agent_token": None}).model_dump_json()
+        async with self._db.sessions.begin() as session:
+            meeting_id = await session.scalar(
+                select(Meeting.id).where(Meeting.bot_id == config.bot_id)
+            )
+            if meeting_id is None:
+                raise LookupError(f"no bot {config.bot_id}")
+            row = await session.get(BootstrapToken, meeting_id)
+            if row is None:
+                row = BootstrapToken(meeting_id=meeting_id)
+                session.add(row)
+            row.token_digest = agent_token_digest(token)
+            row.config = stored
+            row.expires_at = at + self._ttl
+            row.used_at = None
+            row.created_at = at
+        return token
+
+    async def redeem(self, bot_id: UUID, token: str, *, now: datetime | None = None) -> BotConfig:
+        """Trade ``token`` for ``bot_id``'s stored config (without ``agent_token``), once.
+
+        Raises:
+            BootstrapRefused: Unknown token or another bot's (``unknown``), already
+                redeemed (``used``), or past its expiry (``expired``).
+        """
+        at = now or datetime.now(UTC)
+        digest = agent_token_digest(token)
+        meeting_of_bot = select(Meeting.id).where(Meeting.bot_id == bot_id).scalar_subquery()
+        async with self._db.sessions.begin() as session:
+            stored = await session.scalar(
+                update(BootstrapToken)
+                .where(
+                    BootstrapToken.token_digest == digest,
+                    BootstrapToken.meeting_id == meeting_of_bot,
+                    BootstrapToken.used_at.is_(None),
+                    BootstrapToken.expires_at > at,
+                )
+                .values(used_at=at)
+                .returning(BootstrapToken.config)
+                .execution_options(synchronize_session=False)
+            )
+            if stored is None:
+                row = await session.scalar(
+                    select(BootstrapToken).where(
+                        BootstrapToken.token_digest == digest,
+                        BootstrapToken.meeting_id == meeting_of_bot,
+                    )
+                )
+                if row is None:
+                    raise BootstrapRefused("unknown")
+                raise BootstrapRefused("used" if row.used_at is not None else "expired")
+        return BotConfig.model_validate_json(stored)
+
+
+BOOTSTRAP_TOKENS = web.AppKey("bootstrap_tokens", BootstrapTokens)
+"""The application's bootstrap tokens (set with the launcher)."""

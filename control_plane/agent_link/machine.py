@@ -1,0 +1,113 @@
+"""Internal routes a bot's machine calls around its agent: the bootstrap and late artifacts.
+
+- ``POST /internal/v1/agents/{bot_id}/bootstrap`` (``Authorization: Bearer <bootstrap
+  token>``, no body) — answers the bot's ``BotConfig`` (with its agent token) once; 401
+  ``invalid_bootstrap_token`` for an unknown token or another bot's, 401
+  ``bootstrap_token_expired``, 409 ``bootstrap_token_used``.
+- ``POST /internal/v1/agents/{bot_id}/artifacts`` (agent token; body ``ArtifactReport``) —
+  stores an artifact uploaded through an upload slot after the agent's link is gone (the
+  agent's log): 201 ``{artifact_id, storage_key}``, also for a resent report; 422
+  ``artifact_not_uploaded`` when the key is not the bot's or holds nothing; 409
+  ``meeting_purged`` (and the bytes deleted) when the meeting was purged meanwhile.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from aiohttp import web
+from sqlalchemy import select
+
+from agent.contracts.link import ArtifactReport
+from agent.contracts.wire import (
+    AGENT_ARTIFACTS_PATH,
+    AGENT_BOOTSTRAP_PATH,
+    AUTHORIZATION_HEADER,
+    bearer_token,
+)
+from control_plane.agent_hub.artifacts import record_artifact
+from control_plane.agent_hub.bootstrap_tokens import BOOTSTRAP_TOKENS, BootstrapRefused
+from control_plane.agent_hub.keys import STORAGE, STREAM_SIGNER
+from control_plane.agent_link.endpoint import authenticate_agent
+from control_plane.api.http import path_uuid, read_body
+from control_plane.db.engine import DB
+from control_plane.db.models.bot import Meeting
+from control_plane.errors import AuthError, Conflict, ErrorItem, NotConfigured, Validation
+from control_plane.storage.base import bot_prefix
+
+logger = logging.getLogger(__name__)
+
+routes = web.RouteTableDef()
+
+
+@routes.post(AGENT_BOOTSTRAP_PATH)
+async def bootstrap(request: web.Request) -> web.Response:
+    """Trade the machine's one-time bootstrap token for the bot's ``BotConfig``."""
+    bot_id = path_uuid(request, "bot_id", code="bot_not_found")
+    token = bearer_token(request.headers.get(AUTHORIZATION_HEADER))
+    if token is None:
+        raise AuthError(
+            "send the bootstrap token as a Bearer token", code="invalid_bootstrap_token"
+        )
+    tokens = request.app.get(BOOTSTRAP_TOKENS)
+    if tokens is None:
+        raise NotConfigured("this control plane issues no bootstrap tokens")
+    try:
+        config = await tokens.redeem(bot_id, token)
+    except BootstrapRefused as exc:
+        logger.warning("bootstrap refused", extra={"bot_id": str(bot_id), "reason": exc.reason})
+        if exc.reason == "used":
+            raise Conflict(
+                "this bootstrap token has been exchanged already", code="bootstrap_token_used"
+            ) from exc
+        if exc.reason == "expired":
+            raise AuthError(
+                "this bootstrap token has expired", code="bootstrap_token_expired"
+            ) from exc
+        raise AuthError(
+            "the bootstrap token is not valid for this bot", code="invalid_bootstrap_token"
+        ) from exc
+    signer = request.app[STREAM_SIGNER]
+    config = config.model_copy(update={"agent_token": signer.agent_token(bot_id)})
+    logger.info("bootstrap token exchanged", extra={"bot_id": str(bot_id)})
+    return web.json_response(text=config.model_dump_json())
+
+
+@routes.post(AGENT_ARTIFACTS_PATH)
+async def report_artifact(request: web.Request) -> web.Response:
+    """Store an artifact the bot's machine uploaded after its agent's link closed."""
+    bot_id = path_uuid(request, "bot_id", code="bot_not_found")
+    identity = await authenticate_agent(request, bot_id)
+    body = await read_body(request, ArtifactReport)
+    stored_size = None
+    if body.storage_key.startswith(bot_prefix(bot_id)):
+        stored_size = await request.app[STORAGE].size(body.storage_key)
+    if stored_size is None:
+        raise Validation(
+            "nothing of this bot is stored under storage_key (upload through a slot first)",
+            code="artifact_not_uploaded",
+            errors=[
+                ErrorItem(
+                    loc=["body", "storage_key"], msg="not uploaded", type="artifact_not_uploaded"
+                )
+            ],
+        )
+    async with request.app[DB].sessions() as session:
+        redacted = await session.scalar(
+            select(Meeting.redacted).where(Meeting.id == identity.meeting_id)
+        )
+    if redacted:  # purged before the machine's upload: keep nothing of it
+        await request.app[STORAGE].delete_prefix(body.storage_key)
+        raise Conflict("the meeting has been purged", code="meeting_purged")
+    await record_artifact(
+        request.app[DB],
+        identity.meeting_id,
+        artifact_id=body.artifact_id,
+        kind=body.kind.value,
+        storage_key=body.storage_key,
+        content_type=body.content_type,
+        size_bytes=stored_size,
+    )
+    return web.json_response(
+        {"artifact_id": body.artifact_id, "storage_key": body.storage_key}, status=201
+    )
