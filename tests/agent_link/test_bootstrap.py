@@ -110,7 +110,7 @@ async def test_the_exchange_answers_the_config_once_and_only_for_its_bot(
     assert body["bot_id"] == str(bot.bot_id)
     assert body["agent_token"] == bot.token
     assert body["control_plane_url"] == _base(client)
-    assert body["stream_public_key"] == bot.config.stream_public_key
+    assert "stream_public_key" not in body  # streams are served by the control plane now
     assert body["meeting_url"] == bot.config.meeting_url
 
     status, body = await _post_bootstrap(client, bot.bot_id, token)  # replay

@@ -93,12 +93,20 @@ def _path(live: LiveApp, template: str, hostile: str | None) -> str:
     return re.sub(r"\{([^}]+)\}", fill, template)
 
 
-def _check(response: requests.Response, contractual_501: bool) -> None:
+STREAM = "/api/v1/bots/{bot_id}/stream"
+"""The bot's stream: its 401 is JSON ``{code: invalid_stream_token, detail}`` (api.md 2.7)."""
+
+
+def _check(response: requests.Response, contractual_501: bool, template: str) -> None:
     if contractual_501:
         assert response.status_code in (400, 401, 404, 413, 415, 422, 429, 501)
     else:
         assert response.status_code < 500, response.text[:300]
-    if response.status_code >= 400:
+    if template == STREAM and response.status_code == 401:
+        assert response.headers["Content-Type"].startswith("application/json")
+        assert response.json()["code"] == "invalid_stream_token"
+        assert response.headers["WWW-Authenticate"].startswith("Bearer")
+    elif response.status_code >= 400:
         assert response.headers["Content-Type"].startswith("application/problem+json"), (
             response.status_code,
             response.text[:300],
@@ -156,7 +164,7 @@ def test_hostile_inputs_never_answer_5xx(live_app: LiveApp) -> None:  # noqa: F8
         response = session.request(
             method, url, params=params, data=body.encode(), headers=headers, timeout=60
         )
-        _check(response, (method, template) in ALWAYS_501)
+        _check(response, (method, template) in ALWAYS_501, template)
 
     exercise()
     session.close()
