@@ -33,6 +33,7 @@ import math
 import shutil
 import time
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -59,6 +60,18 @@ from agent.recording.screen import ScreenCapture, ScreenSource, finalize_args
 from agent.transcribe.audio_io import TrackAudio, TrackRecorder
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class _Finished:
+    """A recording file ready to upload: its length (s) and start (Unix time)."""
+
+    path: Path
+    duration_s: float
+    started_at: float
+    with_video: bool
+    screen: bool = False
+
 
 QUEUE_FRAMES = 600
 """Audio frames (100 ms each) waiting for the disk writer; beyond it frames are dropped."""
@@ -268,25 +281,14 @@ class MeetingRecorder:
         )
         await asyncio.to_thread(self._dir.mkdir, parents=True, exist_ok=True)
         duration = await encode(job)
-        mime = content_type(self._format, with_video=bool(self._frames))
-        size = (await asyncio.to_thread(job.output.stat)).st_size
-        stored = await self._upload(uploader, control_plane_url, bot_id, job.output, mime)
-        frame = ArtifactEvent(
-            kind=ArtifactKind.RECORDING,
-            artifact_id=artifact_id,
-            storage_key=stored.storage_key,
-            content_type=mime,
-            size_bytes=size,
-            format=self._format.value,
-            duration_s=duration,
-            captured_at=datetime.fromtimestamp(self.started_at, UTC),
+        return await self._report(
+            _Finished(job.output, duration, self.started_at, with_video=bool(self._frames)),
+            uploader,
+            events,
+            control_plane_url,
+            bot_id,
+            artifact_id,
         )
-        await events.artifact(frame)
-        log.info(
-            "recording uploaded",
-            extra={"format": self._format.value, "size_bytes": size, "duration_s": duration},
-        )
-        return frame
 
     async def _finish_screen(
         self,
@@ -312,9 +314,28 @@ class MeetingRecorder:
             ffmpeg, finalize_args(screen.path, self._format, output, screen.audio_delay_s)
         )
         duration = await probe_duration(ffprobe, output)
-        mime = content_type(self._format, with_video=True)
-        size = (await asyncio.to_thread(output.stat)).st_size
-        stored = await self._upload(uploader, control_plane_url, bot_id, output, mime)
+        return await self._report(
+            _Finished(output, duration, screen.started_at, with_video=True, screen=True),
+            uploader,
+            events,
+            control_plane_url,
+            bot_id,
+            artifact_id,
+        )
+
+    async def _report(
+        self,
+        done: _Finished,
+        uploader: ArtifactUploader,
+        events: BotEvents,
+        control_plane_url: str | None,
+        bot_id: str,
+        artifact_id: str,
+    ) -> ArtifactEvent:
+        """Upload a finished recording file and report it as an ``artifact`` event."""
+        mime = content_type(self._format, with_video=done.with_video)
+        size = (await asyncio.to_thread(done.path.stat)).st_size
+        stored = await self._upload(uploader, control_plane_url, bot_id, done.path, mime)
         frame = ArtifactEvent(
             kind=ArtifactKind.RECORDING,
             artifact_id=artifact_id,
@@ -322,8 +343,8 @@ class MeetingRecorder:
             content_type=mime,
             size_bytes=size,
             format=self._format.value,
-            duration_s=duration,
-            captured_at=datetime.fromtimestamp(screen.started_at, UTC),
+            duration_s=done.duration_s,
+            captured_at=datetime.fromtimestamp(done.started_at, UTC),
         )
         await events.artifact(frame)
         log.info(
@@ -331,8 +352,8 @@ class MeetingRecorder:
             extra={
                 "format": self._format.value,
                 "size_bytes": size,
-                "duration_s": duration,
-                "screen": True,
+                "duration_s": done.duration_s,
+                "screen": done.screen,
             },
         )
         return frame

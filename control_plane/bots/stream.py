@@ -17,6 +17,7 @@ final for ``stream_end_check_seconds`` without a stream event (the agent was los
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import uuid
@@ -228,10 +229,8 @@ async def stream(request: web.Request) -> web.StreamResponse:
         ) as response:
             logger.info("stream client connected", extra=extra)
             pump = _Pump(app, bot_id, feed, response, cursor)
-            try:
+            with contextlib.suppress(ConnectionError):  # the client went away
                 await pump.run()
-            except ConnectionError:
-                pass  # the client went away
             extra["last"] = pump.cursor
     finally:
         streams.close(bot_id, feed)
