@@ -111,6 +111,7 @@ class BotConfig(BaseModel):
 
     Attributes:
         bot_id: The bot's public UUID.
+        workspace_id: The bot's workspace (cloud launchers tag its machine with it).
         meeting_id: The control plane's integer meeting id.
         platform: Which adapter joins.
         meeting_url: The URL the browser opens (``constructed_meeting_url``).
@@ -133,6 +134,7 @@ class BotConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     bot_id: UUID
+    workspace_id: UUID | None = None
     meeting_id: int
     platform: Platform
     meeting_url: str

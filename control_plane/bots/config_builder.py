@@ -86,6 +86,7 @@ class BotConfigBuilder:
         """The config of ``meeting`` before any step."""
         return BotConfig(
             bot_id=meeting.bot_id,
+            workspace_id=meeting.workspace_id,
             meeting_id=meeting.id,
             platform=Platform(meeting.platform),
             meeting_url=meeting.constructed_meeting_url,
