@@ -3,12 +3,14 @@
 ``create_app`` calls :func:`setup_agent_link` once, after the database and launcher contexts
 are appended. Its cleanup context builds the hub, the artifact storage and the stream-token
 signer (key files are created off the event loop), publishes the agent commander, the artifact
-lister and purge hook of the meeting record, and owns the reaper's background loop.
+lister and purge hook of the meeting record, and owns the reaper's background loop and, for a
+launcher that lists its machines, the reconciler's (:mod:`control_plane.agent_link.reconciler`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
@@ -25,11 +27,12 @@ from control_plane.agent_hub.stream_tokens import StreamTokenSigner
 from control_plane.agent_link import endpoint, machine
 from control_plane.agent_link.meeting_parts import artifact_lister, purge_hook
 from control_plane.agent_link.reaper import Reaper
+from control_plane.agent_link.reconciler import Reconciler
 from control_plane.db.engine import DB, Database
 from control_plane.db.models.agent_link import AgentLink
 from control_plane.db.models.bot import Meeting
 from control_plane.hooks import AGENT_COMMANDS, PURGE_HOOKS, STATUS_HOOKS, AgentCommander
-from control_plane.launchers.base import LAUNCHER
+from control_plane.launchers.base import LAUNCHER, Listing
 from control_plane.meetings.artifacts import ARTIFACT_LISTER
 from control_plane.metrics import METRICS
 from control_plane.settings import SETTINGS
@@ -89,6 +92,19 @@ async def agent_link_ctx(app: web.Application) -> AsyncIterator[None]:
         connect_timeout=settings.agent_connect_timeout_seconds,
         teardown_grace=settings.agent_teardown_grace_seconds,
     )
+    launcher = app[LAUNCHER]
+    reconciler = (
+        Reconciler(
+            app[DB],
+            launcher,
+            hub,
+            app[STATUS_HOOKS],
+            interval=settings.reconcile_interval_seconds,
+            grace=settings.reconcile_grace_seconds,
+        )
+        if isinstance(launcher, Listing)
+        else None
+    )
     dsn = asyncpg_dsn(settings.effective_database_url)
     relay = CommandRelay(dsn, hub.on_relay, hub.streams.on_relay_now) if dsn is not None else None
     if relay is not None:
@@ -97,7 +113,10 @@ async def agent_link_ctx(app: web.Application) -> AsyncIterator[None]:
         hub.streams.attach_relay(relay)
         hub.heard_lately = heard_lately(app[DB], settings.heartbeat_timeout_seconds)
     try:
-        async with reaper.loop.running():
+        async with contextlib.AsyncExitStack() as loops:
+            await loops.enter_async_context(reaper.loop.running())
+            if reconciler is not None:  # its machines are listed and compared with live bots
+                await loops.enter_async_context(reconciler.loop.running())
             yield
     finally:
         await hub.aclose()

@@ -61,6 +61,23 @@ class Reconciling(Protocol):
         ...
 
 
+@runtime_checkable
+class Listing(Protocol):
+    """A launcher that lists its machines, for the reconciliation loop.
+
+    ``control_plane.agent_link.reconciler`` compares the list with the live bots: machines
+    without a live bot are terminated, live bots whose machine is missing fail ``agent_lost``.
+    """
+
+    async def machines(self) -> dict[str, UUID]:
+        """This fleet's machines that are not gone (starting or running): handle id → bot id.
+
+        Raises:
+            LaunchError: The provider could not be asked (the caller tries again later).
+        """
+        ...
+
+
 BootstrapIssuer = Callable[[BotConfig], Awaitable[str]]
 """Stores a one-time bootstrap token for a bot's config and returns it (the control plane's
 ``BootstrapTokens.issue``); the config is given as the machine must see it."""
