@@ -66,7 +66,7 @@ class Settings(BaseSettings):
     stream_window_bytes: int = Field(default=256 * 1024, ge=1024)
     stream_end_check_seconds: float = Field(default=15.0, gt=0)
 
-    launcher: Literal["local", "memory", "qemu"] = "local"
+    launcher: Literal["local", "memory", "qemu", "ec2"] = "local"
     # Hosts accepted in meeting URLs beside the platforms' own (e.g. the testmeeting server).
     extra_meeting_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
@@ -90,6 +90,34 @@ class Settings(BaseSettings):
     # MEETBOT_AGENT_* settings for the agents in the VMs (a JSON object; in user-data, so
     # nothing secret), e.g. {"MEETBOT_AGENT_LOG_LEVEL": "DEBUG"}.
     qemu_agent_env: dict[str, str] = Field(default_factory=dict)
+    # The ec2 launcher (one instance per bot; README "Running on EC2"): the bot image's AMI,
+    # instance types tried in order when one has no capacity, the subnet, security groups, IAM
+    # instance profile (name or ARN) and extra tags of every instance; the region and an
+    # endpoint override (empty: AWS's). Credentials come from boto3's chain (instance role, env).
+    # A launch makes up to ec2_launch_rounds passes over the types, backing off
+    # ec2_backoff_seconds (doubling) after a throttled call or a pass without capacity.
+    ec2_ami: str = ""
+    ec2_instance_types: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: ["c7i.large", "c6i.large", "m7i.large"]
+    )
+    ec2_subnet_id: str = ""
+    ec2_security_group_ids: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    ec2_iam_instance_profile: str = ""
+    ec2_tags: dict[str, str] = Field(default_factory=dict)
+    ec2_region: str = "us-east-1"
+    ec2_endpoint_url: str = ""
+    ec2_launch_rounds: int = Field(default=3, ge=1, le=20)
+    ec2_backoff_seconds: float = Field(default=2.0, ge=0)
+    # The name of this deployment's fleet: cloud machines carry it (EC2 tag / Kubernetes label
+    # meetbot:fleet) and reconciliation touches only machines of its own fleet.
+    fleet_name: str = Field(
+        default="default", pattern=r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$"
+    )
+    # Reconciliation (launchers that list their machines): every this many seconds, machines
+    # without a live bot are terminated and live bots whose machine is gone fail (agent_lost);
+    # a bot launched less than reconcile_grace_seconds ago is not judged (listings lag).
+    reconcile_interval_seconds: float = Field(default=60.0, gt=0)
+    reconcile_grace_seconds: float = Field(default=120.0, ge=0)
     # How long a bot machine's one-time bootstrap token (in its user-data) can be exchanged for
     # its BotConfig: a boot under emulation (TCG) on a loaded host takes minutes.
     bootstrap_token_ttl_seconds: float = Field(default=1800.0, gt=0)
@@ -142,7 +170,12 @@ class Settings(BaseSettings):
     log_level: str = "INFO"
 
     @field_validator(
-        "extra_meeting_hosts", "webhook_retry_schedule", "local_agent_command", mode="before"
+        "extra_meeting_hosts",
+        "webhook_retry_schedule",
+        "local_agent_command",
+        "ec2_instance_types",
+        "ec2_security_group_ids",
+        mode="before",
     )
     @classmethod
     def _comma_separated(cls, value: object) -> object:

@@ -21,6 +21,7 @@ LAUNCHER_MODULES = MappingProxyType(
         "local": "control_plane.launchers.local",
         "memory": "control_plane.launchers.memory",
         "qemu": "control_plane.launchers.qemu",
+        "ec2": "control_plane.launchers.ec2",
     }
 )
 
