@@ -66,7 +66,7 @@ class Settings(BaseSettings):
     stream_window_bytes: int = Field(default=256 * 1024, ge=1024)
     stream_end_check_seconds: float = Field(default=15.0, gt=0)
 
-    launcher: Literal["local", "memory", "qemu", "ec2"] = "local"
+    launcher: Literal["local", "memory", "qemu", "ec2", "kubernetes"] = "local"
     # Hosts accepted in meeting URLs beside the platforms' own (e.g. the testmeeting server).
     extra_meeting_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
@@ -108,6 +108,19 @@ class Settings(BaseSettings):
     ec2_endpoint_url: str = ""
     ec2_launch_rounds: int = Field(default=3, ge=1, le=20)
     ec2_backoff_seconds: float = Field(default=2.0, ge=0)
+    # The kubernetes launcher (one Pod per bot; README "Running on Kubernetes"): the bot
+    # container image (images/Containerfile), the namespace, the runtime class (e.g. kata for
+    # VM isolation; empty: the cluster's default), requests and limits, the size of /dev/shm,
+    # and the kubeconfig file outside a cluster (empty: ~/.kube/config; in a Pod: in-cluster).
+    kubernetes_image: str = ""
+    kubernetes_namespace: str = "meetbot"
+    kubernetes_runtime_class: str = ""
+    kubernetes_cpu_request: str = "1"
+    kubernetes_cpu_limit: str = "2"
+    kubernetes_memory_request: str = "2Gi"
+    kubernetes_memory_limit: str = "3Gi"
+    kubernetes_shm_size: str = "1Gi"
+    kubernetes_kubeconfig: str = ""
     # The name of this deployment's fleet: cloud machines carry it (EC2 tag / Kubernetes label
     # meetbot:fleet) and reconciliation touches only machines of its own fleet.
     fleet_name: str = Field(

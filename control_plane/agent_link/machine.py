@@ -3,7 +3,8 @@
 - ``POST /internal/v1/agents/{bot_id}/bootstrap`` (``Authorization: Bearer <bootstrap
   token>``, no body) — answers the bot's ``BotConfig`` (with its agent token) once; 401
   ``invalid_bootstrap_token`` for an unknown token or another bot's, 401
-  ``bootstrap_token_expired``, 409 ``bootstrap_token_used``.
+  ``bootstrap_token_expired``, 409 ``bootstrap_token_used``. A launcher that keeps the grant
+  (:class:`~control_plane.launchers.base.GrantKeeper`: ``kubernetes``'s Secret) deletes it then.
 - ``POST /internal/v1/agents/{bot_id}/artifacts`` (agent token; body ``ArtifactReport``) —
   stores an artifact uploaded through an upload slot after the agent's link is gone (the
   agent's log): 201 ``{artifact_id, storage_key}``, also for a resent report; 422
@@ -33,6 +34,7 @@ from control_plane.api.http import path_uuid, read_body
 from control_plane.db.engine import DB
 from control_plane.db.models.bot import Meeting
 from control_plane.errors import AuthError, Conflict, ErrorItem, NotConfigured, Validation
+from control_plane.launchers.base import LAUNCHER, GrantKeeper, LaunchError
 from control_plane.storage.base import bot_prefix
 
 logger = logging.getLogger(__name__)
@@ -70,6 +72,12 @@ async def bootstrap(request: web.Request) -> web.Response:
     signer = request.app[STREAM_SIGNER]
     config = config.model_copy(update={"agent_token": signer.agent_token(bot_id)})
     logger.info("bootstrap token exchanged", extra={"bot_id": str(bot_id)})
+    launcher = request.app[LAUNCHER]
+    if isinstance(launcher, GrantKeeper):  # the used grant is deleted where it is kept
+        try:
+            await launcher.grant_used(bot_id)
+        except LaunchError:
+            logger.exception("used bootstrap grant not deleted", extra={"bot_id": str(bot_id)})
     return web.json_response(text=config.model_dump_json())
 
 

@@ -22,6 +22,7 @@ LAUNCHER_MODULES = MappingProxyType(
         "memory": "control_plane.launchers.memory",
         "qemu": "control_plane.launchers.qemu",
         "ec2": "control_plane.launchers.ec2",
+        "kubernetes": "control_plane.launchers.kubernetes",
     }
 )
 

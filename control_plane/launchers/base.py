@@ -78,6 +78,19 @@ class Listing(Protocol):
         ...
 
 
+@runtime_checkable
+class GrantKeeper(Protocol):
+    """A launcher that keeps a bot's bootstrap grant somewhere to delete once it is used."""
+
+    async def grant_used(self, bot_id: UUID) -> None:
+        """Delete ``bot_id``'s stored grant: its token was exchanged (the bootstrap route).
+
+        Raises:
+            LaunchError: The grant could not be deleted.
+        """
+        ...
+
+
 BootstrapIssuer = Callable[[BotConfig], Awaitable[str]]
 """Stores a one-time bootstrap token for a bot's config and returns it (the control plane's
 ``BootstrapTokens.issue``); the config is given as the machine must see it."""
