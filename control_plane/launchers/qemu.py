@@ -22,7 +22,7 @@ The VM gets user-mode networking: it reaches this host's loopback at ``host_addr
 systemd and leaves the meeting), waits ``grace_seconds``, kills qemu if it is still there, and
 deletes the folder with the overlay. VMs outlive a control-plane restart: a new launcher finds
 them by their folders and pid files, and :meth:`reconcile` stops those whose bot is no longer
-live.
+live; :meth:`machines` lists them for the periodic reconciliation loop.
 
 The accelerator is KVM only where it really boots the image's kernel
 (:func:`control_plane.launchers.qemu_accel.probe_accelerator`), else TCG.
@@ -436,6 +436,22 @@ class QemuLauncher:
             for path in self._state_dir.iterdir()
             if path.is_dir() and path.name.startswith(NAME_PREFIX)
         )
+
+    async def machines(self) -> dict[str, UUID]:
+        """The VMs that run or are being started: name → bot id (for the reconciliation loop).
+
+        A folder whose VM stopped is not listed (its bot's machine is gone).
+        """
+        listed: dict[str, UUID] = {}
+        for name in await asyncio.to_thread(self.vm_names):
+            try:
+                bot_id = UUID(name.removeprefix(NAME_PREFIX))
+            except ValueError:
+                continue
+            running = await asyncio.to_thread(self._running_pid, name)
+            if name in self._launching or running is not None:
+                listed[name] = bot_id
+        return listed
 
     async def reconcile(self, live_bot_ids: Collection[UUID]) -> list[str]:
         """Stop every VM (and remove every folder) whose bot is not in ``live_bot_ids``.

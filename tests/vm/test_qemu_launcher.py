@@ -190,7 +190,10 @@ async def test_a_new_launcher_finds_running_vms_and_reconcile_stops_the_orphans(
     try:
         assert await second.is_alive(kept)
         assert await second.is_alive(orphan)
+        listed = await second.machines()
+        assert listed[kept.id] == kept_config.bot_id and set(listed) == {kept.id, orphan.id}
         assert await second.reconcile({kept_config.bot_id}) == [orphan.id]
+        assert await second.machines() == {kept.id: kept_config.bot_id}
         assert not await second.is_alive(orphan)
         assert not second.vm_dir(orphan.id).exists()
         assert await second.is_alive(kept)
