@@ -166,6 +166,9 @@ def log_launch_error(meeting: Meeting, exc: BaseException) -> None:
     """Log why a bot could not be launched: a warning for expected failures, else the trace."""
     fields = {"bot_id": str(meeting.bot_id), "meeting_id": meeting.id}
     if isinstance(exc, LaunchError | DomainError):
-        log.warning("bot launch failed", extra={**fields, "error": type(exc).__name__})
+        # The reason is the launcher's (a cloud provider's error code and message).
+        log.warning(
+            "bot launch failed", extra={**fields, "error": type(exc).__name__, "reason": str(exc)}
+        )
     else:
         log.error("bot launch crashed", extra=fields, exc_info=exc)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
@@ -289,7 +290,9 @@ async def test_capacity_and_rate_limits_are_retried_across_types_then_the_launch
     proxy: tuple[FaultyProxy, str],
     aws: Aws,
     owner: Caller,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.WARNING, logger="control_plane.bots.config_builder")
     faulty = proxy[0]
     faulty.faults = [CAPACITY]  # the first type has none: the second is used
     bot = await launch_bot()
@@ -331,6 +334,13 @@ async def test_capacity_and_rate_limits_are_retried_across_types_then_the_launch
 
     await _wait(failed, "the bot failed")
     assert await _status(client, owner, bot_id) == ("failed", "launch_failed")
+    reasons = [
+        getattr(record, "reason", "")
+        for record in caplog.records
+        if getattr(record, "bot_id", None) == str(bot_id)
+    ]
+    provider = f"after 2 rounds: {CAPACITY}: We currently do not have sufficient capacity"
+    assert any(provider in reason for reason in reasons), reasons
     assert faulty.refused == [CAPACITY] * 4
     assert bot_id not in set((await launcher.machines()).values())
 
