@@ -74,6 +74,9 @@ class Settings(BaseSettings):
     # How long a scheduler's claim of a due bot holds: a bot still without a handle after it
     # (its claimer died mid-launch) is launched again. Longer than the slowest launch.
     launch_lease_seconds: float = Field(default=120.0, gt=0)
+    # Launches in flight at once per scheduler (a burst of creations waits its turn; each
+    # launcher call may be a cloud API request or a VM start).
+    launch_concurrency: int = Field(default=16, ge=1)
     # The local launcher's agent program (comma-separated; "--config <file>" is appended).
     # Empty: this interpreter running "-m agent". Tests use a stand-in that starts no browser.
     local_agent_command: Annotated[list[str], NoDecode] = Field(default_factory=list)
