@@ -14,8 +14,9 @@ into the measurement one replica is killed (SIGKILL): its agents reconnect to th
 Prints one JSON line: bots held (links up at the end), frames stored per second (outboxed
 frames acked, i.e. committed), frame-to-stored p50/p99 (outbox put → ack, ms), heartbeats per
 second, CPU seconds per stored frame of every replica and of this process, and from the
-database afterwards: losses (frames sent but without a receipt) and duplicates (webhook events
-beyond one per joined participant per frame), both of which must be 0; and ``uptime``'s load.
+database afterwards: losses (frames sent, no longer in their agent's outbox, but without a
+receipt) and duplicates (webhook events beyond one per joined participant per frame), both of
+which must be 0, frames still pending when the drain's minute ran out, and the load average.
 
 Usage: ``.venv/bin/python bench/fleet.py --database-url postgresql+asyncpg://… [--agents 200]
 [--replicas 1|2] [--seconds 60] [--kill-at 30]``.
@@ -360,10 +361,13 @@ async def _check(database_url: str, agents: list[SimAgent]) -> dict[str, int]:
     finally:
         await database.dispose()
     sent = [frame_id for agent in agents for frame_id in agent.stored_ids]
+    pending = {item.frame_id for agent in agents for item in await agent.outbox.pending(0, 10**6)}
     expected_joins = sum(agent.joins for agent in agents)
     return {
         "frames_sent": len(sent),
-        "losses": sum(1 for frame_id in sent if frame_id not in receipts),
+        # Still in an outbox when the drain's time ran out: not acked, so not lost (resent).
+        "still_pending": sum(1 for frame_id in sent if frame_id in pending),
+        "losses": sum(1 for frame_id in sent if frame_id not in receipts | pending),
         "duplicates": max(0, int(joins or 0) - expected_joins),
         "missing_webhook_events": max(0, expected_joins - int(joins or 0)),
     }
