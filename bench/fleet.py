@@ -324,6 +324,32 @@ async def _wait_up(http: aiohttp.ClientSession, port: int) -> None:
     raise RuntimeError(f"replica on port {port} did not come up")
 
 
+async def _store_buckets(http: aiohttp.ClientSession, ports: list[int]) -> dict[float, float]:
+    """``meetbot_agent_frame_store_seconds`` buckets (upper bound → count) summed over replicas."""
+    buckets: dict[float, float] = {}
+    prefix = 'meetbot_agent_frame_store_seconds_bucket{le="'
+    for port in ports:
+        with contextlib.suppress(aiohttp.ClientError, OSError):
+            async with http.get(f"http://127.0.0.1:{port}/metrics") as response:
+                for line in (await response.text()).splitlines():
+                    if line.startswith(prefix):
+                        bound, count = line.removeprefix(prefix).split('"} ')
+                        key = float("inf") if bound == "+Inf" else float(bound)
+                        buckets[key] = buckets.get(key, 0.0) + float(count)
+    return buckets
+
+
+def _bucket_quantile(before: dict[float, float], after: dict[float, float], q: float) -> float:
+    """The upper bound (ms) of the bucket holding quantile ``q`` of what happened in between."""
+    counts = sorted((bound, after[bound] - before.get(bound, 0.0)) for bound in after)
+    if not counts or counts[-1][1] <= 0:
+        return float("nan")
+    for bound, cumulative in counts:
+        if cumulative >= q * counts[-1][1]:
+            return bound * 1000
+    return float("inf")
+
+
 async def _commands(
     http: aiohttp.ClientSession,
     ports: list[int],
@@ -409,6 +435,7 @@ async def _run(args: argparse.Namespace, tmp: Path) -> dict[str, object]:
             loop = asyncio.get_running_loop()
             await asyncio.sleep(args.warmup)
             latencies.clear()
+            store_before = {port: await _store_buckets(http, [port]) for port in ports}
             acked_before = sum(agent.outbox.acked for agent in agents)
             cpu_before = [_cpu_seconds(p.pid) for p in replicas]
             self_before = _self_cpu()
@@ -439,6 +466,11 @@ async def _run(args: argparse.Namespace, tmp: Path) -> dict[str, object]:
             await asyncio.gather(*talking)
             elapsed = loop.time() - started
             acked = sum(agent.outbox.acked for agent in agents) - acked_before
+            store_after = await _store_buckets(http, live_ports)  # the killed one's is gone
+            store_start: dict[float, float] = {}
+            for port in live_ports:
+                for bound, count in store_before[port].items():
+                    store_start[bound] = store_start.get(bound, 0.0) + count
             cpu = [
                 killed_cpu if p.pid == killed else _cpu_seconds(p.pid) - before
                 for p, before in zip(replicas, cpu_before, strict=True)
@@ -474,6 +506,9 @@ async def _run(args: argparse.Namespace, tmp: Path) -> dict[str, object]:
             "stored_ms_p99": round(percentile(window_latencies, 0.99), 1)
             if window_latencies
             else None,
+            # The control plane's part alone: frame read on the link → commit (bucket bounds).
+            "read_to_commit_ms_p50_le": _bucket_quantile(store_start, store_after, 0.5),
+            "read_to_commit_ms_p99_le": _bucket_quantile(store_start, store_after, 0.99),
             "replica_cpu_s": [round(c, 1) for c in cpu],
             "cpu_ms_per_frame_replicas": round(sum(cpu) / max(acked, 1) * 1000, 2),
             "agents_process_cpu_s": round(self_cpu, 1),

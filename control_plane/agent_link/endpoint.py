@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import uuid
 from collections.abc import AsyncIterator
 from urllib.parse import urlsplit, urlunsplit
@@ -117,7 +118,7 @@ async def agent_link(request: web.Request) -> web.StreamResponse:
     await ws.prepare(request)
     await hub.attach(bot_id, ws)
     logger.info("agent link opened", extra={"bot_id": str(bot_id)})
-    received: asyncio.Queue[AgentFrame] = asyncio.Queue()
+    received: asyncio.Queue[tuple[AgentFrame, float]] = asyncio.Queue()
     storing = asyncio.create_task(
         _store_frames(ws, store, app[FRAME_BATCHER], received), name="agent-link-store"
     )
@@ -138,7 +139,7 @@ async def agent_link(request: web.Request) -> web.StreamResponse:
                 continue
             if storing.done():
                 break
-            received.put_nowait(frame)
+            received.put_nowait((frame, time.perf_counter()))
     finally:
         storing.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -152,7 +153,7 @@ async def _store_frames(
     ws: web.WebSocketResponse,
     store: FrameStore,
     batcher: FrameBatcher,
-    received: asyncio.Queue[AgentFrame],
+    received: asyncio.Queue[tuple[AgentFrame, float]],
 ) -> None:
     """Store the link's frames in order, all read so far at once, and ack each after its commit.
 
@@ -164,11 +165,14 @@ async def _store_frames(
         while not received.empty():
             frames.append(received.get_nowait())
         run: list[AgentFrame] = []
-        for frame in frames:
+        read_at = frames[0][1]  # the run's oldest frame: its wait is the run's longest
+        for frame, at in frames:
             if FrameStore.batched(frame):
+                if not run:
+                    read_at = at
                 run.append(frame)
                 continue
-            if run and not await _store_run(ws, store, batcher, run):
+            if run and not await _store_run(ws, store, batcher, run, read_at):
                 return
             run = []
             try:
@@ -178,17 +182,26 @@ async def _store_frames(
                 return
             if acked:
                 await ws.send_str(Ack(ref_id=frame.id).model_dump_json())
-        if run and not await _store_run(ws, store, batcher, run):
+        if run and not await _store_run(ws, store, batcher, run, read_at):
             return
 
 
 async def _store_run(
-    ws: web.WebSocketResponse, store: FrameStore, batcher: FrameBatcher, run: list[AgentFrame]
+    ws: web.WebSocketResponse,
+    store: FrameStore,
+    batcher: FrameBatcher,
+    run: list[AgentFrame],
+    read_at: float,
 ) -> bool:
-    """Store ``run`` (batched frames, in order) and ack what was stored; False: link closed."""
+    """Store ``run`` (batched frames, in order) and ack what was stored; False: link closed.
+
+    ``read_at`` (``time.perf_counter``) is when the run's first frame was read: the time to the
+    commit is observed as ``meetbot_agent_frame_store_seconds``.
+    """
     for frame in run:
         await store.prepare(frame)
     result = await batcher.store([(store, frame) for frame in run])
+    store.observe_stored(time.perf_counter() - read_at)
     for frame, outcome in zip(run, result.outcomes, strict=False):
         store.count(frame, outcome)
         await ws.send_str(Ack(ref_id=frame.id).model_dump_json())

@@ -166,6 +166,11 @@ class FrameStore:
         if self._hub.metrics is not None:
             self._hub.metrics.frames.labels(frame.type, outcome).inc()
 
+    def observe_stored(self, seconds: float) -> None:
+        """Note how long a run of frames took from being read to its commit."""
+        if self._hub.metrics is not None:
+            self._hub.metrics.frame_store.observe(seconds)
+
     async def apply(self, frame: AgentFrame) -> bool:
         """Apply one frame; return whether it is to be acked (every frame but ``ack``)."""
         if isinstance(frame, Ack):
