@@ -229,12 +229,21 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _waited_seconds(pid: int) -> float:
+    """Seconds the threads of ``pid`` waited runnable for a CPU (``/proc/…/schedstat``)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            total += int((task / "schedstat").read_text().split()[1])
+    return total / 1e9
+
+
 def _self_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
 
 
-async def _database(server_url: str) -> tuple[str, Callable[[], Awaitable[None]]]:
+async def fresh_database(server_url: str) -> tuple[str, Callable[[], Awaitable[None]]]:
     """A fresh database on the server of ``server_url``; returns its URL and its dropper."""
     url = make_url(server_url)
     name = f"fleet_{uuid.uuid4().hex[:10]}"
@@ -339,15 +348,15 @@ async def _store_buckets(http: aiohttp.ClientSession, ports: list[int]) -> dict[
     return buckets
 
 
-def _bucket_quantile(before: dict[float, float], after: dict[float, float], q: float) -> float:
-    """The upper bound (ms) of the bucket holding quantile ``q`` of what happened in between."""
+def _bucket_quantile(before: dict[float, float], after: dict[float, float], q: float) -> str:
+    """The bucket holding quantile ``q`` of what happened in between, as ``<=N`` ms."""
     counts = sorted((bound, after[bound] - before.get(bound, 0.0)) for bound in after)
     if not counts or counts[-1][1] <= 0:
-        return float("nan")
+        return "none"
     for bound, cumulative in counts:
         if cumulative >= q * counts[-1][1]:
-            return bound * 1000
-    return float("inf")
+            return f"<={bound * 1000:g}" if bound != float("inf") else f">{counts[-2][0] * 1000:g}"
+    return "none"
 
 
 async def _commands(
@@ -400,7 +409,7 @@ async def _check(database_url: str, agents: list[SimAgent]) -> dict[str, int]:
 
 
 async def _run(args: argparse.Namespace, tmp: Path) -> dict[str, object]:
-    database_url, drop = await _database(args.database_url)
+    database_url, drop = await fresh_database(args.database_url)
     replicas: list[subprocess.Popen[bytes]] = []
     try:
         await upgrade(database_url)
@@ -438,6 +447,8 @@ async def _run(args: argparse.Namespace, tmp: Path) -> dict[str, object]:
             store_before = {port: await _store_buckets(http, [port]) for port in ports}
             acked_before = sum(agent.outbox.acked for agent in agents)
             cpu_before = [_cpu_seconds(p.pid) for p in replicas]
+            waited_before = [_waited_seconds(p.pid) for p in replicas]
+            self_waited_before = _waited_seconds(os.getpid())
             self_before = _self_cpu()
             started = loop.time()
             until = started + args.seconds
@@ -455,10 +466,11 @@ async def _run(args: argparse.Namespace, tmp: Path) -> dict[str, object]:
                 )
             )
             killed = None
-            killed_cpu = 0.0
+            killed_cpu = killed_waited = 0.0
             if args.replicas > 1 and args.kill_at > 0:
                 await asyncio.sleep(args.kill_at)
                 killed_cpu = _cpu_seconds(replicas[0].pid) - cpu_before[0]
+                killed_waited = _waited_seconds(replicas[0].pid) - waited_before[0]
                 replicas[0].send_signal(signal.SIGKILL)
                 killed = replicas[0].pid
                 balancer.backends = ports[1:]
@@ -476,6 +488,11 @@ async def _run(args: argparse.Namespace, tmp: Path) -> dict[str, object]:
                 for p, before in zip(replicas, cpu_before, strict=True)
             ]
             self_cpu = _self_cpu() - self_before
+            waited = [
+                killed_waited if p.pid == killed else _waited_seconds(p.pid) - before
+                for p, before in zip(replicas, waited_before, strict=True)
+            ]
+            self_waited = _waited_seconds(os.getpid()) - self_waited_before
             window_latencies = list(latencies)
             held = sum(1 for agent in agents if agent.client.connected.is_set())
             commanding.cancel()
@@ -507,11 +524,14 @@ async def _run(args: argparse.Namespace, tmp: Path) -> dict[str, object]:
             if window_latencies
             else None,
             # The control plane's part alone: frame read on the link → commit (bucket bounds).
-            "read_to_commit_ms_p50_le": _bucket_quantile(store_start, store_after, 0.5),
-            "read_to_commit_ms_p99_le": _bucket_quantile(store_start, store_after, 0.99),
+            "read_to_commit_ms_p50": _bucket_quantile(store_start, store_after, 0.5),
+            "read_to_commit_ms_p99": _bucket_quantile(store_start, store_after, 0.99),
             "replica_cpu_s": [round(c, 1) for c in cpu],
             "cpu_ms_per_frame_replicas": round(sum(cpu) / max(acked, 1) * 1000, 2),
             "agents_process_cpu_s": round(self_cpu, 1),
+            # Time runnable but not running (the machine's other work had the CPUs).
+            "replica_cpu_wait_s": [round(w, 1) for w in waited],
+            "agents_process_cpu_wait_s": round(self_waited, 1),
             "commands": {str(s): statuses.count(s) for s in sorted(set(statuses))},
             "drained": sum(drained),
             **checked,

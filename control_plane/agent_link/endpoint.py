@@ -142,7 +142,8 @@ async def agent_link(request: web.Request) -> web.StreamResponse:
             received.put_nowait((frame, time.perf_counter()))
     finally:
         storing.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
+        # An ack that found the socket gone ended the storing task: the agent resends.
+        with contextlib.suppress(asyncio.CancelledError, ConnectionError):
             await storing
         hub.detach(bot_id, ws)
         logger.info("agent link closed", extra={"bot_id": str(bot_id)})
