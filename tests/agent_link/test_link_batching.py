@@ -26,6 +26,7 @@ from control_plane.agent_link.batch import FRAME_BATCHER, FrameBatcher
 from control_plane.agent_link.frames import FrameStore, LinkIdentity
 from control_plane.db.engine import DB
 from control_plane.db.models.agent_link import AgentFrameReceipt
+from control_plane.db.models.bot import Meeting
 from control_plane.db.models.segment import Segment as SegmentRow
 from control_plane.db.models.webhook import WebhookMessage
 from control_plane.hooks import STATUS_HOOKS
@@ -219,8 +220,6 @@ async def test_a_link_whose_frame_is_refused_closes_unacked_and_its_resend_is_st
 
 
 async def _workspace(client: Client, bot: LaunchedBot) -> uuid.UUID:
-    from control_plane.db.models.bot import Meeting
-
     async with client.app[DB].sessions() as session:
         workspace_id = await session.scalar(
             select(Meeting.workspace_id).where(Meeting.id == bot.meeting_id)
