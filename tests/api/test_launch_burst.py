@@ -97,7 +97,8 @@ async def test_a_burst_of_creations_launches_every_bot_once_within_the_concurren
     launched = Counter(str(config.bot_id) for config in launcher.launches)
     assert set(launched) == set(created)
     assert set(launched.values()) == {1}
-    assert launcher.most_in_flight == CONCURRENCY
+    # Bounded; and launches did overlap (passes claim up to 50 due bots at once).
+    assert 1 < launcher.most_in_flight <= CONCURRENCY
     async with client.app[DB].sessions() as session:
         handles = list(await session.scalars(select(Meeting.bot_container_id)))
     assert len(set(handles)) == BURST
