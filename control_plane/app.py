@@ -176,6 +176,7 @@ async def _bots_ctx(app: web.Application) -> AsyncIterator[None]:
         metrics=app[METRICS],
         interval=settings.scheduler_interval_seconds,
         lease=timedelta(seconds=settings.launch_lease_seconds),
+        launch_concurrency=settings.launch_concurrency,
     )
     app[SCHEDULER] = scheduler
     async with scheduler.loop.running():

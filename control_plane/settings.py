@@ -74,6 +74,9 @@ class Settings(BaseSettings):
     # How long a scheduler's claim of a due bot holds: a bot still without a handle after it
     # (its claimer died mid-launch) is launched again. Longer than the slowest launch.
     launch_lease_seconds: float = Field(default=120.0, gt=0)
+    # Launches in flight at once per scheduler (a burst of creations waits its turn; each
+    # launcher call may be a cloud API request or a VM start).
+    launch_concurrency: int = Field(default=16, ge=1)
     # The local launcher's agent program (comma-separated; "--config <file>" is appended).
     # Empty: this interpreter running "-m agent". Tests use a stand-in that starts no browser.
     local_agent_command: Annotated[list[str], NoDecode] = Field(default_factory=list)
@@ -144,6 +147,10 @@ class Settings(BaseSettings):
     upload_url_ttl_seconds: int = Field(default=900, ge=10)
     # A finished bot whose VM/process still runs this long after its end is torn down.
     agent_teardown_grace_seconds: float = Field(default=120.0, gt=0)
+    # Agent-link frames are stored many links per transaction (control_plane/agent_link/batch.py):
+    # at most this many frames per transaction, this many transactions in flight at once.
+    link_batch_max_frames: int = Field(default=500, ge=1)
+    link_batch_writers: int = Field(default=2, ge=1)
 
     # Artifact storage: "local" (files under data_dir, signed URLs served by this process) or
     # "s3" (presigned URLs of an S3-compatible bucket; empty credentials = boto3's chain).

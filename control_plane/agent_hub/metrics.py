@@ -24,6 +24,12 @@ class LinkMetrics:
             ["type", "outcome"],
             registry=registry,
         )
+        self.frame_store = Histogram(
+            "meetbot_agent_frame_store_seconds",
+            "Time from reading a stored frame on its link to its transaction's commit.",
+            registry=registry,
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+        )
         self.commands = Histogram(
             "meetbot_agent_command_seconds",
             "Time from sending a command to the agent's result, by command and outcome.",

@@ -1,9 +1,11 @@
 """Internal HTTP surface of the agent link (not in the public OpenAPI document).
 
 - ``GET  /internal/v1/agents/{bot_id}`` — the link WebSocket (``Authorization: Bearer <agent
-  token>``). JSON text frames of ``agent.contracts.link``; each stored frame is acked by id;
-  stream frames (``stream_event``, ``stream_end``, ``stream_batch``) go to the hub's bot
-  streams, unacked.
+  token>``). JSON text frames of ``agent.contracts.link``; each stored frame is acked by id
+  once its transaction committed (frames read while the link's previous group was being
+  stored go together, with other links' frames, through the process's
+  :class:`~control_plane.agent_link.batch.FrameBatcher`); stream frames (``stream_event``,
+  ``stream_end``, ``stream_batch``) go to the hub's bot streams, unacked.
 - ``POST /internal/v1/agents/{bot_id}/uploads`` — body ``UploadRequest``; answers an
   ``UploadSlot`` for a recording or screenshot (same token).
 - ``PUT  /internal/v1/artifacts/{key}`` — local storage's upload path: a signed, expiring URL
@@ -16,7 +18,10 @@ upgrade; bad or expired signatures answer 403 ``invalid_signature`` / ``url_expi
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+import time
 import uuid
 from collections.abc import AsyncIterator
 from urllib.parse import urlsplit, urlunsplit
@@ -28,6 +33,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from agent.contracts.link import (
     Ack,
+    AgentFrame,
     StreamBatch,
     StreamEnd,
     StreamEvent,
@@ -44,6 +50,7 @@ from agent.contracts.wire import (
 )
 from control_plane.agent_hub.agent_tokens import agent_token_digest
 from control_plane.agent_hub.keys import AGENT_HUB, STORAGE
+from control_plane.agent_link.batch import FRAME_BATCHER, FrameBatcher
 from control_plane.agent_link.frames import FrameStore, LinkIdentity
 from control_plane.api.http import path_uuid, read_body
 from control_plane.db.engine import DB
@@ -111,6 +118,10 @@ async def agent_link(request: web.Request) -> web.StreamResponse:
     await ws.prepare(request)
     await hub.attach(bot_id, ws)
     logger.info("agent link opened", extra={"bot_id": str(bot_id)})
+    received: asyncio.Queue[tuple[AgentFrame, float]] = asyncio.Queue()
+    storing = asyncio.create_task(
+        _store_frames(ws, store, app[FRAME_BATCHER], received), name="agent-link-store"
+    )
     try:
         async for message in ws:
             if message.type != WSMsgType.TEXT:
@@ -126,23 +137,92 @@ async def agent_link(request: web.Request) -> web.StreamResponse:
                 if isinstance(frame, StreamEnd):  # the agent exits once its end is here
                     await ws.send_str(Ack(ref_id=frame.id).model_dump_json())
                 continue
-            try:
-                acked = await store.apply(frame)
-            except (SQLAlchemyError, OSError):
-                # Not stored, not acked: the agent keeps the frame in its outbox and resends it
-                # after reconnecting, when the database may be back.
-                logger.exception(
-                    "agent frame not stored",
-                    extra={"bot_id": str(bot_id), "frame_type": frame.type},
-                )
-                await ws.close(code=1011, message=b"frame not stored; reconnect and resend")
+            if storing.done():
                 break
-            if acked:
-                await ws.send_str(Ack(ref_id=frame.id).model_dump_json())
+            received.put_nowait((frame, time.perf_counter()))
     finally:
+        storing.cancel()
+        # An ack that found the socket gone ended the storing task: the agent resends.
+        with contextlib.suppress(asyncio.CancelledError, ConnectionError):
+            await storing
         hub.detach(bot_id, ws)
         logger.info("agent link closed", extra={"bot_id": str(bot_id)})
     return ws
+
+
+async def _store_frames(
+    ws: web.WebSocketResponse,
+    store: FrameStore,
+    batcher: FrameBatcher,
+    received: asyncio.Queue[tuple[AgentFrame, float]],
+) -> None:
+    """Store the link's frames in order, all read so far at once, and ack each after its commit.
+
+    A frame that cannot be stored (database down) is not acked and the link is closed (1011):
+    the agent keeps it in its outbox and resends it after reconnecting.
+    """
+    while True:
+        frames = [await received.get()]
+        while not received.empty():
+            frames.append(received.get_nowait())
+        run: list[AgentFrame] = []
+        read_at = frames[0][1]  # the run's oldest frame: its wait is the run's longest
+        for frame, at in frames:
+            if FrameStore.batched(frame):
+                if not run:
+                    read_at = at
+                run.append(frame)
+                continue
+            if run and not await _store_run(ws, store, batcher, run, read_at):
+                return
+            run = []
+            try:
+                acked = await store.apply(frame)
+            except (SQLAlchemyError, OSError) as exc:
+                await _not_stored(ws, store, frame, exc)
+                return
+            if acked:
+                await ws.send_str(Ack(ref_id=frame.id).model_dump_json())
+        if run and not await _store_run(ws, store, batcher, run, read_at):
+            return
+
+
+async def _store_run(
+    ws: web.WebSocketResponse,
+    store: FrameStore,
+    batcher: FrameBatcher,
+    run: list[AgentFrame],
+    read_at: float,
+) -> bool:
+    """Store ``run`` (batched frames, in order) and ack what was stored; False: link closed.
+
+    ``read_at`` (``time.perf_counter``) is when the run's first frame was read: the time to the
+    commit is observed as ``meetbot_agent_frame_store_seconds``.
+    """
+    for frame in run:
+        await store.prepare(frame)
+    result = await batcher.store([(store, frame) for frame in run])
+    store.observe_stored(time.perf_counter() - read_at)
+    for frame, outcome in zip(run, result.outcomes, strict=False):
+        store.count(frame, outcome)
+        await ws.send_str(Ack(ref_id=frame.id).model_dump_json())
+    if result.error is not None:
+        await _not_stored(ws, store, run[len(result.outcomes)], result.error)
+        return False
+    return True
+
+
+async def _not_stored(
+    ws: web.WebSocketResponse, store: FrameStore, frame: AgentFrame, error: BaseException
+) -> None:
+    # Not stored, not acked: the agent keeps the frame in its outbox and resends it after
+    # reconnecting, when the database may be back.
+    logger.error(
+        "agent frame not stored",
+        extra={"bot_id": str(store.bot_id), "frame_type": frame.type},
+        exc_info=error,
+    )
+    await ws.close(code=1011, message=b"frame not stored; reconnect and resend")
 
 
 @routes.post(AGENT_UPLOADS_PATH)

@@ -11,18 +11,23 @@ crash can neither lose nor duplicate an event. Every frame but ``ack`` is acked.
 
 Status moves go through the status-change service; a move the status table does not allow
 (a late or repeated report) is acked and ignored.
+
+:func:`store_batch` stores the frames of several links in the caller's one transaction (the
+link's batcher, :mod:`control_plane.agent_link.batch`): one ``last_seen_at`` update for every
+link in the batch, one receipt lookup and one segment lookup for all its frames, then each new
+frame's handler in order. :meth:`FrameStore.apply` is the one-frame path (``register``).
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import select, tuple_, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -71,6 +76,17 @@ StoredFrame = (
     | ChatMessageEvent
     | ActionEvent
 )
+_STORED_TYPES = (
+    StatusEvent,
+    ParticipantsEvent,
+    TranscriptSegmentEvent,
+    TranscriptionReady,
+    ArtifactEvent,
+    ChatMessageEvent,
+    ActionEvent,
+)
+# Frames whose only effect besides their own (none, or one in memory) is ``last_seen_at``.
+_TOUCH_TYPES = (Heartbeat, CommandResult, MemoryReport)
 _Handler = Callable[[AsyncSession, Any], Awaitable[None]]
 # A frame's transaction refreshes last_seen_at at most this often (heartbeats always do).
 _TOUCH_EVERY = timedelta(seconds=1)
@@ -119,6 +135,41 @@ class FrameStore:
             "chat_message": self._chat_message,
             "action": self._action,
         }
+
+    @property
+    def meeting_id(self) -> int:
+        """The link's meeting (the primary key of its ``agent_links`` row)."""
+        return self._identity.meeting_id
+
+    @property
+    def bot_id(self) -> uuid.UUID:
+        """The link's bot."""
+        return self._identity.bot_id
+
+    @staticmethod
+    def batched(frame: AgentFrame) -> bool:
+        """Whether ``frame`` is stored through :func:`store_batch` (all but register/ack/stream)."""
+        return isinstance(frame, _STORED_TYPES + _TOUCH_TYPES)
+
+    async def prepare(self, frame: AgentFrame) -> None:
+        """A batched frame's effect outside the database, before its batch is stored.
+
+        A ``command_result`` goes to the request waiting for it; a ``memory`` report is logged.
+        """
+        if isinstance(frame, CommandResult):
+            await self._hub.resolve(frame)
+        elif isinstance(frame, MemoryReport):
+            self._memory(frame)
+
+    def count(self, frame: AgentFrame, outcome: str) -> None:
+        """Count one handled frame (``meetbot_agent_frames_total``)."""
+        if self._hub.metrics is not None:
+            self._hub.metrics.frames.labels(frame.type, outcome).inc()
+
+    def observe_stored(self, seconds: float) -> None:
+        """Note how long a run of frames took from being read to its commit."""
+        if self._hub.metrics is not None:
+            self._hub.metrics.frame_store.observe(seconds)
 
     async def apply(self, frame: AgentFrame) -> bool:
         """Apply one frame; return whether it is to be acked (every frame but ``ack``)."""
@@ -282,15 +333,27 @@ class FrameStore:
 
     async def _segment(self, session: AsyncSession, frame: TranscriptSegmentEvent) -> None:
         bot = self._identity
-        data = frame.segment
         row = await session.scalar(
             select(Segment).where(
-                Segment.meeting_id == bot.meeting_id, Segment.segment_id == data.id
+                Segment.meeting_id == bot.meeting_id, Segment.segment_id == frame.segment.id
             )
         )
+        self._fill_segment(session, frame, {} if row is None else {row.segment_id: row})
+
+    def _fill_segment(
+        self,
+        session: AsyncSession,
+        frame: TranscriptSegmentEvent,
+        rows: dict[str, Segment],
+    ) -> None:
+        """Write ``frame``'s segment into its row in ``rows`` (segment id → row), added if new."""
+        bot = self._identity
+        data = frame.segment
+        row = rows.get(data.id)
         if row is None:
             row = Segment(meeting_id=bot.meeting_id, segment_id=data.id)
             session.add(row)
+            rows[data.id] = row
         row.start = data.start
         row.end = data.end
         row.absolute_start_time = data.absolute_start_time
@@ -409,3 +472,73 @@ class FrameStore:
             ),
             at=frame.ts,
         )
+
+
+async def store_batch(
+    session: AsyncSession, entries: Sequence[tuple[FrameStore, AgentFrame]], now: datetime
+) -> list[str]:
+    """Store batched frames of one or more links in ``session``'s transaction (caller commits).
+
+    ``entries`` are (link's store, frame) in the order each link sent them; every frame is one
+    :meth:`FrameStore.batched` accepts. Every link in the batch has its ``last_seen_at`` set to
+    ``now``; a frame with effects whose receipt exists (or that came twice in the batch) changes
+    nothing. Returns one outcome per entry: ``stored``, ``duplicate`` or ``touched`` (a frame
+    with no effect in the database).
+
+    Raises:
+        sqlalchemy.exc.SQLAlchemyError: The database refused (the whole transaction is void).
+        LookupError: A link's meeting is gone.
+    """
+    meeting_ids = sorted({store.meeting_id for store, _ in entries})
+    await session.execute(
+        update(AgentLink).where(AgentLink.meeting_id.in_(meeting_ids)).values(last_seen_at=now)
+    )
+    for store, _ in entries:
+        store._touched_at = now
+    stored = [(store, frame) for store, frame in entries if isinstance(frame, _STORED_TYPES)]
+    seen: set[tuple[int, str]] = set()
+    if stored:
+        found = await session.execute(
+            select(AgentFrameReceipt.meeting_id, AgentFrameReceipt.frame_id).where(
+                tuple_(AgentFrameReceipt.meeting_id, AgentFrameReceipt.frame_id).in_(
+                    [(store.meeting_id, frame.id) for store, frame in stored]
+                )
+            )
+        )
+        seen = {(int(meeting_id), str(frame_id)) for meeting_id, frame_id in found.all()}
+    segment_keys = [
+        (store.meeting_id, frame.segment.id)
+        for store, frame in stored
+        if isinstance(frame, TranscriptSegmentEvent)
+    ]
+    segments: dict[int, dict[str, Segment]] = {}
+    if segment_keys:
+        rows = await session.scalars(
+            select(Segment).where(tuple_(Segment.meeting_id, Segment.segment_id).in_(segment_keys))
+        )
+        for row in rows:
+            segments.setdefault(row.meeting_id, {})[row.segment_id] = row
+    outcomes = []
+    for store, frame in entries:
+        if not isinstance(frame, _STORED_TYPES):
+            outcomes.append("touched")
+            continue
+        key = (store.meeting_id, frame.id)
+        if key in seen:
+            outcomes.append("duplicate")
+            continue
+        seen.add(key)
+        session.add(
+            AgentFrameReceipt(
+                meeting_id=store.meeting_id,
+                frame_id=frame.id,
+                frame_type=frame.type,
+                received_at=now,
+            )
+        )
+        if isinstance(frame, TranscriptSegmentEvent):
+            store._fill_segment(session, frame, segments.setdefault(store.meeting_id, {}))
+        else:
+            await store._handlers[frame.type](session, frame)
+        outcomes.append("stored")
+    return outcomes

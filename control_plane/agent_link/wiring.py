@@ -3,8 +3,9 @@
 ``create_app`` calls :func:`setup_agent_link` once, after the database and launcher contexts
 are appended. Its cleanup context builds the hub, the artifact storage and the stream-token
 signer (key files are created off the event loop), publishes the agent commander, the artifact
-lister and purge hook of the meeting record, and owns the reaper's background loop and, for a
-launcher that lists its machines, the reconciler's (:mod:`control_plane.agent_link.reconciler`).
+lister and purge hook of the meeting record, and owns the reaper's background loop, the link
+batcher's writers (:mod:`control_plane.agent_link.batch`) and, for a launcher that lists its
+machines, the reconciler's loop (:mod:`control_plane.agent_link.reconciler`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from control_plane.agent_hub.metrics import LinkMetrics
 from control_plane.agent_hub.relay import CommandRelay, asyncpg_dsn
 from control_plane.agent_hub.stream_tokens import StreamTokenSigner
 from control_plane.agent_link import endpoint, machine
+from control_plane.agent_link.batch import FRAME_BATCHER, FrameBatcher
 from control_plane.agent_link.meeting_parts import artifact_lister, purge_hook
 from control_plane.agent_link.reaper import Reaper
 from control_plane.agent_link.reconciler import Reconciler
@@ -80,6 +82,10 @@ async def agent_link_ctx(app: web.Application) -> AsyncIterator[None]:
     app[STORAGE] = storage
     signer = await asyncio.to_thread(StreamTokenSigner.load_or_create, settings.data_dir)
     app[STREAM_SIGNER] = signer
+    batcher = FrameBatcher(
+        app[DB], max_frames=settings.link_batch_max_frames, writers=settings.link_batch_writers
+    )
+    app[FRAME_BATCHER] = batcher
     app[AGENT_COMMANDS] = agent_commander(hub)
     app[ARTIFACT_LISTER] = artifact_lister(storage, settings.presigned_url_ttl_seconds)
     app[PURGE_HOOKS].append(purge_hook(storage))
@@ -112,6 +118,7 @@ async def agent_link_ctx(app: web.Application) -> AsyncIterator[None]:
         hub.relay = relay
         hub.streams.attach_relay(relay)
         hub.heard_lately = heard_lately(app[DB], settings.heartbeat_timeout_seconds)
+    batcher.start()
     try:
         async with contextlib.AsyncExitStack() as loops:
             await loops.enter_async_context(reaper.loop.running())
@@ -120,6 +127,7 @@ async def agent_link_ctx(app: web.Application) -> AsyncIterator[None]:
             yield
     finally:
         await hub.aclose()
+        await batcher.aclose()
         if relay is not None:
             hub.relay = None
             await hub.streams.detach_relay()

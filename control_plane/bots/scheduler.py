@@ -86,6 +86,7 @@ class Scheduler:
         stale_claim: Age after which a claimed bot without a handle is failed.
         lease: How long a claim holds before another scheduler may launch the bot again.
         owner: This scheduler's id in ``launch_claim_owner`` (host, pid and a random part).
+        launch_concurrency: Most launcher calls in flight at once (the rest of a batch waits).
     """
 
     database: Database
@@ -100,11 +101,14 @@ class Scheduler:
     owner: str = field(
         default_factory=lambda: f"{socket.gethostname()[:80]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
     )
+    launch_concurrency: int = 16
     _loop: BackgroundLoop = field(init=False)
     _last_maintenance: float = field(default=0.0, init=False)
     _last_fold: float = field(default=0.0, init=False)
+    _launch_slots: asyncio.Semaphore = field(init=False)
 
     def __post_init__(self) -> None:
+        self._launch_slots = asyncio.Semaphore(self.launch_concurrency)
         self._loop = BackgroundLoop(
             "scheduler", self.step, interval=self.interval, stop_grace=STOP_GRACE_SECONDS
         )
@@ -245,7 +249,8 @@ class Scheduler:
         if config is None:
             return None
         try:
-            handle = await self.launcher.launch(config)
+            async with self._launch_slots:
+                handle = await self.launcher.launch(config)
         except Exception as exc:  # one broken launch must not stop the batch
             log_launch_error(meeting, exc)
             return None

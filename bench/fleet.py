@@ -1,0 +1,568 @@
+"""Fleet benchmark: N simulated agents on the real link protocol against control-plane replicas.
+
+Every agent is the real link client (:class:`agent.link.client.LinkClient` with its SQLite
+:class:`agent.link.outbox.Outbox` and its stream :class:`agent.sse.log.EventLog`), with no
+browser and no whisper behind it: it sends a ``transcript_segment`` every 3-5 s, a
+``participants`` change every 20-40 s, a partial transcript to its stream (relayed, not stored)
+every second, heartbeats every 5 s (the client's own), and answers every command it is sent.
+The control plane runs as ``--replicas`` separate processes (``python -m control_plane``, the
+``memory`` launcher) on a fresh PostgreSQL database, so each has its own CPU; with two, the
+agents reach them through a round-robin TCP balancer in this process, and ``--kill-at`` seconds
+into the measurement one replica is killed (SIGKILL): its agents reconnect to the other.
+``--commands-per-second`` ``POST /api/v1/bots/{id}/hand`` requests go to the replicas in turn.
+
+Prints one JSON line: bots held (links up at the end), frames stored per second (outboxed
+frames acked, i.e. committed), frame-to-stored p50/p99 (outbox put → ack, ms), heartbeats per
+second, CPU seconds per stored frame of every replica and of this process, and from the
+database afterwards: losses (frames sent, no longer in their agent's outbox, but without a
+receipt) and duplicates (webhook events beyond one per joined participant per frame), both of
+which must be 0, frames still pending when the drain's minute ran out, and the load average.
+
+Usage: ``.venv/bin/python bench/fleet.py --database-url postgresql+asyncpg://… [--agents 200]
+[--replicas 1|2] [--seconds 60] [--kill-at 30]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import itertools
+import json
+import os
+import random
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import aiohttp
+import asyncpg  # type: ignore[import-untyped]  # no stubs; only connect/execute used
+from aiohttp import web
+from sqlalchemy import func, select
+from sqlalchemy.engine import make_url
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from agent.contracts.bot_config import BotSettings  # noqa: E402 — after the path set-up above
+from agent.contracts.link import (  # noqa: E402
+    Command,
+    CommandResult,
+    ParticipantsEvent,
+    Register,
+    Segment,
+    TranscriptSegmentEvent,
+)
+from agent.contracts.status import BotStatus  # noqa: E402
+from agent.link.client import LinkClient, LinkTiming, agent_link_url  # noqa: E402
+from agent.link.outbox import Outbox  # noqa: E402
+from agent.sse.log import EventLog  # noqa: E402
+from bench.stats import free_port, percentile  # noqa: E402
+from control_plane.app import create_app  # noqa: E402
+from control_plane.auth.provisioning import (  # noqa: E402
+    add_member,
+    create_workspace,
+    get_or_create_user,
+    issue_key,
+)
+from control_plane.bots.config_builder import CONFIG_BUILDER  # noqa: E402
+from control_plane.db.engine import DB, create_database  # noqa: E402
+from control_plane.db.migrate import upgrade  # noqa: E402
+from control_plane.db.models.agent_link import AgentFrameReceipt  # noqa: E402
+from control_plane.db.models.bot import Meeting  # noqa: E402
+from control_plane.db.models.webhook import WebhookMessage  # noqa: E402
+from control_plane.enums import Role  # noqa: E402
+from control_plane.launchers.memory import MemoryLauncher  # noqa: E402
+from control_plane.settings import Settings  # noqa: E402
+
+_TEXT = "and then we agreed that the quarterly numbers go out on friday after the review"
+
+
+class TimedOutbox(Outbox):
+    """The real outbox, also noting when each frame was queued and when its ack came."""
+
+    def __init__(self, path: Path, latencies: list[float]) -> None:
+        super().__init__(path)
+        self._queued_at: dict[str, float] = {}
+        self._latencies = latencies
+        self.acked = 0
+
+    async def put(self, frame_id: str, body: str) -> None:
+        """Store the frame and note the time (see :meth:`Outbox.put`)."""
+        self._queued_at[frame_id] = time.perf_counter()
+        await super().put(frame_id, body)
+
+    async def ack(self, frame_id: str) -> bool:
+        """Forget the frame and note its frame-to-stored time (see :meth:`Outbox.ack`)."""
+        queued = self._queued_at.pop(frame_id, None)
+        if queued is not None:
+            self._latencies.append((time.perf_counter() - queued) * 1000)
+            self.acked += 1
+        return await super().ack(frame_id)
+
+
+class SimAgent:
+    """One bot's agent: the real link client fed with a meeting's worth of frames."""
+
+    def __init__(self, bot_id: str, token: str, url: str, folder: Path, latencies: list[float]):
+        self.bot_id = bot_id
+        self.log = EventLog()
+        self.outbox = TimedOutbox(folder / f"{bot_id}.sqlite", latencies)
+        self.client = LinkClient(
+            agent_link_url(url, bot_id),
+            token,
+            self.outbox,
+            self._register,
+            LinkTiming(heartbeat_interval=5.0, reconnect_min=0.5, reconnect_max=5.0),
+            stream=self.log,
+        )
+        self.stored_ids: list[str] = []  # frames the control plane must hold a receipt of
+        self.joins = 0  # participant.joined webhook events the control plane must emit
+        self.commands = 0
+        self._people = [f"Person {n}" for n in range(3)]
+        self._segments = 0
+
+    def _register(self) -> Register:
+        return Register(agent_version="bench-fleet", stream_seq=self.log.last_id)
+
+    async def _segment(self) -> None:
+        now = datetime.now(UTC)
+        self._segments += 1
+        n = self._segments
+        frame = TranscriptSegmentEvent(
+            segment=Segment(
+                id=f"s{n}",
+                start=n * 4.0,
+                end=n * 4.0 + 3.5,
+                absolute_start_time=now,
+                absolute_end_time=now,
+                text=_TEXT,
+                speaker=random.choice(self._people),
+            )
+        )
+        self.stored_ids.append(frame.id)
+        await self.client.send(frame)
+
+    async def _participants(self) -> None:
+        joined = [f"Guest {uuid.uuid4().hex[:6]}"]
+        left = [self._people.pop(0)] if len(self._people) > 3 else []
+        self._people.extend(joined)
+        frame = ParticipantsEvent(participants=list(self._people), joined=joined, left=left)
+        self.stored_ids.append(frame.id)
+        self.joins += 1
+        await self.client.send(frame)
+
+    async def talk(self, until: float) -> None:
+        """Send the meeting's frames until ``until`` (loop time)."""
+        loop = asyncio.get_running_loop()
+        next_segment = loop.time() + random.uniform(0, 4)
+        next_people = loop.time() + random.uniform(5, 40)
+        partial = 0
+        while loop.time() < until:
+            await asyncio.sleep(1.0)
+            partial += 1
+            await self.log.append(
+                "transcript_partial", {"text": _TEXT[: 20 + partial % 60], "n": partial}
+            )
+            now = loop.time()
+            if now >= next_segment:
+                await self._segment()
+                next_segment = now + random.uniform(3, 5)
+            if now >= next_people:
+                await self._participants()
+                next_people = now + random.uniform(20, 40)
+
+    async def answer(self) -> None:
+        """Answer every command at once (``hand`` is the only one the bench sends)."""
+        while True:
+            command: Command = await self.client.commands.get()
+            self.commands += 1
+            await self.client.send(CommandResult(ref_id=command.id, ok=True, result={}))
+
+
+class Balancer:
+    """Round-robin TCP balancer in front of the replicas; a refused backend is skipped."""
+
+    def __init__(self, backends: list[int]) -> None:
+        self.backends = backends
+        self._turn = itertools.count()
+        self._pipes: set[asyncio.Task[None]] = set()
+
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ConnectionError, OSError):
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        writer.close()
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Join one client connection to the next backend that accepts it."""
+        start = next(self._turn)
+        for step in range(len(self.backends)):
+            port = self.backends[(start + step) % len(self.backends)]
+            try:
+                up_reader, up_writer = await asyncio.open_connection("127.0.0.1", port)
+            except OSError:
+                continue
+            pipes = [
+                asyncio.create_task(self._pipe(reader, up_writer)),
+                asyncio.create_task(self._pipe(up_reader, writer)),
+            ]
+            self._pipes.update(pipes)
+            try:
+                await asyncio.gather(*pipes)
+            finally:
+                self._pipes.difference_update(pipes)
+            return
+        writer.close()
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _waited_seconds(pid: int) -> float:
+    """Seconds the threads of ``pid`` waited runnable for a CPU (``/proc/…/schedstat``)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            total += int((task / "schedstat").read_text().split()[1])
+    return total / 1e9
+
+
+def _self_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def fresh_database(server_url: str) -> tuple[str, Callable[[], Awaitable[None]]]:
+    """A fresh database on the server of ``server_url``; returns its URL and its dropper."""
+    url = make_url(server_url)
+    name = f"fleet_{uuid.uuid4().hex[:10]}"
+    dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+
+    async def drop() -> None:
+        conn = await asyncpg.connect(dsn)
+        try:
+            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        finally:
+            await conn.close()
+
+    return url.set(database=name).render_as_string(hide_password=False), drop
+
+
+async def _seed(database_url: str, data: Path, count: int) -> tuple[str, list[tuple[str, str]]]:
+    """Workspace, API key and ``count`` active bots with their agent tokens."""
+    settings = Settings(database_url=database_url, data_dir=data, launcher="memory")
+    app = create_app(settings, launcher=MemoryLauncher())
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        async with app[DB].sessions.begin() as session:
+            user = await get_or_create_user(session, "fleet@example.org")
+            workspace = await create_workspace(session, "Fleet")
+            await add_member(session, workspace, user, Role.OWNER)
+            issued = await issue_key(
+                session, user=user, workspace_id=workspace.id, name="fleet", key_prefix="mbk"
+            )
+            meetings = [
+                Meeting(
+                    workspace_id=workspace.id,
+                    platform="google_meet",
+                    native_meeting_id="abc-defg-hij",
+                    constructed_meeting_url="https://meet.google.com/abc-defg-hij",
+                    status=BotStatus.ACTIVE.value,
+                    settings=BotSettings().model_dump(mode="json"),
+                )
+                for _ in range(count)
+            ]
+            session.add_all(meetings)
+        bots = []
+        for meeting in meetings:
+            config = await app[CONFIG_BUILDER].build(meeting)
+            assert config.agent_token is not None
+            bots.append((str(meeting.bot_id), config.agent_token))
+        return issued.secret, bots
+    finally:
+        await runner.cleanup()
+
+
+def _replica(database_url: str, data: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "MEETBOT_DATABASE_URL": database_url,
+        "MEETBOT_DATA_DIR": str(data),
+        "MEETBOT_LAUNCHER": "memory",
+        "MEETBOT_PUBLIC_URL": f"http://127.0.0.1:{port}",
+        "MEETBOT_LOG_LEVEL": "WARNING",
+        "MEETBOT_RATE_LIMIT_PER_SECOND": "100000",
+        "MEETBOT_RATE_LIMIT_BURST": "100000",
+        "MEETBOT_ADDRESS_RATE_LIMIT_PER_SECOND": "100000",
+        "MEETBOT_ADDRESS_RATE_LIMIT_BURST": "100000",
+    }
+    with log.open("wb") as out:
+        return subprocess.Popen(  # noqa: S603 -- our own interpreter and arguments
+            [sys.executable, "-m", "control_plane", "--host", "127.0.0.1", "--port", str(port)],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+
+
+async def _wait_up(http: aiohttp.ClientSession, port: int) -> None:
+    for _ in range(600):
+        with contextlib.suppress(aiohttp.ClientError, OSError):
+            async with http.get(f"http://127.0.0.1:{port}/healthz") as response:
+                if response.status < 500:
+                    return
+        await asyncio.sleep(0.1)
+    raise RuntimeError(f"replica on port {port} did not come up")
+
+
+async def _store_buckets(http: aiohttp.ClientSession, ports: list[int]) -> dict[float, float]:
+    """``meetbot_agent_frame_store_seconds`` buckets (upper bound → count) summed over replicas."""
+    buckets: dict[float, float] = {}
+    prefix = 'meetbot_agent_frame_store_seconds_bucket{le="'
+    for port in ports:
+        with contextlib.suppress(aiohttp.ClientError, OSError):
+            async with http.get(f"http://127.0.0.1:{port}/metrics") as response:
+                for line in (await response.text()).splitlines():
+                    if line.startswith(prefix):
+                        bound, count = line.removeprefix(prefix).split('"} ')
+                        key = float("inf") if bound == "+Inf" else float(bound)
+                        buckets[key] = buckets.get(key, 0.0) + float(count)
+    return buckets
+
+
+def _bucket_quantile(before: dict[float, float], after: dict[float, float], q: float) -> str:
+    """The bucket holding quantile ``q`` of what happened in between, as ``<=N`` ms."""
+    counts = sorted((bound, after[bound] - before.get(bound, 0.0)) for bound in after)
+    if not counts or counts[-1][1] <= 0:
+        return "none"
+    for bound, cumulative in counts:
+        if cumulative >= q * counts[-1][1]:
+            return f"<={bound * 1000:g}" if bound != float("inf") else f">{counts[-2][0] * 1000:g}"
+    return "none"
+
+
+async def _commands(
+    http: aiohttp.ClientSession,
+    ports: list[int],
+    key: str,
+    bots: list[str],
+    rate: float,
+    statuses: list[int],
+) -> None:
+    turn = itertools.count()
+    while rate > 0:
+        await asyncio.sleep(1 / rate)
+        n = next(turn)
+        port = ports[n % len(ports)]
+        with contextlib.suppress(aiohttp.ClientError, OSError):
+            async with http.post(
+                f"http://127.0.0.1:{port}/api/v1/bots/{random.choice(bots)}/hand",
+                headers={"X-API-Key": key},
+            ) as response:
+                statuses.append(response.status)
+
+
+async def _check(database_url: str, agents: list[SimAgent]) -> dict[str, int]:
+    """Losses and duplicates, from the database once every outbox drained."""
+    database = create_database(database_url)
+    try:
+        async with database.sessions() as session:
+            receipts = set(
+                (await session.execute(select(AgentFrameReceipt.frame_id))).scalars().all()
+            )
+            joins = await session.scalar(
+                select(func.count())
+                .select_from(WebhookMessage)
+                .where(WebhookMessage.event_type == "participant.joined")
+            )
+    finally:
+        await database.dispose()
+    sent = [frame_id for agent in agents for frame_id in agent.stored_ids]
+    pending = {item.frame_id for agent in agents for item in await agent.outbox.pending(0, 10**6)}
+    expected_joins = sum(agent.joins for agent in agents)
+    return {
+        "frames_sent": len(sent),
+        # Still in an outbox when the drain's time ran out: not acked, so not lost (resent).
+        "still_pending": sum(1 for frame_id in sent if frame_id in pending),
+        "losses": sum(1 for frame_id in sent if frame_id not in receipts | pending),
+        "duplicates": max(0, int(joins or 0) - expected_joins),
+        "missing_webhook_events": max(0, expected_joins - int(joins or 0)),
+    }
+
+
+async def _run(args: argparse.Namespace, tmp: Path) -> dict[str, object]:
+    database_url, drop = await fresh_database(args.database_url)
+    replicas: list[subprocess.Popen[bytes]] = []
+    try:
+        await upgrade(database_url)
+        data = tmp / "data"
+        key, bots = await _seed(database_url, data, args.agents)
+        ports = [free_port() for _ in range(args.replicas)]
+        replicas = [
+            _replica(database_url, data, port, tmp / f"replica{n}.log")
+            for n, port in enumerate(ports)
+        ]
+        async with aiohttp.ClientSession() as http:
+            for port in ports:
+                await _wait_up(http, port)
+            balancer = Balancer(ports)
+            server = None
+            if args.replicas > 1:
+                entry = free_port()
+                server = await asyncio.start_server(balancer.handle, "127.0.0.1", entry)
+            else:
+                entry = ports[0]
+            latencies: list[float] = []
+            agents = [
+                SimAgent(bot_id, token, f"http://127.0.0.1:{entry}", tmp / "outbox", latencies)
+                for bot_id, token in bots
+            ]
+            answering = [asyncio.create_task(agent.answer()) for agent in agents]
+            for n, agent in enumerate(agents):  # connect at most ~100 agents a second
+                agent.client.start()
+                if n % 20 == 19:
+                    await asyncio.sleep(0.2)
+            await asyncio.gather(*(a.client.connected.wait() for a in agents))
+            loop = asyncio.get_running_loop()
+            await asyncio.sleep(args.warmup)
+            latencies.clear()
+            store_before = {port: await _store_buckets(http, [port]) for port in ports}
+            acked_before = sum(agent.outbox.acked for agent in agents)
+            cpu_before = [_cpu_seconds(p.pid) for p in replicas]
+            waited_before = [_waited_seconds(p.pid) for p in replicas]
+            self_waited_before = _waited_seconds(os.getpid())
+            self_before = _self_cpu()
+            started = loop.time()
+            until = started + args.seconds
+            talking = [asyncio.create_task(agent.talk(until)) for agent in agents]
+            statuses: list[int] = []
+            live_ports = list(ports)
+            commanding = asyncio.create_task(
+                _commands(
+                    http,
+                    live_ports,
+                    key,
+                    [a.bot_id for a in agents],
+                    args.commands_per_second,
+                    statuses,
+                )
+            )
+            killed = None
+            killed_cpu = killed_waited = 0.0
+            if args.replicas > 1 and args.kill_at > 0:
+                await asyncio.sleep(args.kill_at)
+                killed_cpu = _cpu_seconds(replicas[0].pid) - cpu_before[0]
+                killed_waited = _waited_seconds(replicas[0].pid) - waited_before[0]
+                replicas[0].send_signal(signal.SIGKILL)
+                killed = replicas[0].pid
+                balancer.backends = ports[1:]
+                live_ports.remove(ports[0])
+            await asyncio.gather(*talking)
+            elapsed = loop.time() - started
+            acked = sum(agent.outbox.acked for agent in agents) - acked_before
+            store_after = await _store_buckets(http, live_ports)  # the killed one's is gone
+            store_start: dict[float, float] = {}
+            for port in live_ports:
+                for bound, count in store_before[port].items():
+                    store_start[bound] = store_start.get(bound, 0.0) + count
+            cpu = [
+                killed_cpu if p.pid == killed else _cpu_seconds(p.pid) - before
+                for p, before in zip(replicas, cpu_before, strict=True)
+            ]
+            self_cpu = _self_cpu() - self_before
+            waited = [
+                killed_waited if p.pid == killed else _waited_seconds(p.pid) - before
+                for p, before in zip(replicas, waited_before, strict=True)
+            ]
+            self_waited = _waited_seconds(os.getpid()) - self_waited_before
+            window_latencies = list(latencies)
+            held = sum(1 for agent in agents if agent.client.connected.is_set())
+            commanding.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await commanding
+            drained = await asyncio.gather(*(a.client.drain(60) for a in agents))
+            checked = await _check(database_url, agents)
+            for task in answering:
+                task.cancel()
+            await asyncio.gather(*answering, return_exceptions=True)
+            for agent in agents:
+                await agent.client.close()
+                agent.outbox.close()
+            if server is not None:
+                server.close()
+        load = Path("/proc/loadavg").read_text().split()[:3]  # noqa: ASYNC240 -- procfs
+        return {
+            "figure": "fleet",
+            "agents": args.agents,
+            "replicas": args.replicas,
+            "killed_one": killed is not None,
+            "seconds": round(elapsed, 1),
+            "bots_held": held,
+            "frames_stored_per_s": round(acked / elapsed, 1),
+            "stored_ms_p50": round(percentile(window_latencies, 0.5), 1)
+            if window_latencies
+            else None,
+            "stored_ms_p99": round(percentile(window_latencies, 0.99), 1)
+            if window_latencies
+            else None,
+            # The control plane's part alone: frame read on the link → commit (bucket bounds).
+            "read_to_commit_ms_p50": _bucket_quantile(store_start, store_after, 0.5),
+            "read_to_commit_ms_p99": _bucket_quantile(store_start, store_after, 0.99),
+            "replica_cpu_s": [round(c, 1) for c in cpu],
+            "cpu_ms_per_frame_replicas": round(sum(cpu) / max(acked, 1) * 1000, 2),
+            "agents_process_cpu_s": round(self_cpu, 1),
+            # Time runnable but not running (the machine's other work had the CPUs).
+            "replica_cpu_wait_s": [round(w, 1) for w in waited],
+            "agents_process_cpu_wait_s": round(self_waited, 1),
+            "commands": {str(s): statuses.count(s) for s in sorted(set(statuses))},
+            "drained": sum(drained),
+            **checked,
+            "load": load,
+        }
+    finally:
+        for process in replicas:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(20)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+        await drop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--database-url", default=os.environ.get("MEETBOT_TEST_POSTGRES_URL", ""))
+    parser.add_argument("--agents", type=int, default=200)
+    parser.add_argument("--replicas", type=int, default=1, choices=(1, 2))
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--warmup", type=float, default=5.0)
+    parser.add_argument("--kill-at", type=float, default=0.0)
+    parser.add_argument("--commands-per-second", type=float, default=2.0)
+    args = parser.parse_args()
+    if not args.database_url.startswith("postgresql"):
+        parser.error("--database-url must be a PostgreSQL URL (or set MEETBOT_TEST_POSTGRES_URL)")
+    with tempfile.TemporaryDirectory() as tmp:
+        print(json.dumps(asyncio.run(_run(args, Path(tmp)))), flush=True)
+
+
+if __name__ == "__main__":
+    main()

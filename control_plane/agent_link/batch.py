@@ -1,0 +1,172 @@
+"""One transaction for many link frames: the process's link batcher.
+
+Every link's frames with effects (and the frames that only refresh ``last_seen_at``) are
+stored through one :class:`FrameBatcher`. A link hands it a group (what it read since its last
+group, in order) and waits; a writer takes every group queued at that moment, up to
+``max_frames`` frames across links, and stores them in one transaction
+(:func:`~control_plane.agent_link.frames.store_batch`). The link acks its frames only once the
+answer came, i.e. after the commit, so an agent never forgets a frame that is not stored.
+
+A link has at most one group in flight, so its frames are stored in the order it sent them
+even with several writers. When a batch's transaction fails, nothing of it was written; its
+groups are then stored again one frame per transaction, so one link's bad frame (or a database
+hiccup) does not cost the other links their acks: each group answers the outcomes of the
+frames stored before its first failure and that failure (the link closes and its agent resends
+the rest later). A frame already stored by a concurrent transaction (a resend racing its
+original on another connection) counts as a duplicate; receipts keep every frame exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from aiohttp import web
+from sqlalchemy.exc import IntegrityError
+
+from agent.contracts.link import AgentFrame
+from control_plane.agent_link.frames import FrameStore, store_batch
+from control_plane.db.engine import Database
+from control_plane.db.models.agent_link import AgentFrameReceipt
+
+logger = logging.getLogger(__name__)
+
+Entry = tuple[FrameStore, AgentFrame]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupOutcome:
+    """What became of a group of frames.
+
+    Attributes:
+        outcomes: One per frame stored, from the first (``stored``, ``duplicate``, ``touched``).
+        error: Why the frames after those were not stored (None: all were).
+    """
+
+    outcomes: list[str]
+    error: BaseException | None = None
+
+
+@dataclass(slots=True)
+class _Group:
+    entries: Sequence[Entry]
+    done: asyncio.Future[GroupOutcome] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+
+    def settle(self, outcome: GroupOutcome) -> None:
+        if not self.done.done():  # the link may have gone (its wait was cancelled)
+            self.done.set_result(outcome)
+
+
+class FrameBatcher:
+    """Stores groups of link frames, many links per transaction; see the module docstring.
+
+    Args:
+        db: The control plane's database.
+        max_frames: Most frames in one transaction (a group is never split, so one group
+            larger than this goes alone).
+        writers: Transactions in flight at once (each takes the groups queued when it starts).
+    """
+
+    def __init__(self, db: Database, *, max_frames: int = 500, writers: int = 2) -> None:
+        self._db = db
+        self._max_frames = max_frames
+        self._writers = writers
+        self._queue: asyncio.Queue[_Group] = asyncio.Queue()
+        self._tasks: list[asyncio.Task[None]] = []
+        self.batches = 0  # transactions committed (batches of several groups included)
+
+    def start(self) -> None:
+        """Start the writer tasks (owned here; :meth:`aclose` ends them)."""
+        if not self._tasks:
+            self._tasks = [
+                asyncio.create_task(self._write(), name=f"link-batch-writer-{n}")
+                for n in range(self._writers)
+            ]
+
+    async def aclose(self) -> None:
+        """Stop the writers; groups still queued are answered with an error (not stored)."""
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        while not self._queue.empty():
+            self._queue.get_nowait().settle(GroupOutcome([], ConnectionError("shutting down")))
+
+    async def store(self, entries: Sequence[Entry]) -> GroupOutcome:
+        """Store one link's frames (in order) with other links' in a shared transaction.
+
+        Returns once the transaction committed (or failed): the outcome per stored frame, and
+        the error that stopped the rest, if any.
+        """
+        if not self._tasks:
+            raise RuntimeError("the link batcher is not running")
+        group = _Group(entries)
+        self._queue.put_nowait(group)
+        return await group.done
+
+    async def _write(self) -> None:
+        while True:
+            groups = [await self._queue.get()]
+            count = len(groups[0].entries)
+            while count < self._max_frames and not self._queue.empty():
+                group = self._queue.get_nowait()
+                groups.append(group)
+                count += len(group.entries)
+            await self._commit(groups)
+
+    async def _commit(self, groups: list[_Group]) -> None:
+        now = datetime.now(UTC)
+        try:
+            async with self._db.sessions.begin() as session:
+                outcomes = await store_batch(
+                    session, [entry for group in groups for entry in group.entries], now
+                )
+        except Exception:  # nothing was written; each frame is retried alone
+            logger.warning(
+                "agent link batch not stored; storing its frames one by one",
+                extra={"groups": len(groups), "frames": sum(len(g.entries) for g in groups)},
+                exc_info=True,
+            )
+            for group in groups:
+                group.settle(await self._one_by_one(group.entries))
+            return
+        self.batches += 1
+        taken = 0
+        for group in groups:
+            group.settle(GroupOutcome(outcomes[taken : taken + len(group.entries)]))
+            taken += len(group.entries)
+
+    async def _one_by_one(self, entries: Sequence[Entry]) -> GroupOutcome:
+        outcomes: list[str] = []
+        for entry in entries:
+            try:
+                async with self._db.sessions.begin() as session:
+                    outcome = await store_batch(session, [entry], datetime.now(UTC))
+                outcomes.extend(outcome)  # committed
+            except IntegrityError as exc:
+                # The same frame may have committed at this moment on another connection: then
+                # its receipt is there. Any other refused row is an error like the rest.
+                if not await self._received(entry):
+                    return GroupOutcome(outcomes, exc)
+                outcomes.append("duplicate")
+            except Exception as exc:  # the link closes; its agent resends the rest
+                return GroupOutcome(outcomes, exc)
+        return GroupOutcome(outcomes)
+
+    async def _received(self, entry: Entry) -> bool:
+        store, frame = entry
+        async with self._db.sessions() as session:
+            found = await session.get(AgentFrameReceipt, (store.meeting_id, frame.id))
+        return found is not None
+
+
+FRAME_BATCHER = web.AppKey("frame_batcher", FrameBatcher)
+"""The process's link batcher (started and closed with the agent link's context)."""
