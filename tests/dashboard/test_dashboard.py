@@ -1,0 +1,261 @@
+"""The web dashboard in Chromium against a real control plane, testmeeting and agent.
+
+One stack serves every test of the module (the added test time stays near a minute and a
+half): ``meetbot serve`` (SQLite, the local launcher, started with the demo's own helpers in
+:mod:`meetbot.demo.services`), the testmeeting room of the demo scenario (three people speaking
+real recorded speech, :func:`meetbot.demo.scenario.build_scenario`, but a meeting that lasts
+until the bot is stopped), two workspaces (``meetbot admin bootstrap`` twice) and Debian's
+Chromium driven by Playwright. Everything the user does goes through the page: sign in, the
+launch form, the bot's page (live transcript with names, screenshot, speak, stop), the meeting's
+page (recording played, transcript downloaded); a read key finds edit controls disabled with a
+reason; another workspace's bot is "not found"; axe-core finds no serious or critical issue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import pytest_asyncio
+from axe_playwright_python.async_playwright import Axe
+from playwright.async_api import Browser, Page, async_playwright, expect
+
+from meetbot.demo.scenario import MEETING_IDS, build_scenario
+from meetbot.demo.services import ControlPlane, bootstrap, control_plane_env, free_port
+from testmeeting import TestMeetingServer
+
+pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="module")]
+
+CHROMIUM = "/usr/bin/chromium"
+BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--autoplay-policy=no-user-gesture-required"]
+PLATFORM = "google_meet"
+LIVE_WAIT_MS = 120_000
+"""Launch to ``active`` and to the first transcript lines on a loaded 2-core machine."""
+SPEAKERS = ("Alice", "Bob", "Carol")
+
+
+@dataclass
+class Stack:
+    """The running services and the keys the tests sign in with."""
+
+    url: str
+    meeting_url: str
+    owner_key: str
+    other_key: str
+    browser: Browser
+
+    async def call(self, method: str, path: str, key: str, body: Any = None) -> Any:
+        """One API call with ``key``; the parsed JSON answer (asserts a 2xx)."""
+        async with (
+            aiohttp.ClientSession() as http,
+            http.request(
+                method, f"{self.url}/api/v1{path}", json=body, headers={"X-API-Key": key}
+            ) as answer,
+        ):
+            assert answer.status < 300, await answer.text()
+            return await answer.json()
+
+    async def page(self, key: str | None = None) -> Page:
+        """A fresh tab (own session storage), signed in with ``key`` when given."""
+        context = await self.browser.new_context(
+            viewport={"width": 1280, "height": 800}, accept_downloads=True
+        )
+        page = await context.new_page()
+        await page.goto(f"{self.url}/")
+        if key is not None:
+            await page.get_by_label("API key").fill(key)
+            await page.get_by_role("button", name="Sign in").click()
+            await expect(page.get_by_role("heading", name="Bots", exact=True)).to_be_visible()
+        return page
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def stack(tmp_path_factory: pytest.TempPathFactory, speech: Path) -> AsyncIterator[Stack]:
+    """Control plane, meeting room, two workspaces and Chromium (module docstring)."""
+    data_dir = tmp_path_factory.mktemp("dashboard")
+    demo = await asyncio.to_thread(
+        build_scenario, PLATFORM, audio=[], speech_dir=speech, max_speech_seconds=18
+    )
+    # The host never ends this meeting: the test stops the bot from the page.
+    scenario = demo.scenario.model_copy(update={"end_at": None})
+    async with contextlib.AsyncExitStack() as stack:
+        server = TestMeetingServer(scenario, port=0, speech_dir=speech)
+        await server.start()
+        stack.push_async_callback(server.stop)
+        port = free_port()
+        env = control_plane_env(data_dir, port, server.browser_args())
+        owner_key = await bootstrap(env, "owner@example.org")
+        other_key = await bootstrap(env, "stranger@example.org")
+        control_plane = ControlPlane(data_dir, env, port)
+        stack.push_async_callback(control_plane.stop)
+        await control_plane.start()
+        playwright = await stack.enter_async_context(async_playwright())
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        stack.push_async_callback(browser.close)
+        yield Stack(
+            url=control_plane.url,
+            meeting_url=server.meeting_url(PLATFORM, MEETING_IDS[PLATFORM], None),
+            owner_key=owner_key,
+            other_key=other_key,
+            browser=browser,
+        )
+
+
+async def test_launch_watch_speak_stop_then_replay_the_meeting(stack: Stack) -> None:
+    page = await stack.page(stack.owner_key)
+
+    # Launch from the form into the simulator: a bad timeout first shows the API's message.
+    launch = page.locator("#launch")
+    await launch.get_by_label("Meeting URL").fill(stack.meeting_url)
+    await launch.get_by_label("Bot name").fill("Dashbot")
+    await launch.get_by_label("Recording", exact=True).select_option("true")
+    await launch.get_by_label("Left-alone timeout (s)").fill("5")
+    await launch.get_by_role("button", name="Launch bot").click()
+    problem = launch.locator('[data-error-for="left_alone_timeout_seconds"]')
+    await expect(problem).to_contain_text("validation_error")
+    await expect(launch.get_by_label("Left-alone timeout (s)")).to_have_attribute(
+        "aria-invalid", "true"
+    )
+    await launch.get_by_label("Left-alone timeout (s)").fill("")
+    await launch.get_by_role("button", name="Launch bot").click()
+
+    # The bot's page: it goes active and the transcript shows names as people speak.
+    await expect(page.locator("h1")).to_contain_text("Dashbot")
+    await expect(page.locator("h1 .status")).to_have_text("active", timeout=LIVE_WAIT_MS)
+    await expect(page.locator("#timeline")).to_contain_text("joined")
+    lines = page.locator("#transcript .line:not(.partial) .who")
+    await expect(lines.first).to_be_visible(timeout=LIVE_WAIT_MS)
+    await expect(page.locator("#participants")).to_contain_text("Alice")
+
+    # Screenshot, shown inline.
+    await page.get_by_role("button", name="Take screenshot").click()
+    shot = page.locator("#screenshot img")
+    await expect(shot).to_be_visible(timeout=30_000)
+    assert await shot.evaluate("img => img.complete && img.naturalWidth > 0")
+
+    # Speak: accepted by the bot, then its audio reaches the meeting (speak_started).
+    speak = page.locator("#speak")
+    await speak.get_by_label("Text to say").fill("Hello everyone, I am taking notes.")
+    await speak.get_by_role("button", name="Speak", exact=True).click()
+    await expect(speak.locator(".form-message")).to_have_text("Done.", timeout=30_000)
+    await expect(page.locator("#transcript")).to_contain_text("Speaking", timeout=60_000)
+
+    # By now two people have spoken: the lines name them (the speaker the platform showed;
+    # "Unknown speaker" where it showed none).
+    await expect(lines.filter(has_text="Bob")).not_to_have_count(0, timeout=LIVE_WAIT_MS)
+    names = {name.rstrip(": ") for name in await lines.all_inner_texts()}
+    assert {"Alice", "Bob"} <= names, names
+
+    # Stop from the page; the bot finishes and the controls say why they are off.
+    await page.get_by_role("button", name="Stop bot").click()
+    await expect(page.locator("h1 .status")).to_have_text("completed", timeout=LIVE_WAIT_MS)
+    await expect(page.locator("#timeline")).to_contain_text("stopped_by_api")
+    screenshot_button = page.get_by_role("button", name="Take screenshot")
+    await expect(screenshot_button).to_be_disabled()
+    await expect(page.locator("#controls")).to_contain_text("this needs it active")
+
+    # The meeting: its recording plays in the page and the transcript downloads.
+    await page.locator("#meeting-link").click()
+    await expect(page.locator("h1")).to_contain_text("Meeting #")
+    player = page.locator(".recording audio, .recording video").first
+    await expect(player).to_be_attached(timeout=30_000)
+    played = await player.evaluate(
+        """async (media) => {
+            media.muted = true;
+            await media.play();
+            await new Promise((done) => setTimeout(done, 1500));
+            return {time: media.currentTime, error: media.error && media.error.code};
+        }"""
+    )
+    assert played["error"] is None and played["time"] > 0.5, played
+    await expect(page.locator("#stored-transcript .who").first).to_be_visible()
+    async with page.expect_download() as waiting:
+        await page.get_by_role("button", name="txt", exact=True).click()
+    download = await waiting.value
+    text = await asyncio.to_thread(Path(await download.path()).read_text)
+    assert download.suggested_filename.endswith(".txt")
+    assert any(f"] {name}: " in text for name in SPEAKERS), text
+    async with page.expect_download() as waiting:
+        await page.get_by_role("button", name="json", exact=True).click()
+    saved = Path(await (await waiting.value).path())
+    segments = json.loads(await asyncio.to_thread(saved.read_text))["segments"]
+    assert {"Alice", "Bob"} <= {s["speaker"] for s in segments}, segments
+    await page.context.close()
+
+
+async def _scheduled_bot(stack: Stack, key: str) -> dict[str, Any]:
+    """A bot scheduled a day ahead (no agent runs for it)."""
+    when = (datetime.now(UTC) + timedelta(days=1)).isoformat()
+    body = {"platform": PLATFORM, "meeting_url": stack.meeting_url, "scheduled_at": when}
+    bot: dict[str, Any] = await stack.call("POST", "/bots", key, body)
+    assert bot["status"] == "scheduled"
+    return bot
+
+
+async def test_a_read_key_sees_everything_but_cannot_press_edit_controls(stack: Stack) -> None:
+    bot = await _scheduled_bot(stack, stack.owner_key)
+    made = await stack.call(
+        "POST", "/api-keys", stack.owner_key, {"name": "viewer", "permission": "read"}
+    )
+    page = await stack.page(made["key"])
+    reason = "Needs an API key with edit permission"
+    await expect(page.locator("#whoami")).to_contain_text("read only")
+    await expect(page.get_by_role("button", name="Launch bot")).to_be_disabled()
+    await expect(page.locator("#launch")).to_contain_text(reason)
+    await expect(page.locator("#bot-list")).to_contain_text(bot["native_meeting_id"])
+
+    await page.goto(f"{stack.url}/#/bots/{bot['bot_id']}")
+    await expect(page.locator("h1 .status")).to_have_text("scheduled")
+    for name in ("Take screenshot", "Stop bot", "Raise hand"):
+        button = page.get_by_role("button", name=name)
+        await expect(button).to_be_disabled()
+        await expect(button).to_have_attribute("title", f"{reason} (this key is read-only)")
+    await expect(page.get_by_label("Text to say")).to_be_disabled()
+
+    await page.goto(f"{stack.url}/#/workspace")
+    await expect(page.locator("#key-list")).to_contain_text("viewer")
+    await expect(page.get_by_role("button", name="Create key")).to_be_disabled()
+    await expect(page.get_by_role("button", name="Invite")).to_be_disabled()
+    await expect(page.get_by_role("button", name="Add endpoint")).to_be_disabled()
+    await page.context.close()
+
+
+async def test_another_workspaces_bot_is_not_found(stack: Stack) -> None:
+    foreign = await _scheduled_bot(stack, stack.other_key)
+    page = await stack.page(stack.owner_key)
+    await page.goto(f"{stack.url}/#/bots/{foreign['bot_id']}")
+    await expect(page.locator("h1")).to_have_text("Not found")
+    await expect(page.get_by_role("alert")).to_contain_text(f"No bot {foreign['bot_id']}")
+    body = await page.locator("main").inner_text()
+    assert foreign["native_meeting_id"] not in body
+    await page.goto(f"{stack.url}/#/meetings/{foreign['id']}")
+    await expect(page.locator("h1")).to_have_text("Not found")
+    await page.context.close()
+
+
+@pytest.mark.parametrize("where", ["#/signin", "#/bots", "bot", "#/meetings", "#/workspace"])
+async def test_no_serious_accessibility_violations(stack: Stack, where: str) -> None:
+    page = await stack.page(None if where == "#/signin" else stack.owner_key)
+    if where == "bot":
+        bot = await _scheduled_bot(stack, stack.owner_key)
+        where = f"#/bots/{bot['bot_id']}"
+    if where != "#/signin":
+        await page.goto(f"{stack.url}/{where}")
+        await expect(page.locator("h1")).to_be_visible()
+        await page.wait_for_load_state("networkidle")
+    results = await Axe().run(page)
+    serious = [
+        (v["id"], v["impact"], [n["target"] for n in v["nodes"]][:3])
+        for v in results.response["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+    assert not serious, serious
+    await page.context.close()
