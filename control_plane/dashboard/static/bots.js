@@ -28,14 +28,15 @@ export async function botsView(view, ctx) {
   const filters = listFilters("bots", (values) => {
     state.filters = values; state.offset = 0; refresh();
   });
-  const launch = await launchForm(ctx);
+  const launchSlot = h("div", {}, h("p.muted", {}, "Loading the launch options…"));
   clear(view,
     h("h1", {}, "Bots"),
-    h("section.panel", { "aria-labelledby": "launch-h" }, h("h2#launch-h", {}, "Launch a bot"), launch),
+    h("section.panel", { "aria-labelledby": "launch-h" }, h("h2#launch-h", {}, "Launch a bot"),
+      launchSlot),
     h("section.panel", { "aria-labelledby": "list-h" }, h("h2#list-h", {}, "Bots in this workspace"),
       filters,
       h("table#bot-list", {}, h("caption.muted", {}, "Newest first; statuses refresh every 3 s"),
-        h("thead", {}, h("tr", {}, ["Bot", "Platform", "Meeting", "Status", "Reason", "Created"]
+        h("thead", {}, h("tr", {}, ["Bot", "Meeting name", "Platform", "Meeting ID", "Status", "Reason", "Created"]
           .map((t) => h("th", { scope: "col" }, t)))), table),
       pager));
 
@@ -44,11 +45,12 @@ export async function botsView(view, ctx) {
       offset: state.offset })}`, undefined, { signal: ctx.signal });
     clear(table, page.bots.length ? page.bots.map((bot) => h("tr", {},
       h("td", {}, h("a", { href: `#/bots/${bot.bot_id}` }, bot.settings?.bot_name || bot.bot_id)),
+      h("td.name", {}, bot.data?.name || h("span.muted", {}, "untitled")),
       h("td", {}, bot.platform),
       h("td", {}, bot.native_meeting_id),
       h("td", {}, statusBadge(bot.status)),
       h("td", {}, bot.status_reason || ""),
-      h("td", {}, when(bot.created_at)))) : h("tr", {}, h("td", { colspan: 6 }, "No bots match.")));
+      h("td", {}, when(bot.created_at)))) : h("tr", {}, h("td", { colspan: 7 }, "No bots match.")));
     clear(pager,
       h("button.secondary", { type: "button", disabled: state.offset === 0,
         onclick: () => { state.offset = Math.max(0, state.offset - state.limit); refresh(); } }, "Newer"),
@@ -56,7 +58,8 @@ export async function botsView(view, ctx) {
       h("button.secondary", { type: "button", disabled: page.bots.length < state.limit,
         onclick: () => { state.offset += state.limit; refresh(); } }, "Older"));
   }
-  await refresh();
+  // The list and the launch form's options (prompt versions, Zoom connections) load together.
+  await Promise.all([refresh(), launchForm(ctx).then((form) => clear(launchSlot, form))]);
   const timer = setInterval(() => refresh().catch(() => {}), REFRESH_MS);
   ctx.signal.addEventListener("abort", () => clearInterval(timer));
 }
