@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -40,6 +41,16 @@ PLATFORM = "google_meet"
 LIVE_WAIT_MS = 120_000
 """Launch to ``active`` and to the first transcript lines on a loaded 2-core machine."""
 SPEAKERS = ("Alice", "Bob", "Carol")
+SHOTS_ENV = "MEETBOT_DASHBOARD_SHOTS"
+"""A folder to save screenshots of the pages in (docs/dashboard/ holds the committed ones)."""
+
+
+async def _snap(page: Page, name: str) -> None:
+    """Save a 1280x800 screenshot of ``page`` as ``name``.png when ``SHOTS_ENV`` names a folder."""
+    folder = os.environ.get(SHOTS_ENV)
+    if folder:
+        await page.evaluate("window.scrollTo(0, 0)")
+        await page.screenshot(path=str(Path(folder) / f"{name}.png"))
 
 
 @dataclass
@@ -113,6 +124,7 @@ async def test_launch_watch_speak_stop_then_replay_the_meeting(stack: Stack) -> 
     page = await stack.page(stack.owner_key)
 
     # Launch from the form into the simulator: a bad timeout first shows the API's message.
+    await page.get_by_text("Launch a bot").click()  # the form folds away under the list
     launch = page.locator("#launch")
     await launch.get_by_label("Meeting URL").fill(stack.meeting_url)
     await launch.get_by_label("Bot name").fill("Dashbot")
@@ -146,13 +158,17 @@ async def test_launch_watch_speak_stop_then_replay_the_meeting(stack: Stack) -> 
     await speak.get_by_label("Text to say").fill("Hello everyone, I am taking notes.")
     await speak.get_by_role("button", name="Speak", exact=True).click()
     await expect(speak.locator(".form-message")).to_have_text("Done.", timeout=30_000)
-    await expect(page.locator("#transcript")).to_contain_text("Speaking", timeout=60_000)
+    await expect(page.locator("#transcript")).to_contain_text(
+        "The bot started speaking", timeout=60_000
+    )
 
     # By now two people have spoken: the lines name them (the speaker the platform showed;
     # "Unknown speaker" where it showed none).
     await expect(lines.filter(has_text="Bob")).not_to_have_count(0, timeout=LIVE_WAIT_MS)
     names = {name.rstrip(": ") for name in await lines.all_inner_texts()}
     assert {"Alice", "Bob"} <= names, names
+
+    await _snap(page, "bot-live")
 
     # Stop from the page; the bot finishes and the controls say why they are off.
     await page.get_by_role("button", name="Stop bot").click()
@@ -188,6 +204,7 @@ async def test_launch_watch_speak_stop_then_replay_the_meeting(stack: Stack) -> 
     saved = Path(await (await waiting.value).path())
     segments = json.loads(await asyncio.to_thread(saved.read_text))["segments"]
     assert {"Alice", "Bob"} <= {s["speaker"] for s in segments}, segments
+    await _snap(page, "meeting")
     await page.context.close()
 
 
@@ -208,6 +225,7 @@ async def test_a_read_key_sees_everything_but_cannot_press_edit_controls(stack: 
     page = await stack.page(made["key"])
     reason = "Needs an API key with edit permission"
     await expect(page.locator("#whoami")).to_contain_text("read only")
+    await page.get_by_text("Launch a bot").click()
     await expect(page.get_by_role("button", name="Launch bot")).to_be_disabled()
     await expect(page.locator("#launch")).to_contain_text(reason)
     await expect(page.locator("#bot-list")).to_contain_text(bot["native_meeting_id"])
@@ -251,6 +269,7 @@ async def test_no_serious_accessibility_violations(stack: Stack, where: str) -> 
         await page.goto(f"{stack.url}/{where}")
         await expect(page.locator("h1")).to_be_visible()
         await page.wait_for_load_state("networkidle")
+    await _snap(page, where.strip("#/").split("/")[0] if where.count("/") < 2 else "bot-scheduled")
     results = await Axe().run(page)
     serious = [
         (v["id"], v["impact"], [n["target"] for n in v["nodes"]][:3])

@@ -79,7 +79,8 @@ async function route() {
     clear(view, h("h1", {}, error.status === 404 ? "Not found" : "Something went wrong"),
       h("p.error", { role: "alert" }, error.message));
   }
-  view.focus();
+  window.scrollTo(0, 0);
+  view.focus({ preventScroll: true });
 }
 
 document.getElementById("signout").addEventListener("click", () => {

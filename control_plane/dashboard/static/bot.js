@@ -102,6 +102,7 @@ export async function botView(view, ctx, botId) {
         control("Stop sharing", () => run("screen", "DELETE", "/screen").catch(report),
           reasonFor("screen", { voice: true })),
         control("Stop bot", () => stopBot(), stopReason(), ".danger")),
+      shot,
       h("h3", {}, "Speak"),
       commandForm("speak", "Speak", [
         field("text", "Text to say", { maxlength: 4096 }),
@@ -161,7 +162,7 @@ export async function botView(view, ctx, botId) {
       h("div", {},
         h("section.panel", { "aria-labelledby": "tr-h" }, h("h2#tr-h", {}, "Live transcript ", streamState),
           transcript.node),
-        h("section.panel", { "aria-labelledby": "ctl-h" }, h("h2#ctl-h", {}, "Controls"), controls, shot)),
+        h("section.panel", { "aria-labelledby": "ctl-h" }, h("h2#ctl-h", {}, "Controls"), controls)),
       h("div", {},
         h("section.panel", { "aria-labelledby": "tl-h" }, h("h2#tl-h", {}, "Status"), timeline),
         h("section.panel", { "aria-labelledby": "pp-h" }, h("h2#pp-h", {}, "Participants"), people),
@@ -186,8 +187,9 @@ export async function botView(view, ctx, botId) {
     } else if (name === "recording_ready") {
       transcript.note(`Recording ready (${data.format}, ${clock(data.duration_s)})`);
     } else if (name === "speak_started" || name === "speak_finished") {
-      transcript.note(`${name === "speak_started" ? "Speaking" : "Finished speaking"} ${data.speech_id}`
-        + (data.error ? ` (${data.error})` : ""));
+      const what = name === "speak_started" ? "The bot started speaking"
+        : data.interrupted ? "The bot was interrupted" : "The bot finished speaking";
+      transcript.note(`${what}${data.error ? ` (${data.error})` : ""}`);
     }
   };
   if (isLive(bot.status) || bot.status === "stopping") {
@@ -199,7 +201,7 @@ export async function botView(view, ctx, botId) {
   const timer = setInterval(async () => {
     try {
       const fresh = await api("GET", `/bots/${botId}`, undefined, { signal: ctx.signal });
-      const changed = fresh.status !== bot.status;
+      const changed = ["status", "start_time", "end_time"].some((k) => fresh[k] !== bot[k]);
       bot = fresh;
       if (changed) update();
       chat.refresh();

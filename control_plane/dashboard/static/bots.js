@@ -31,7 +31,7 @@ export async function botsView(view, ctx) {
   const launchSlot = h("div", {}, h("p.muted", {}, "Loading the launch options…"));
   clear(view,
     h("h1", {}, "Bots"),
-    h("section.panel", { "aria-labelledby": "launch-h" }, h("h2#launch-h", {}, "Launch a bot"),
+    h("details.panel#launch-panel", {}, h("summary", {}, h("h2.inline", {}, "Launch a bot")),
       launchSlot),
     h("section.panel", { "aria-labelledby": "list-h" }, h("h2#list-h", {}, "Bots in this workspace"),
       filters,
