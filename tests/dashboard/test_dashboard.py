@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -277,4 +278,70 @@ async def test_no_serious_accessibility_violations(stack: Stack, where: str) -> 
         if v["impact"] in ("serious", "critical")
     ]
     assert not serious, serious
+    await page.context.close()
+
+
+async def test_the_workspace_is_managed_from_its_page(stack: Stack) -> None:
+    page = await stack.page(stack.owner_key)
+    await page.goto(f"{stack.url}/#/workspace")
+
+    # API keys: the secret is shown once, with a copy button; then it can be deleted.
+    keys = page.locator("#ws-keys")
+    await keys.get_by_label("Name").fill("ci key")
+    await keys.get_by_role("button", name="Create key").click()
+    secret = keys.locator("[data-secret]")
+    await expect(secret).to_have_text(re.compile(r"^mbk_"))
+    await expect(keys.get_by_role("button", name="Copy")).to_be_visible()
+    row = keys.locator("#key-list tr", has_text="ci key")
+    await row.get_by_role("button", name="Delete").click()
+    await expect(keys.locator("#key-list")).not_to_contain_text("ci key")
+
+    # Invitations: invite (token shown once), then revoke; a bad address is shown at its field.
+    invitations = page.locator("#ws-invitations")
+    await invitations.get_by_label("E-mail").fill("not-an-address")
+    await invitations.get_by_role("button", name="Invite").click()
+    await expect(invitations.locator('[data-error-for="email"]')).not_to_be_empty()
+    await invitations.get_by_label("E-mail").fill("new.colleague@example.org")
+    await invitations.get_by_role("button", name="Invite").click()
+    await expect(invitations.locator("[data-secret]")).to_have_text(re.compile(r"^mbi_"))
+    await expect(invitations.locator("#invitation-list")).to_contain_text("new.colleague")
+    await invitations.get_by_role("button", name="Revoke").click()
+    await expect(invitations.locator("#invitation-list")).to_contain_text("No pending")
+
+    # Webhook endpoints: create with a filter, edit the filter, secret, delivery log.
+    hooks = page.locator("#ws-webhooks")
+    await hooks.get_by_label("URL").fill("http://127.0.0.1:9/hook")
+    await hooks.get_by_label("bot.status_changed").check()
+    await hooks.get_by_role("button", name="Add endpoint").click()
+    listed = hooks.locator("#webhook-list")
+    await expect(listed).to_contain_text("bot.status_changed")
+    await hooks.get_by_role("button", name="Edit").click()
+    edit = hooks.locator("#webhook-edit")
+    await edit.get_by_label("bot.status_changed").uncheck()
+    await edit.get_by_label("recording.ready").check()
+    await edit.get_by_role("button", name="Save endpoint").click()
+    await expect(listed).to_contain_text("recording.ready")
+    await expect(listed).not_to_contain_text("bot.status_changed")
+    await hooks.get_by_role("button", name="Secret").click()
+    await expect(hooks.locator("[data-secret]")).to_have_text(re.compile(r"^whsec_"))
+    await hooks.get_by_role("button", name="Delivery log").click()
+    await expect(hooks.locator("#delivery-log")).to_be_visible()
+
+    # Action prompt versions and the workspace's settings.
+    prompts = page.locator("#ws-prompts")
+    await prompts.get_by_label("Name").fill("standup")
+    await prompts.get_by_label("Instructions").fill("List the tasks people take on.")
+    await prompts.get_by_role("button", name="Save version").click()
+    await expect(prompts.locator("#prompt-list")).to_contain_text("standup")
+    settings = page.locator("#ws-details")
+    await settings.get_by_label("Default action prompt").select_option(label="standup v1")
+    await settings.get_by_label("Max meeting duration (s)").fill("30")
+    await settings.get_by_role("button", name="Save settings").click()
+    await expect(
+        settings.locator('[data-error-for="max_meeting_duration_seconds"]')
+    ).not_to_be_empty()
+    await settings.get_by_label("Max meeting duration (s)").fill("7200")
+    await settings.get_by_role("button", name="Save settings").click()
+    await expect(settings.locator(".form-message")).to_have_text("Saved.")
+    await expect(page.locator("#member-list")).to_contain_text("owner@example.org")
     await page.context.close()

@@ -29,7 +29,7 @@ export async function botView(view, ctx, botId) {
   const summary = h("dl.summary");
   const timeline = h("ol.timeline#timeline", { "aria-label": "Status timeline" });
   const people = h("ul#participants");
-  const actions = h("ul#actions");
+  const actions = h("ul#actions", {}, h("li.muted.none", {}, "None yet."));
   const controls = h("div#controls");
   const shot = h("div#screenshot", { "aria-live": "polite" });
   const streamState = h("span.muted#stream-state", { role: "status" });
@@ -182,6 +182,7 @@ export async function botView(view, ctx, botId) {
       if (data.status !== bot.status) { bot = { ...bot, status: data.status, status_reason: data.status_reason }; update(); }
     } else if (name === "participant_update") showPeople(data.participants);
     else if (name === "action_detected") {
+      actions.querySelector(".none")?.remove();
       actions.append(h("li", {}, h("strong", {}, data.type.replace("_", " ")), ": ", data.text,
         data.owner ? ` (owner ${data.owner})` : "", data.due ? `, due ${data.due}` : ""));
     } else if (name === "recording_ready") {
