@@ -206,6 +206,14 @@ async def test_launch_watch_speak_stop_then_replay_the_meeting(stack: Stack) -> 
     segments = json.loads(await asyncio.to_thread(saved.read_text))["segments"]
     assert {"Alice", "Bob"} <= {s["speaker"] for s in segments}, segments
     await _snap(page, "meeting")
+
+    # Purge asks first, then leaves the anonymised row.
+    await page.get_by_role("button", name="Purge meeting…").click()
+    await expect(page.locator("#purge")).to_contain_text("for good?")
+    await page.get_by_role("button", name="Yes, purge").click()
+    await expect(page.locator("h1 + p")).to_contain_text("purged")
+    await expect(page.locator("#stored-transcript .line")).to_have_count(0)
+    await expect(page.get_by_role("button", name="Purge meeting…")).to_be_disabled()
     await page.context.close()
 
 
