@@ -154,20 +154,36 @@ async def test_launch_watch_speak_stop_then_replay_the_meeting(stack: Stack) -> 
     await expect(shot).to_be_visible(timeout=30_000)
     assert await shot.evaluate("img => img.complete && img.naturalWidth > 0")
 
-    # Speak: accepted by the bot, then its audio reaches the meeting (speak_started).
-    speak = page.locator("#speak")
-    await speak.get_by_label("Text to say").fill("Hello everyone, I am taking notes.")
-    await speak.get_by_role("button", name="Speak", exact=True).click()
-    await expect(speak.locator(".form-message")).to_have_text("Done.", timeout=30_000)
-    await expect(page.locator("#transcript")).to_contain_text(
-        "The bot started speaking", timeout=60_000
-    )
-
     # By now two people have spoken: the lines name them (the speaker the platform showed;
     # "Unknown speaker" where it showed none).
     await expect(lines.filter(has_text="Bob")).not_to_have_count(0, timeout=LIVE_WAIT_MS)
     names = {name.rstrip(": ") for name in await lines.all_inner_texts()}
     assert {"Alice", "Bob"} <= names, names
+
+    # The user scrolls the transcript up: new lines no longer pull it down until "Jump".
+    box = page.locator("#transcript")
+    await box.evaluate("b => { b.style.height = '10px'; b.scrollTop = 0; }")
+    await box.dispatch_event("scroll")
+    jump = page.get_by_role("button", name="Jump to latest")
+    await expect(jump).to_be_visible()
+
+    # Speak: accepted by the bot, then its audio reaches the meeting (speak_started).
+    speak = page.locator("#speak")
+    await speak.get_by_label("Text to say").fill("Hello everyone, I am taking notes.")
+    await speak.get_by_role("button", name="Speak", exact=True).click()
+    await expect(speak.locator(".form-message")).to_have_text("Done.", timeout=30_000)
+    await expect(box).to_contain_text("The bot started speaking", timeout=60_000)
+    assert await box.evaluate("b => b.scrollTop") == 0
+    await jump.click()
+    await expect(jump).to_be_hidden()
+    assert await box.evaluate("b => b.scrollTop + b.clientHeight >= b.scrollHeight - 40")
+    await box.evaluate("b => { b.style.height = ''; }")
+
+    # Chat: sent from the page, read back as the bot's own message.
+    chat = page.locator("#chat-send")
+    await chat.get_by_label("Message").fill("Notes will follow by e-mail.")
+    await chat.get_by_role("button", name="Send").click()
+    await expect(page.locator("#chat-list")).to_contain_text("Notes will follow by e-mail.")
 
     await _snap(page, "bot-live")
 
@@ -178,6 +194,12 @@ async def test_launch_watch_speak_stop_then_replay_the_meeting(stack: Stack) -> 
     screenshot_button = page.get_by_role("button", name="Take screenshot")
     await expect(screenshot_button).to_be_disabled()
     await expect(page.locator("#controls")).to_contain_text("this needs it active")
+    # Partials were replaced by their finals in place: one line per segment id, none partial.
+    ids = await page.locator("#transcript .line[data-id]").evaluate_all(
+        "lines => lines.map((line) => line.dataset.id)"
+    )
+    assert ids and len(ids) == len(set(ids)), ids
+    await expect(page.locator("#transcript .line.partial")).to_have_count(0)
 
     # The meeting: its recording plays in the page and the transcript downloads.
     await page.locator("#meeting-link").click()
