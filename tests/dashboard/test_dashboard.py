@@ -42,6 +42,11 @@ PLATFORM = "google_meet"
 LIVE_WAIT_MS = 120_000
 """Launch to ``active`` and to the first transcript lines on a loaded 2-core machine."""
 SPEAKERS = ("Alice", "Bob", "Carol")
+PIXEL = (
+    "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
+    "+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
+"""A 1x1 PNG: the avatar and the shared image (data: URLs need no server)."""
 SHOTS_ENV = "MEETBOT_DASHBOARD_SHOTS"
 """A folder to save screenshots of the pages in (docs/dashboard/ holds the committed ones)."""
 
@@ -178,6 +183,24 @@ async def test_launch_watch_speak_stop_then_replay_the_meeting(stack: Stack) -> 
     await expect(jump).to_be_hidden()
     assert await box.evaluate("b => b.scrollTop + b.clientHeight >= b.scrollHeight - 40")
     await box.evaluate("b => { b.style.height = ''; }")
+
+    # Hand, avatar and screen share, each answered by the bot.
+    notice = page.locator("#bot-notice")
+    await page.get_by_role("button", name="Raise hand").click()
+    await expect(notice).to_have_text("Hand raised.")
+    await page.get_by_role("button", name="Lower hand").click()
+    await expect(notice).to_have_text("Hand lowered.")
+    avatar = page.locator("#avatar")
+    await avatar.get_by_label("Image URL").fill(PIXEL)
+    await avatar.get_by_role("button", name="Set avatar").click()
+    await expect(avatar.locator(".form-message")).to_have_text("Done.", timeout=30_000)
+    share = page.locator("#share")
+    await share.get_by_label("Source", exact=True).select_option("image_url")
+    await share.get_by_label("Source URL").fill(PIXEL)
+    await share.get_by_role("button", name="Share").click()
+    await expect(share.locator(".form-message")).to_have_text("Done.", timeout=30_000)
+    await page.get_by_role("button", name="Stop sharing").click()
+    await expect(notice).to_have_text("Stopped sharing.", timeout=30_000)
 
     # Chat: sent from the page, read back as the bot's own message.
     chat = page.locator("#chat-send")

@@ -94,12 +94,12 @@ export async function botView(view, ctx, botId) {
               alt: `Screenshot of the bot's view at ${when(picture.captured_at)}` }));
           } catch (error) { clear(shot, h("p.error", { role: "alert" }, error.message)); }
         }, reasonFor("screenshot")),
-        control("Raise hand", () => run("hand", "POST", "/hand").catch(report), reasonFor("hand")),
-        control("Lower hand", () => run("hand", "DELETE", "/hand").catch(report), reasonFor("hand")),
-        control("Reset avatar", () => run("avatar", "DELETE", "/avatar").catch(report), reasonFor("avatar")),
-        control("Stop speaking", () => run("speak", "DELETE", "/speak").catch(report),
+        control("Raise hand", act("Hand raised", "hand", "POST", "/hand"), reasonFor("hand")),
+        control("Lower hand", act("Hand lowered", "hand", "DELETE", "/hand"), reasonFor("hand")),
+        control("Reset avatar", act("Avatar reset", "avatar", "DELETE", "/avatar"), reasonFor("avatar")),
+        control("Stop speaking", act("Stopped speaking", "speak", "DELETE", "/speak"),
           reasonFor("speak", { voice: true })),
-        control("Stop sharing", () => run("screen", "DELETE", "/screen").catch(report),
+        control("Stop sharing", act("Stopped sharing", "screen", "DELETE", "/screen"),
           reasonFor("screen", { voice: true })),
         control("Stop bot", () => stopBot(), stopReason(), ".danger")),
       shot,
@@ -140,7 +140,17 @@ export async function botView(view, ctx, botId) {
   }
 
   const errorLine = h("p.error#bot-error", { role: "alert" });
-  function report(error) { errorLine.textContent = `${error.message} (${error.code})`; }
+  const noticeLine = h("p.notice#bot-notice", { role: "status" });
+  function report(error) {
+    noticeLine.textContent = "";
+    errorLine.textContent = `${error.message} (${error.code})`;
+  }
+  function act(done, command, method, path) {
+    return () => run(command, method, path).then(() => {
+      errorLine.textContent = "";
+      noticeLine.textContent = `${done}.`;
+    }, report);
+  }
 
   function update() {
     clear(heading, `${bot.settings?.bot_name || "Bot"} `, statusBadge(bot.status));
@@ -157,7 +167,7 @@ export async function botView(view, ctx, botId) {
     chat.render();
   }
 
-  clear(view, heading, summary, errorLine,
+  clear(view, heading, summary, errorLine, noticeLine,
     h("div.grid", {},
       h("div", {},
         h("section.panel", { "aria-labelledby": "tr-h" }, h("h2#tr-h", {}, "Live transcript ", streamState),
