@@ -59,6 +59,17 @@ async def _snap(page: Page, name: str) -> None:
         await page.screenshot(path=str(Path(folder) / f"{name}.png"))
 
 
+async def _assert_accessible(page: Page) -> None:
+    """axe-core (bundled by axe-playwright-python) finds no serious or critical violation."""
+    results = await Axe().run(page)
+    serious = [
+        (v["id"], v["impact"], [n["target"] for n in v["nodes"]][:3])
+        for v in results.response["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+    assert not serious, serious
+
+
 @dataclass
 class Stack:
     """The running services and the keys the tests sign in with."""
@@ -209,6 +220,7 @@ async def test_launch_watch_speak_stop_then_replay_the_meeting(stack: Stack) -> 
     await expect(page.locator("#chat-list")).to_contain_text("Notes will follow by e-mail.")
 
     await _snap(page, "bot-live")
+    await _assert_accessible(page)  # the live page, with transcript, screenshot and chat
 
     # Stop from the page; the bot finishes and the controls say why they are off.
     await page.get_by_role("button", name="Stop bot").click()
@@ -251,6 +263,7 @@ async def test_launch_watch_speak_stop_then_replay_the_meeting(stack: Stack) -> 
     segments = json.loads(await asyncio.to_thread(saved.read_text))["segments"]
     assert {"Alice", "Bob"} <= {s["speaker"] for s in segments}, segments
     await _snap(page, "meeting")
+    await _assert_accessible(page)  # with the recording's player and the stored transcript
 
     # Purge asks first, then leaves the anonymised row.
     await page.get_by_role("button", name="Purge meeting…").click()
@@ -324,13 +337,7 @@ async def test_no_serious_accessibility_violations(stack: Stack, where: str) -> 
         await expect(page.locator("h1")).to_be_visible()
         await page.wait_for_load_state("networkidle")
     await _snap(page, where.strip("#/").split("/")[0] if where.count("/") < 2 else "bot-scheduled")
-    results = await Axe().run(page)
-    serious = [
-        (v["id"], v["impact"], [n["target"] for n in v["nodes"]][:3])
-        for v in results.response["violations"]
-        if v["impact"] in ("serious", "critical")
-    ]
-    assert not serious, serious
+    await _assert_accessible(page)
     await page.context.close()
 
 
@@ -397,4 +404,34 @@ async def test_the_workspace_is_managed_from_its_page(stack: Stack) -> None:
     await settings.get_by_role("button", name="Save settings").click()
     await expect(settings.locator(".form-message")).to_have_text("Saved.")
     await expect(page.locator("#member-list")).to_contain_text("owner@example.org")
+    await page.context.close()
+
+
+async def test_signing_in_and_moving_around_work_from_the_keyboard(stack: Stack) -> None:
+    page = await stack.page()
+    await expect(page.get_by_label("API key")).to_be_focused()
+    await page.keyboard.type(stack.owner_key)
+    await page.keyboard.press("Enter")
+    await expect(page.get_by_role("heading", name="Bots", exact=True)).to_be_visible()
+    await expect(page.locator("#view")).to_be_focused()  # a new view takes the focus
+    await page.keyboard.press("Tab")
+    await expect(page.locator("summary")).to_be_focused()  # its first control
+    await page.keyboard.press("Enter")
+    await expect(page.get_by_role("button", name="Launch bot")).to_be_visible()
+    for _ in range(3):  # back: Sign out, Workspace, Meetings
+        await page.keyboard.press("Shift+Tab")
+    await expect(page.get_by_role("link", name="Meetings")).to_be_focused()
+    await page.keyboard.press("Enter")
+    await expect(page.get_by_role("heading", name="Meetings")).to_be_visible()
+    await expect(page.get_by_role("link", name="Meetings")).to_have_attribute(
+        "aria-current", "page"
+    )
+    await page.get_by_role("link", name="Skip to content").focus()
+    await page.keyboard.press("Enter")
+    await expect(page.locator("#view")).to_be_focused()
+    assert page.url.endswith("#/meetings")
+    await page.get_by_role("button", name="Sign out").focus()
+    await page.keyboard.press("Enter")
+    await expect(page.get_by_label("API key")).to_be_focused()
+    assert await page.evaluate("sessionStorage.length") == 0
     await page.context.close()

@@ -83,6 +83,11 @@ async function route() {
   view.focus({ preventScroll: true });
 }
 
+// The skip link must not change the hash: the hash is the router's.
+document.querySelector(".skip").addEventListener("click", (event) => {
+  event.preventDefault();
+  view.focus();
+});
 document.getElementById("signout").addEventListener("click", () => {
   session.key = "";
   me = null;
