@@ -207,7 +207,9 @@ export async function botView(view, ctx, botId) {
     follow(botId, { signal: ctx.signal, onEvent, isFinal: () => FINAL.has(bot.status),
       onState: (text) => { streamState.textContent = `(${text})`; } });
   } else {
-    streamState.textContent = "(not live: the stored transcript is on the meeting page)";
+    streamState.textContent = bot.status === "scheduled"
+      ? `(starts when the bot launches, ${when(bot.scheduled_at)})`
+      : "(not live: the stored transcript is on the meeting page)";
   }
   const timer = setInterval(async () => {
     try {
