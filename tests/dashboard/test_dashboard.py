@@ -237,7 +237,19 @@ async def test_launch_watch_speak_stop_then_replay_the_meeting(stack: Stack) -> 
     await expect(page.locator("#transcript .line.partial")).to_have_count(0)
 
     # The meeting: its recording plays in the page and the transcript downloads.
-    await page.locator("#meeting-link").click()
+    await expect(page.locator("#meeting-link")).to_have_attribute(
+        "href", re.compile(r"^#/meetings/")
+    )
+    # Find the meeting by its title and status on the meetings page, and open it.
+    await page.get_by_role("link", name="Meetings").click()
+    search = page.locator("#meetings-filters")
+    await search.get_by_label("Meeting name").fill("DEMO")
+    await search.get_by_label("Status").select_option("completed")
+    await search.get_by_role("button", name="Filter").click()
+    found = page.locator("#meeting-list tbody tr")
+    await expect(found).to_have_count(1)
+    await expect(found).to_contain_text("meetbot demo")
+    await found.get_by_role("link").click()
     await expect(page.locator("h1")).to_contain_text("Meeting #")
     player = page.locator(".recording audio, .recording video").first
     await expect(player).to_be_attached(timeout=30_000)
@@ -251,6 +263,9 @@ async def test_launch_watch_speak_stop_then_replay_the_meeting(stack: Stack) -> 
     )
     assert played["error"] is None and played["time"] > 0.5, played
     await expect(page.locator("#stored-transcript .who").first).to_be_visible()
+    stored_shot = page.locator("img.shot").first  # the screenshot taken above
+    await expect(stored_shot).to_be_visible()
+    assert await stored_shot.evaluate("img => img.complete && img.naturalWidth > 0")
     async with page.expect_download() as waiting:
         await page.get_by_role("button", name="txt", exact=True).click()
     download = await waiting.value
