@@ -43,6 +43,7 @@ from control_plane.bots.scheduler import SCHEDULER, Scheduler
 from control_plane.bots.service import BOT_SERVICE, BotService
 from control_plane.bots.transcription import transcription_step
 from control_plane.bots.url_guard import URL_GUARD, UrlGuard, UrlRefused
+from control_plane.dashboard import routes as dashboard
 from control_plane.db.checkpoint import WalCheckpointer
 from control_plane.db.engine import DB, create_database
 from control_plane.hooks import (
@@ -230,6 +231,7 @@ def create_app(settings: Settings, *, launcher: BotLauncher | None = None) -> we
     all_routes = resources()
     for res in all_routes:
         app.router.add_routes(res.table)
+    app.router.add_routes(dashboard.routes)  # the web UI: files only, not in the OpenAPI
     app[ROUTE_SPECS] = spec_index(all_routes)
     app[OPENAPI] = build_openapi(all_routes, title="meetbot API", version=_version())
     add_to_openapi(app[OPENAPI])
