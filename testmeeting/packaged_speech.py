@@ -94,3 +94,19 @@ def materialise(folder: Path) -> Path:
             os.replace(path, folder / path.name)
     marker.write_text(fingerprint + "\n", encoding="utf-8")
     return folder
+
+
+def corpus_or_packaged(corpus: Path) -> Path:
+    """``corpus`` when it holds a ``MANIFEST.tsv``, else the packaged set decoded for reuse.
+
+    The packaged set goes to ``<temp dir>/meetbot-packaged-speech`` (decoded on the first call,
+    reused by later runs while the set is unchanged). For scripts such as the benchmarks;
+    blocking.
+
+    Raises:
+        FileNotFoundError: No corpus, and the packaged set is not installed.
+        testmeeting.errors.ScenarioError: ffmpeg is missing or cannot decode a clip.
+    """
+    if (corpus / "MANIFEST.tsv").is_file():
+        return corpus
+    return materialise(Path(tempfile.gettempdir()) / "meetbot-packaged-speech")
