@@ -8,8 +8,8 @@ pooled WER against the reference text, end-of-utterance → SSE final-segment la
 average at the end (latency on a shared machine tracks it).
 
 Usage: ``.venv/bin/python bench/demo.py [--platforms google_meet,zoom,teams] [--runs 1]
-[--scenario-seconds S]``. Needs the speech corpus (``MEETBOT_SPEECH_DIR`` or
-``../shared/data/speech``) for real speech; without it the demo synthesises with espeak-ng.
+[--scenario-seconds S]``. Plays the speech corpus (``MEETBOT_SPEECH_DIR`` or
+``../shared/data/speech``); without it the demo plays the speech packaged with meetbot.
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ Starts an in-process control plane (SQLite, ``local`` launcher running the real 
 Usage: ``python -m bench.join [--platforms google_meet,zoom,teams] [--joins 3]
 [--meeting-seconds 120 (0 skips the meeting)] [--meeting-platform google_meet]
 [--no-transcribe] [--browser-args '["--flag", ...]']``.
-Needs ``MEETBOT_SPEECH_DIR`` (or ../shared/data/speech) for the meeting's speech.
+Plays ``MEETBOT_SPEECH_DIR`` (or ../shared/data/speech), else the speech packaged with
+testmeeting, as the meeting's speech.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from control_plane.enums import Role
 from control_plane.launchers.local import LocalLauncher
 from control_plane.settings import Settings
 from testmeeting import TestMeetingServer, parse_scenario
+from testmeeting.packaged_speech import corpus_or_packaged
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -166,7 +168,8 @@ class AgentTree:
 
 async def run(args: argparse.Namespace) -> None:
     work = Path(tempfile.mkdtemp(prefix="meetbot-bench-join-"))
-    speech = Path(os.environ.get("MEETBOT_SPEECH_DIR", REPO.parent / "shared/data/speech"))
+    corpus = Path(os.environ.get("MEETBOT_SPEECH_DIR", REPO.parent / "shared/data/speech"))
+    speech = await asyncio.to_thread(corpus_or_packaged, corpus)  # packaged clips if no corpus
     database_url = f"sqlite+aiosqlite:///{work / 'meetbot.db'}"
     await upgrade(database_url)
     with socket.socket() as sock:

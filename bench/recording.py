@@ -1,7 +1,8 @@
 """Recording encode benchmark: wall time and real-time factor of the stop-time ffmpeg pass.
 
 Builds a synthetic meeting of ``--minutes`` on disk the way the recorder leaves it: two tracks
-of real speech (utterances from ``MEETBOT_SPEECH_DIR`` repeated along the meeting, each track
+of real speech (utterances from ``MEETBOT_SPEECH_DIR``, else from the speech packaged with
+testmeeting, repeated along the meeting, each track
 its own 16 kHz WAV) and, for the video rows, one 1280x720 JPEG view every ``--view-every``
 seconds (alternating colours, so every frame is new). Then encodes each format with
 :func:`agent.recording.encode.encode` and prints one JSON line per format and capture:
@@ -31,6 +32,7 @@ from agent.audio import SAMPLE_RATE
 from agent.contracts.bot_config import RecordingFormat
 from agent.recording.encode import EncodeJob, ViewFrame, encode
 from agent.transcribe.audio_io import TrackAudio
+from testmeeting.packaged_speech import corpus_or_packaged
 
 
 def _speech(folder: Path, name: str) -> np.ndarray:
@@ -82,7 +84,8 @@ async def main() -> int:
     parser.add_argument("--minutes", type=float, default=2.0)
     parser.add_argument("--view-every", type=float, default=1.0)
     args = parser.parse_args()
-    speech = Path(os.environ.get("MEETBOT_SPEECH_DIR", "../shared/data/speech"))
+    corpus = Path(os.environ.get("MEETBOT_SPEECH_DIR", "../shared/data/speech"))
+    speech = await asyncio.to_thread(corpus_or_packaged, corpus)  # packaged clips if no corpus
     if not (speech / "MANIFEST.tsv").is_file():
         print(f"real speech not found at {speech}: set MEETBOT_SPEECH_DIR", file=sys.stderr)
         return 2

@@ -15,7 +15,8 @@ One JSON line per run: ``{"bench": "screen_recording", "content", "format", "fps
 ``frames`` below ``fps`` × ``seconds`` means the capture fell behind).
 
 Usage: ``.venv/bin/python -m bench.screen_recording [--seconds 30] [--fps 15 25]
-[--formats mp4 webm] [--content static motion]`` (``MEETBOT_SPEECH_DIR`` for the speech).
+[--formats mp4 webm] [--content static motion]`` (``MEETBOT_SPEECH_DIR``, else the
+speech packaged with testmeeting, for the speech).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from playwright.async_api import async_playwright
 from agent.contracts.bot_config import RecordingFormat
 from agent.recording.screen import ScreenCapture, ScreenSource, finalize_args
 from agent.runtime import BotRuntime, Runtime, scripts_dir
+from testmeeting.packaged_speech import corpus_or_packaged
 
 STATIC = """<body style="margin:0;background:#202124;color:#e8eaed;font:20px sans-serif">
 <div style="display:flex;gap:12px;padding:12px">
@@ -61,9 +63,8 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def _play_speech(runtime: Runtime) -> subprocess.Popen[bytes] | None:
-    speech = Path(os.environ.get("MEETBOT_SPEECH_DIR", "../shared/data/speech")) / "LJ001-0001.wav"
-    if not speech.is_file():
-        return None
+    corpus = Path(os.environ.get("MEETBOT_SPEECH_DIR", "../shared/data/speech"))
+    speech = corpus_or_packaged(corpus) / "LJ001-0001.wav"  # packaged clips if no corpus
     loop = f'while paplay --device=meeting "{speech}"; do :; done'
     return subprocess.Popen(  # noqa: S603 - fixed argv, the benchmark's own loop
         ["/bin/sh", "-c", loop],
@@ -136,7 +137,7 @@ async def main() -> None:
             env={**os.environ, "DISPLAY": runtime.display, "PULSE_SERVER": runtime.pulse_server},
         )
         page = await browser.new_page(viewport={"width": 1280, "height": 720})
-        player = _play_speech(runtime)
+        player = await asyncio.to_thread(_play_speech, runtime)  # may decode the clips
         try:
             for content in args.content:
                 await page.set_content(STATIC if content == "static" else MOTION)

@@ -23,7 +23,8 @@ the last window's latency and CPU equal to the first's, every turn transcribed, 
 as long as the meeting).
 
 Usage: ``python -m bench.soak [--minutes 20] [--every 60] [--samples soak.jsonl]``.
-Needs the speech corpus (``MEETBOT_SPEECH_DIR`` or ``../shared/data/speech``) and ffprobe.
+Plays the speech corpus (``MEETBOT_SPEECH_DIR`` or ``../shared/data/speech``), else the speech
+packaged with testmeeting; needs ffprobe.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from typing import Any, TextIO
 import psutil
 
 from meetbot.demo.scenario import FIRST_TURN_AT_S, MEETING_IDS, PASSCODES
+from testmeeting.packaged_speech import corpus_or_packaged
 from testmeeting.soak import corpus_clips, soak_scenario
 
 REPO = Path(__file__).resolve().parent.parent
@@ -66,7 +68,8 @@ class Output:
 
 def speech_dir() -> Path:
     configured = os.environ.get("MEETBOT_SPEECH_DIR")
-    return Path(configured) if configured else REPO.parent / "shared" / "data" / "speech"
+    corpus = Path(configured) if configured else REPO.parent / "shared" / "data" / "speech"
+    return corpus_or_packaged(corpus)  # the clips packaged with testmeeting when no corpus
 
 
 def role(process: psutil.Process) -> str:

@@ -15,7 +15,8 @@ receives (as a bot's in-page capture would). Figures:
   this process (simulator + Playwright client) over the meeting, in percent of one core.
 
 Usage: ``python -m bench.testmeeting_media [--platforms google_meet,zoom,teams]``.
-Needs the speech corpus (``MEETBOT_SPEECH_DIR`` or ``../shared/data/speech``).
+Plays the speech corpus (``MEETBOT_SPEECH_DIR`` or ``../shared/data/speech``), else the
+speech packaged with testmeeting.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from playwright.async_api import Page, async_playwright, expect
 
 from testmeeting import Scenario, TestMeetingServer
 from testmeeting.media import read_pcm
+from testmeeting.packaged_speech import corpus_or_packaged
 
 REPO = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
@@ -122,7 +124,8 @@ def emit(**fields: Any) -> None:
 
 def speech_dir() -> Path:
     configured = os.environ.get("MEETBOT_SPEECH_DIR")
-    return Path(configured) if configured else REPO.parent / "shared" / "data" / "speech"
+    corpus = Path(configured) if configured else REPO.parent / "shared" / "data" / "speech"
+    return corpus_or_packaged(corpus)  # the clips packaged with testmeeting when no corpus
 
 
 def chromium_processes() -> list[psutil.Process]:
@@ -223,7 +226,7 @@ async def main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--platforms", default="google_meet,zoom,teams")
     args = parser.parse_args(argv)
-    speech = speech_dir()
+    speech = await asyncio.to_thread(speech_dir)
     if not (speech / "MANIFEST.tsv").is_file():
         print(f"speech corpus not found at {speech}: set MEETBOT_SPEECH_DIR", file=sys.stderr)
         return 2

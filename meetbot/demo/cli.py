@@ -40,6 +40,7 @@ from meetbot.demo.scenario import (
     build_scenario,
     build_soak_scenario,
     default_speech_dir,
+    find_speech,
 )
 from testmeeting.errors import ScenarioError
 
@@ -52,7 +53,10 @@ SOAK_SECONDS = 1200.0
 _SOURCE_TEXT = {
     SpeechSource.FILES: "your audio files",
     SpeechSource.CORPUS: "real recorded speech",
-    SpeechSource.ESPEAK: "speech synthesised with espeak-ng (no real-speech folder found)",
+    SpeechSource.PACKAGED: "real recorded speech packaged with meetbot "
+    "(LJ Speech, LibriSpeech, Common Voice, JFK; testmeeting/speech/MANIFEST.tsv)",
+    SpeechSource.ESPEAK: "speech synthesised with espeak-ng "
+    "(neither a real-speech folder nor the packaged speech was found)",
 }
 
 
@@ -81,7 +85,8 @@ def _parser() -> argparse.ArgumentParser:
         "--speech-dir",
         type=Path,
         help="real-speech folder (default: MEETBOT_SPEECH_DIR, else "
-        "../shared/data/speech next to the checkout)",
+        "../shared/data/speech next to the checkout; without one, the speech "
+        "packaged with meetbot plays)",
     )
     parser.add_argument(
         "--scenario-seconds",
@@ -144,7 +149,11 @@ def _speech_dir(given: Path | None) -> Path | None:
 async def _main(
     args: argparse.Namespace, console: Console, reported: list[DemoSummary]
 ) -> DemoSummary:
-    speech_dir = _speech_dir(args.speech_dir)
+    corpus = _speech_dir(args.speech_dir)
+    speech_dir = corpus
+    if not args.audio or args.style != "turns":
+        # No corpus here: the packaged clips, decoded into the data folder, play instead.
+        speech_dir = await asyncio.to_thread(find_speech, corpus, args.data_dir_resolved / "speech")
     demo: DemoScenario
     if args.style == "soak" and speech_dir is not None and speech_dir.is_dir():
         demo = await asyncio.to_thread(
@@ -168,7 +177,12 @@ async def _main(
     console.print(
         f"[bold]meetbot demo[/bold]: {len(demo.references)} turns, "
         f"{demo.speech_seconds:.1f} s of {escape(_SOURCE_TEXT[demo.source])}"
-        + (f" from {escape(str(speech_dir))}" if demo.source is SpeechSource.CORPUS else ""),
+        + (f" from {escape(str(speech_dir))}" if demo.source is SpeechSource.CORPUS else "")
+        + (
+            f" (no corpus at {escape(str(corpus))})"
+            if demo.source is SpeechSource.PACKAGED and corpus is not None
+            else ""
+        ),
         highlight=False,
     )
     end_at = demo.scenario.end_at or demo.speech_seconds

@@ -1,12 +1,15 @@
 """The demo's meeting: three people taking turns, on real recorded speech when it is here.
 
-Speech comes from one of three places, in this order of preference:
+Speech comes from one of four places, in this order of preference:
 
 1. ``--audio`` files given by the user (speakers rotate Alice → Bob → Carol; a ``.txt``
    beside a file is its reference text);
 2. the real-speech corpus (``MEETBOT_SPEECH_DIR``, default ``../shared/data/speech`` next to
    the checkout): LibriSpeech, LJ Speech and JFK clips with gold transcripts (MANIFEST.tsv);
-3. sentences synthesised with Debian's espeak-ng.
+3. the same clips as packaged with meetbot (:mod:`testmeeting.packaged_speech`: public-domain
+   and CC-licensed recordings as Opus, with their references), decoded into the demo's data
+   folder when the corpus is not there (:func:`find_speech`) — what a fresh checkout plays;
+4. sentences synthesised with Debian's espeak-ng, only when the packaged set is missing too.
 
 Utterance times are derived from the clips' real durations: the audio is prepared once with
 the simulator's own loader (:func:`testmeeting.room.prepare_audio`) to measure it, then each
@@ -22,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from testmeeting import Scenario
+from testmeeting import Scenario, packaged_speech
 from testmeeting.conversation import build_conversation
 from testmeeting.room import prepare_audio
 from testmeeting.soak import corpus_clips, soak_scenario
@@ -74,6 +77,7 @@ class SpeechSource(StrEnum):
 
     FILES = "files"
     CORPUS = "corpus"
+    PACKAGED = "packaged"
     ESPEAK = "espeak"
 
 
@@ -125,19 +129,56 @@ def default_speech_dir(repo: Path) -> Path:
     return repo.parent / "shared" / "data" / "speech"
 
 
+def _holds_turns(speech_dir: Path | None) -> bool:
+    return speech_dir is not None and all((speech_dir / name).is_file() for name in CORPUS_TURNS)
+
+
+def _folder_source(speech_dir: Path) -> SpeechSource:
+    if packaged_speech.is_materialised(speech_dir):
+        return SpeechSource.PACKAGED
+    return SpeechSource.CORPUS
+
+
+def find_speech(corpus: Path | None, scratch: Path) -> Path | None:
+    """The real-speech folder the demo plays (blocking: may decode; use a thread).
+
+    Args:
+        corpus: The real-speech corpus folder, if one is configured.
+        scratch: Folder to decode the packaged set into when the corpus is not there
+            (created; about 4.5 MB of WAV).
+
+    Returns:
+        ``corpus`` when it holds the demo's clips, else ``scratch`` with the packaged clips
+        decoded under the corpus's names, else ``None`` (the packaged set is not installed:
+        the demo falls back to espeak-ng).
+
+    Raises:
+        testmeeting.errors.ScenarioError: ffmpeg is missing or cannot decode a packaged clip.
+    """
+    if _holds_turns(corpus):
+        return corpus
+    if not packaged_speech.available():
+        return None
+    return packaged_speech.materialise(scratch)
+
+
 def pick_source(audio: list[Path], speech_dir: Path | None) -> SpeechSource:
-    """Choose the speech: given files, else the corpus when its clips are there, else espeak."""
+    """Choose the speech: given files, else real clips when they are there, else espeak.
+
+    Real clips are the corpus's, or the packaged set's when ``speech_dir`` is where
+    :func:`find_speech` decoded it.
+    """
     if audio:
         return SpeechSource.FILES
-    if speech_dir is not None and all((speech_dir / name).is_file() for name in CORPUS_TURNS):
-        return SpeechSource.CORPUS
+    if speech_dir is not None and _holds_turns(speech_dir):
+        return _folder_source(speech_dir)
     return SpeechSource.ESPEAK
 
 
 def _turns(source: SpeechSource, audio: list[Path]) -> list[dict[str, str]]:
     if source is SpeechSource.FILES:
         return [{"file": str(path.resolve())} for path in audio]
-    if source is SpeechSource.CORPUS:
+    if source in (SpeechSource.CORPUS, SpeechSource.PACKAGED):
         return [{"file": name} for name in CORPUS_TURNS]
     return [{"text": text} for text in SYNTHETIC_TURNS]
 
@@ -173,7 +214,7 @@ def build_scenario(
     Args:
         platform: ``google_meet``, ``zoom`` or ``teams``.
         audio: Files given with ``--audio`` (any format ffmpeg reads), possibly empty.
-        speech_dir: The real-speech corpus folder, if any.
+        speech_dir: The real-speech folder (the corpus or the decoded packaged set), if any.
         max_speech_seconds: Keep only as many turns as fit in this much speech (at least
             three, so every speaker talks); ``None`` keeps them all.
 
@@ -225,6 +266,8 @@ def build_conversation_scenario(platform: str, speech_dir: Path, style: str) -> 
     event of the simulator's timeline (a monologue's sentences too), in start order, and its
     latency counts from the end of its voice.
 
+    ``speech_dir`` is the corpus or the decoded packaged set (:func:`find_speech`).
+
     Raises:
         FileNotFoundError: A clip of the conversation is missing from ``speech_dir``.
     """
@@ -249,7 +292,7 @@ def build_conversation_scenario(platform: str, speech_dir: Path, style: str) -> 
     )
     return DemoScenario(
         scenario=scenario,
-        source=SpeechSource.CORPUS,
+        source=_folder_source(speech_dir),
         speech_seconds=sum(p.end - p.start for p in pieces),
         references=tuple(p.text for p in pieces),
         voiced_ends=tuple(p.voiced_end - p.start for p in pieces),
@@ -290,7 +333,7 @@ def build_soak_scenario(platform: str, speech_dir: Path, seconds: float) -> Demo
         durations.append(clip.duration)
     return DemoScenario(
         scenario=scenario,
-        source=SpeechSource.CORPUS,
+        source=_folder_source(speech_dir),
         speech_seconds=sum(durations),
         references=tuple(references),
         voiced_ends=tuple(ends),
