@@ -12,7 +12,9 @@ drives it with ``--concurrency`` concurrent HTTP clients and prints one JSON lin
   ``GET /api/v1/meetings?limit=50`` as fast as they can, until ``--mixed-requests`` creations
   are done: one line for the creations and one for the lists (requests/s, p50/p99; the server
   CPU figure is per request of either kind). Goal (issue 18): creates ≥ 100/s with
-  p99 ≤ 250 ms on SQLite, the same or better on PostgreSQL.
+  p99 ≤ 250 ms on SQLite, the same or better on PostgreSQL. The server reads the other
+  ``MEETBOT_*`` settings from the environment: ``MEETBOT_LIST_CONCURRENCY=1000`` runs it as
+  before the list gate (control_plane/api/list_gate.py), for pairs back to back.
 
 Every line also carries ``server_cpu_ms_per_request``: CPU time (user + system) the server
 process spent per request during that run. Unlike wall time it hardly depends on what else

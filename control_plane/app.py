@@ -24,6 +24,7 @@ from control_plane.agent_link.config_step import agent_token_step
 from control_plane.agent_link.reaper import reconcile_launcher
 from control_plane.agent_link.wiring import setup_agent_link
 from control_plane.api.http import MAX_BODY_BYTES
+from control_plane.api.list_gate import LIST_GATE, list_gate
 from control_plane.api.middlewares import auth_middleware, error_middleware, observe_middleware
 from control_plane.api.routes import OPENAPI, ROUTE_SPECS, ApiRoutes, build_openapi, spec_index
 from control_plane.api_keys import routes as api_keys
@@ -224,6 +225,7 @@ def create_app(settings: Settings, *, launcher: BotLauncher | None = None) -> we
         rate=settings.address_rate_limit_per_second, burst=settings.address_rate_limit_burst
     )
     app[KEY_CACHE] = KeyCache(ttl=settings.auth_cache_ttl_seconds)
+    app[LIST_GATE] = list_gate(settings.list_concurrency)
     app[URL_GUARD] = media_url_guard(settings)
     app[STATUS_HOOKS] = []
     app[STATUS_HOOKS].append(app[METRICS].count_status_change)

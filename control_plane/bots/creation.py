@@ -13,7 +13,7 @@ from agent.contracts.status import BotStatus
 from control_plane.api.http import read_json_object, validate
 from control_plane.api.idempotency import body_digest, claim, find_replay, idempotency_key
 from control_plane.auth.context import auth_of
-from control_plane.bots.live_count import live_bots
+from control_plane.bots.live_count import workspace_and_live_bots
 from control_plane.bots.scheduler import SCHEDULER
 from control_plane.bots.schemas import BotCreate, ScheduledBotCreate
 from control_plane.bots.service import BOT_SERVICE
@@ -58,13 +58,12 @@ async def create_response(
                 if replay is not None:
                     return replay
                 record = await claim(session, auth.key_id, route, key, digest)
+            # One statement for both; create_meeting's own read of the workspace then finds
+            # it in the session.
+            _, live = await workspace_and_live_bots(session, auth.require_workspace())
             if launches_now:
                 limit = request.app[SETTINGS].max_concurrent_bots
-                check_quota(
-                    await live_bots(session, auth.require_workspace()),
-                    limit,
-                    "bots at once (requested to stopping)",
-                )
+                check_quota(live, limit, "bots at once (requested to stopping)")
             meeting = await service.create_meeting(session, auth, body, zoom_connection_id)
             text = render(meeting).model_dump_json()
             if record is not None:

@@ -10,6 +10,7 @@ from functools import partial
 from aiohttp import web
 
 from control_plane.api.http import json_response, path_uuid, read_body, read_query
+from control_plane.api.list_gate import LIST_GATE
 from control_plane.api.routes import ApiRoutes
 from control_plane.auth.context import auth_of
 from control_plane.bots.creation import create_response
@@ -52,10 +53,11 @@ async def create_bot(request: web.Request) -> web.Response:
 async def list_bots(request: web.Request) -> web.Response:
     """The workspace's bots with the filters and paging of ``GET /api/v1/meetings``."""
     query = read_query(request, MeetingQuery)
-    async with request.app[DB].reads() as session:
-        rows = await list_meetings(session, auth_of(request).workspace_id, query)
-        bots = [to_record(meeting) for meeting in rows]
-    return json_response(BotList(bots=bots))
+    async with request.app[LIST_GATE]:
+        async with request.app[DB].reads() as session:
+            rows = await list_meetings(session, auth_of(request).workspace_id, query)
+            bots = [to_record(meeting) for meeting in rows]
+        return json_response(BotList(bots=bots))
 
 
 @routes.get(BOT, summary="Get a bot", response=BotRecord, errors=(404,))

@@ -48,7 +48,12 @@ class InvitationCreate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    email: EmailStr
+    email: EmailStr = Field(
+        description=(
+            "An address whose domain is not of special use or reserved (IANA's list: .test, "
+            ".local, .invalid, localhost, …), else 422 validation_error."
+        )
+    )
     role: Literal[Role.MEMBER, Role.OWNER] = Role.MEMBER
 
 

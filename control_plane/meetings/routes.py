@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from agent.contracts.bot_config import BotSettings, Platform
 from agent.contracts.status import FINAL_STATUSES, BotStatus
 from control_plane.api.http import json_response, path_int, read_query
+from control_plane.api.list_gate import LIST_GATE
 from control_plane.api.routes import ApiRoutes
 from control_plane.auth.context import auth_of
 from control_plane.bots.status import lock_meeting
@@ -105,26 +106,29 @@ async def list_meetings_route(request: web.Request) -> web.Response:
     400 ``invalid_date`` for a malformed ``date_from``/``date_to``.
     """
     query = read_query(request, MeetingQuery)
-    async with request.app[DB].reads() as session:
-        rows = await list_meeting_rows(session, auth_of(request).workspace_id, query, _LIST_COLUMNS)
-        # Stored rows need no validation (the columns' types already give UUIDs and aware UTC
-        # datetimes): validating each item was a tenth of a list request's CPU (bench/api.py
-        # mixed run, py-spy). Serialisation still formats every field.
-        items = [
-            MeetingListItem.model_construct(
-                id=row.id,
-                bot_id=row.bot_id,
-                platform=Platform(row.platform),
-                status=BotStatus(row.status),
-                data=MeetingData.model_construct(
-                    name=row.name, participants=list(row.participants or [])
-                ),
-                created_at=row.created_at,
-                updated_at=row.updated_at,
+    async with request.app[LIST_GATE]:
+        async with request.app[DB].reads() as session:
+            rows = await list_meeting_rows(
+                session, auth_of(request).workspace_id, query, _LIST_COLUMNS
             )
-            for row in rows
-        ]
-    return json_response(MeetingList(meetings=items))
+            # Stored rows need no validation (the columns' types already give UUIDs and aware UTC
+            # datetimes): validating each item was a tenth of a list request's CPU (bench/api.py
+            # mixed run, py-spy). Serialisation still formats every field.
+            items = [
+                MeetingListItem.model_construct(
+                    id=row.id,
+                    bot_id=row.bot_id,
+                    platform=Platform(row.platform),
+                    status=BotStatus(row.status),
+                    data=MeetingData.model_construct(
+                        name=row.name, participants=list(row.participants or [])
+                    ),
+                    created_at=row.created_at,
+                    updated_at=row.updated_at,
+                )
+                for row in rows
+            ]
+        return json_response(MeetingList(meetings=items))
 
 
 @routes.get(MEETING, summary="Get a meeting", response=MeetingRecord, errors=(404,), path_types=_ID)

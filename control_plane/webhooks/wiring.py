@@ -104,11 +104,63 @@ async def _status_changed(outbox: Outbox, session: AsyncSession, change: StatusC
     )
 
 
+_ENDPOINT_OPERATIONS = (
+    "get_webhook_endpoint",
+    "update_webhook_endpoint",
+    "delete_webhook_endpoint",
+    "get_webhook_endpoint_secret",
+    "list_webhook_endpoint_logs",
+)
+
+
 def add_to_openapi(document: dict[str, Any]) -> None:
-    """Merge the event catalogue into an OpenAPI 3.1 document (``webhooks`` + schemas)."""
+    """Merge the event catalogue into an OpenAPI 3.1 document (``webhooks`` + schemas).
+
+    The endpoint routes get their links too (:func:`add_endpoint_links`).
+    """
     webhooks, schemas = openapi_webhooks()
     document["webhooks"] = webhooks
     document.setdefault("components", {}).setdefault("schemas", {}).update(schemas)
+    add_endpoint_links(document)
+
+
+def add_endpoint_links(document: dict[str, Any]) -> None:
+    """State in ``document`` where a webhook route's path values come from (OpenAPI links).
+
+    A created API key names its workspace (``workspace_id``), which the endpoint collection
+    takes; a created endpoint's ``id`` is the ``endpoint_id`` of its own routes. Clients and
+    stateful testers (schemathesis) follow these; without them nothing in the document said
+    where a ``workspace_id`` comes from, so no generated chain reached an endpoint.
+    Operations missing from ``document`` (a trimmed app) are skipped.
+    """
+    paths = document.get("paths", {})
+    ops = {
+        op.get("operationId"): op
+        for item in paths.values()
+        for op in item.values()
+        if isinstance(op, dict)
+    }
+    key_created = ops.get("create_api_key", {}).get("responses", {}).get("201")
+    if key_created is not None:
+        links = key_created.setdefault("links", {})
+        for target in ("create_webhook_endpoint", "list_webhook_endpoints"):
+            if target in ops:
+                links[target] = {
+                    "operationId": target,
+                    "parameters": {"workspace_id": "$response.body#/workspace_id"},
+                }
+    created = ops.get("create_webhook_endpoint", {}).get("responses", {}).get("201")
+    if created is not None:
+        links = created.setdefault("links", {})
+        for target in _ENDPOINT_OPERATIONS:
+            if target in ops:
+                links[target] = {
+                    "operationId": target,
+                    "parameters": {
+                        "workspace_id": "$request.path.workspace_id",
+                        "endpoint_id": "$response.body#/id",
+                    },
+                }
 
 
 async def webhooks_ctx(app: web.Application) -> AsyncIterator[None]:

@@ -1,0 +1,133 @@
+"""Issue 18 finding 5, second part: writers ahead of lists, on both databases.
+
+A bot creation is a few database round trips, each waiting for a turn of the event loop behind
+whatever list pages the loop is building (:mod:`control_plane.api.list_gate`). Shown here:
+
+* a creation's write transaction sends four statements (the workspace and its live count in
+  one, then the meeting, its audit row and its webhook message), not five;
+* list requests beyond ``list_concurrency`` wait for a slot while creations go through;
+* under 8 creating and 8 listing clients, creations get at least as many requests done as the
+  lists (before the gate, PostgreSQL served three lists per creation).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient
+from sqlalchemy import event
+
+from control_plane.api.list_gate import LIST_GATE, list_gate
+from control_plane.db.engine import DB
+from control_plane.settings import Settings
+from tests.plugins.api_app import KEY_PREFIX, Caller
+
+pytestmark = pytest.mark.api
+
+Client = TestClient[web.Request, web.Application]
+CREATES = 80
+
+
+@pytest.fixture
+def settings(database_url: str, tmp_path: Path) -> Settings:
+    """One list at a time, no per-key rate limit (the load is the point)."""
+    return Settings(
+        database_url=database_url,
+        data_dir=tmp_path / "data",
+        launcher="memory",
+        key_prefix=KEY_PREFIX,
+        scheduler_interval_seconds=0.05,
+        rate_limit_per_second=1e6,
+        rate_limit_burst=10**6,
+        list_concurrency=1,
+    )
+
+
+def _body(i: int) -> dict[str, str]:
+    letters = "".join("abcdefghijklmnopqrstuvwxyz"[int(c, 16)] for c in f"{i:06x}")
+    return {"platform": "google_meet", "native_meeting_id": f"abc-{letters[:4]}-xyz"}
+
+
+def test_the_gate_needs_a_slot() -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        list_gate(0)
+
+
+async def test_a_creation_sends_four_statements(client: Client, owner: Caller) -> None:
+    engine = client.app[DB].engine.sync_engine
+    open_statements: dict[int, list[str]] = {}
+    creations: list[list[str]] = []
+
+    def on_begin(conn: Any) -> None:
+        open_statements[id(conn)] = []
+
+    def on_statement(conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if id(conn) in open_statements and not statement.lstrip().upper().startswith("BEGIN"):
+            open_statements[id(conn)].append(statement)
+
+    def on_commit(conn: Any) -> None:
+        statements = open_statements.pop(id(conn), [])
+        if any(s.lstrip().startswith("INSERT INTO meetings") for s in statements):
+            creations.append(statements)
+
+    event.listen(engine, "begin", on_begin)
+    event.listen(engine, "before_cursor_execute", on_statement)
+    event.listen(engine, "commit", on_commit)
+    try:
+        response = await client.post("/api/v1/bots", json=_body(1), headers=owner.headers)
+        assert response.status == 201, await response.text()
+    finally:
+        event.remove(engine, "begin", on_begin)
+        event.remove(engine, "before_cursor_execute", on_statement)
+        event.remove(engine, "commit", on_commit)
+    assert len(creations) == 1
+    tables = [s.split()[2] if s.lstrip().startswith("INSERT") else "SELECT" for s in creations[0]]
+    assert tables == ["SELECT", "meetings", "bot_status_changes", "webhook_messages"], creations
+
+
+async def test_lists_wait_for_a_slot_while_creations_go_through(
+    client: Client, owner: Caller
+) -> None:
+    gate = client.app[LIST_GATE]
+    async with gate:  # the one slot is taken: every list now waits
+        listing = asyncio.create_task(client.get("/api/v1/meetings", headers=owner.headers))
+        response = await client.post("/api/v1/bots", json=_body(2), headers=owner.headers)
+        assert response.status == 201, await response.text()
+        assert not listing.done()
+    listed = await listing
+    assert listed.status == 200
+    assert len((await listed.json())["meetings"]) == 1
+
+
+async def test_creations_keep_pace_with_lists(client: Client, owner: Caller) -> None:
+    created = 0
+    listed = 0
+    done = asyncio.Event()
+
+    async def creator(start: int) -> None:
+        nonlocal created
+        for i in range(start, CREATES, 8):
+            response = await client.post("/api/v1/bots", json=_body(i), headers=owner.headers)
+            assert response.status == 201, await response.text()
+            created += 1
+
+    async def lister() -> None:
+        nonlocal listed
+        while not done.is_set():
+            response = await client.get("/api/v1/meetings?limit=50", headers=owner.headers)
+            assert response.status == 200
+            await response.read()
+            listed += 1
+
+    listers = [asyncio.create_task(lister()) for _ in range(8)]
+    try:
+        await asyncio.gather(*(creator(n) for n in range(8)))
+    finally:
+        done.set()
+        await asyncio.gather(*listers)
+    assert created == CREATES
+    assert created >= listed, (created, listed)
