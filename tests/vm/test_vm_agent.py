@@ -182,6 +182,10 @@ async def control_plane(tmp_path: Path, meeting: TestMeetingServer) -> AsyncIter
         # from its start to the join button in the first run here: join_error.
         "MEETBOT_AGENT_JOIN_TIMEOUT_SECONDS": "900",
         "MEETBOT_AGENT_LOST_PAGE_SECONDS": "900",
+        # One page probe of the emulated headful Chromium took over 20 s (the default) about
+        # 40 s after admission in an earlier run; a probe that times out is retried, but the
+        # poll loop then reads participants and chat only every few minutes.
+        "MEETBOT_AGENT_PAGE_TIMEOUT_SECONDS": "180",
     }
     cp = ControlPlane(settings, agent_env)
     await cp.start()
