@@ -4,8 +4,9 @@ this host headful on the VM's Xvfb display.
 
 - A full meeting: ``POST /api/v1/bots`` → the VM boots → ``active`` → the control plane is
   restarted mid-meeting and reconciles (the bot's VM kept, no other) → the transcript of real
-  speech arrives (read through the API) → the host ends the meeting → ``completed`` → the VM
-  powers itself off and its overlay is removed; the agent's journal is the bot's log artifact.
+  speech arrives on the bot's stream, served by the control plane (then stored) → the host
+  ends the meeting → ``completed`` → the VM powers itself off and its overlay is removed;
+  the agent's journal is the bot's log artifact.
 - A bot's VM killed from outside once its agent is linked → ``failed``/``agent_lost``, its
   overlay removed.
 
@@ -51,6 +52,7 @@ from control_plane.enums import Role
 from control_plane.launchers.base import LaunchHandle
 from control_plane.launchers.qemu import USER_NET_HOST, QemuLauncher
 from control_plane.settings import Settings
+from meetbot.demo.client import ApiClient, read_stream
 from testmeeting import TestMeetingServer, parse_scenario
 from testmeeting.platforms import browser_args
 from tests.ports import free_port
@@ -302,6 +304,22 @@ async def test_a_full_meeting_on_a_vm_survives_a_control_plane_restart_and_ends_
         _note("agent relinked", restarted)
 
         reference = (speech / f"{UTTERANCE}.txt").read_text()
+        # The transcript as a client reads it: through the control plane's stream relay (the
+        # client needs no route to the VM), from the first event on.
+        api = ApiClient(http, f"http://127.0.0.1:{cp.settings.port}", cp.key)
+        subscribed = await api.subscribe(bot_id, time.monotonic() + 60)
+        assert subscribed["url"] == f"{cp.api}/bots/{bot_id}/stream"
+
+        async def streamed() -> str:
+            async for event in read_stream(http, subscribed["url"], subscribed["token"], 0):
+                data = event.data
+                if event.event == "transcript_segment" and data.get("completed"):
+                    if word_error_rate(reference, data["text"]) <= MAX_WER:
+                        return str(data["text"])
+            raise AssertionError("the stream ended without Alice's sentence")
+
+        said = await asyncio.wait_for(streamed(), timeout=900)
+        _note(f"transcript on the stream {said!r}", posted)
 
         async def transcript() -> str | None:
             url = f"{cp.api}/meetings/{meeting_id}/transcript?format=json"
@@ -311,8 +329,7 @@ async def test_a_full_meeting_on_a_vm_survives_a_control_plane_restart_and_ends_
             text = " ".join(segment["text"] for segment in segments)
             return text if word_error_rate(reference, text) <= MAX_WER else None
 
-        said = await _until(transcript, "the transcript of Alice's speech", 900)
-        _note(f"transcript {said!r}", posted)
+        await _until(transcript, "the stored transcript of Alice's speech", 120)
 
         await meeting.room("google_meet", MEETING_ID).end()
         ended = time.monotonic()
