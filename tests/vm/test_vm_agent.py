@@ -296,6 +296,9 @@ async def test_a_full_meeting_on_a_vm_survives_a_control_plane_restart_and_ends_
         heartbeats = asyncio.create_task(_watch_heartbeats(cp, bot_id, gaps))
         try:
             await _meeting_on_the_vm(cp, http, meeting, speech, bot_id, name, pid, posted)
+        except AssertionError as exc:
+            # The VM and its journal are gone after the test: its console is the evidence.
+            raise AssertionError(f"{exc}\n{cp.serial_tail(name)}") from exc
         finally:
             heartbeats.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -346,12 +349,19 @@ async def _meeting_on_the_vm(
     assert subscribed["url"] == f"{cp.api}/bots/{bot_id}/stream"
 
     async def streamed() -> str:
+        # Alice's finals, joined in order: the endpointer may close an utterance at a pause.
+        finals: dict[str, str] = {}
+        seen: list[str] = []
         async for event in read_stream(http, subscribed["url"], subscribed["token"], 0):
             data = event.data
+            seen.append(f"{event.id} {event.event} {json.dumps(data)[:160]}")
             if event.event == "transcript_segment" and data.get("completed"):
-                if word_error_rate(reference, data["text"]) <= MAX_WER:
-                    return str(data["text"])
-        raise AssertionError("the stream ended without Alice's sentence")
+                finals[data["id"]] = data["text"]
+                said = " ".join(finals.values())
+                if word_error_rate(reference, said) <= MAX_WER:
+                    return said
+        events = "\n".join(seen[-40:])
+        raise AssertionError(f"the stream ended without Alice's sentence; its events:\n{events}")
 
     said = await asyncio.wait_for(streamed(), timeout=900)
     _note(f"transcript on the stream {said!r}", posted)
