@@ -114,7 +114,7 @@ class Bot:
         self.bot_id = str(config.bot_id)
         self.stream = EventLog()
         self.capture = AudioCapture()
-        self.adapter: PlatformAdapter = adapter_for(config.platform)
+        self.adapter: PlatformAdapter = adapter_for(config.platform, settings.page_timeout_seconds)
         self.browser = BrowserSession(settings, config.settings.bot_name, self.capture)
         self.timers = MeetingTimers(Timeouts.from_settings(config.settings, settings.timeout_scale))
         self._observer = observer

@@ -12,6 +12,7 @@ timeouts of the ``BotConfig`` so end-to-end tests need not wait the API's minimu
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -128,6 +129,11 @@ def merge_feature_switches(
     return [*rest, *merged]
 
 
+def default_cpu_threads(wanted: int) -> int:
+    """``wanted`` threads, capped at the number of CPUs this process may run on (at least 1)."""
+    return max(1, min(wanted, len(os.sched_getaffinity(0))))
+
+
 class AgentSettings(BaseSettings):
     """Agent host configuration (environment prefix ``MEETBOT_AGENT_``).
 
@@ -176,13 +182,20 @@ class AgentSettings(BaseSettings):
     # leaves with ``page_lost``.
     watchdog_interval_seconds: float = Field(default=0.5, gt=0, le=2.0)
     lost_page_seconds: float = Field(default=60.0, gt=0)
+    # Longest one page evaluation (a probe of the screen, participants, chat) may take before
+    # it counts as unanswered. A bot VM under software emulation (TCG) needs far more than a
+    # host with KVM; a probe that times out is logged and retried, and only a page silent for
+    # lost_page_seconds ends the bot.
+    page_timeout_seconds: float = Field(default=20.0, gt=0, le=600)
     # Test-only multiplier of the BotConfig timeouts (see the module docstring).
     timeout_scale: float = Field(default=1.0, gt=0, le=1.0)
 
     # Transcription (agent/transcribe): the realtime model, its CPU threads, where assembled
-    # models are cached, and how long the end of a meeting may take to transcribe.
+    # models are cached, and how long the end of a meeting may take to transcribe. Threads
+    # default to 2 but never more than the CPUs this process may run on: on a 1-vCPU bot VM
+    # a second decoding thread only spins against the first and starves the event loop.
     transcribe_model: str = "tiny.en"
-    transcribe_cpu_threads: int = Field(default=2, ge=1, le=64)
+    transcribe_cpu_threads: int = Field(default_factory=lambda: default_cpu_threads(2), ge=1, le=64)
     models_dir: Path = Path("./data/models")
     finalize_timeout_seconds: float = Field(default=600.0, gt=0)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent.contracts.bot_config import Platform
-from agent.platforms.base import PlatformAdapter, SelectorAdapter
+from agent.platforms.base import EVALUATE_TIMEOUT_S, PlatformAdapter, SelectorAdapter
 from agent.platforms.google_meet import GoogleMeetAdapter
 from agent.platforms.teams import TeamsAdapter
 from agent.platforms.zoom import ZoomAdapter
@@ -15,6 +15,8 @@ _ADAPTERS: dict[Platform, type[SelectorAdapter]] = {
 }
 
 
-def adapter_for(platform: Platform) -> PlatformAdapter:
-    """A fresh adapter for ``platform``."""
-    return _ADAPTERS[platform]()
+def adapter_for(
+    platform: Platform, evaluate_timeout_s: float = EVALUATE_TIMEOUT_S
+) -> PlatformAdapter:
+    """A fresh adapter for ``platform``; page evaluations give up after ``evaluate_timeout_s``."""
+    return _ADAPTERS[platform](evaluate_timeout_s)

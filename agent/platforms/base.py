@@ -187,7 +187,8 @@ TERMINAL_STATES: frozenset[MeetingState] = frozenset(
 """Screens after which the bot cannot stay: the watchdog ends the bot on any of them."""
 
 EVALUATE_TIMEOUT_S = 20.0
-"""Longest a page evaluation may take before the page counts as hung."""
+"""Default longest a page evaluation may take before the page counts as hung, in seconds
+(``MEETBOT_AGENT_PAGE_TIMEOUT_SECONDS``; a bot VM under software emulation needs more)."""
 
 _PROBE_JS = """
 ([texts, selectors, scoped, urls, quoted]) => {
@@ -336,6 +337,10 @@ class SelectorAdapter:
     # Query parameter carrying the passcode in this platform's join links, if any.
     passcode_param: ClassVar[str | None] = None
 
+    def __init__(self, evaluate_timeout_s: float = EVALUATE_TIMEOUT_S) -> None:
+        """An adapter whose page evaluations give up after ``evaluate_timeout_s`` seconds."""
+        self.evaluate_timeout_s = evaluate_timeout_s
+
     def meeting_url(self, url: str, passcode: str | None = None) -> str:
         """The meeting URL, with the passcode added where the platform wants it.
 
@@ -388,7 +393,9 @@ class SelectorAdapter:
     async def _evaluate(self, page: Page, script: str, arg: Any = None) -> Any:
         try:
             # page.evaluate has no timeout of its own: a hung renderer would hang the bot.
-            return await asyncio.wait_for(page.evaluate(script, arg), timeout=EVALUATE_TIMEOUT_S)
+            return await asyncio.wait_for(
+                page.evaluate(script, arg), timeout=self.evaluate_timeout_s
+            )
         except TimeoutError as exc:
             raise BrowserError("the meeting page stopped answering") from exc
         except PlaywrightError as exc:
