@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
-from jsonschema import Draft202012Validator  # type: ignore[import-untyped]  # via schemathesis
+from jsonschema import Draft202012Validator
 
 from control_plane.api.routes import NO_NUL
 from tests.plugins.api_app import Caller
