@@ -46,6 +46,10 @@ PUBLIC = {
     ("POST", "/api/v1/invitations/accept"),
     # No API key: its stream token is the credential (tests/agent_link/test_stream_relay.py).
     ("GET", "/api/v1/bots/{bot_id}/stream"),
+    # The dashboard's page and its static files hold no data: the key is typed into the page
+    # (tests/dashboard/test_dashboard_files.py).
+    ("GET", "/"),
+    ("GET", "/ui/{name}"),
 }
 # Authenticated by agent tokens or URL signatures, not API keys; their own tests cover them.
 NOT_API = re.compile(r"^/(internal/|artifacts/)")
