@@ -376,8 +376,11 @@ async def _mixed(
         )
 
 
-async def _postgres_database(server_url: str) -> tuple[str, Callable[[], Awaitable[None]]]:
-    name = f"meetbot_bench_{uuid.uuid4().hex[:10]}"
+async def fresh_database(
+    server_url: str, prefix: str = "meetbot_bench"
+) -> tuple[str, Callable[[], Awaitable[None]]]:
+    """A fresh database on the server of ``server_url``; returns its URL and its dropper."""
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
     admin = make_url(server_url).set(drivername="postgresql")
     dsn = admin.render_as_string(hide_password=False)
     conn = await asyncpg.connect(dsn)
@@ -424,7 +427,7 @@ async def main() -> None:
             if not args.postgres_url:
                 print(json.dumps({"bench": "api", "db": "postgresql", "skipped": "no server"}))
                 return
-            url, drop = await _postgres_database(args.postgres_url)
+            url, drop = await fresh_database(args.postgres_url)
             try:
                 await _measure("postgresql", url, args, tmp)
             finally:

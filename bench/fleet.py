@@ -38,15 +38,12 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 import aiohttp
-import asyncpg  # type: ignore[import-untyped]  # no stubs; only connect/execute used
 from aiohttp import web
 from sqlalchemy import func, select
-from sqlalchemy.engine import make_url
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -64,6 +61,7 @@ from agent.contracts.status import BotStatus  # noqa: E402
 from agent.link.client import LinkClient, LinkTiming, agent_link_url  # noqa: E402
 from agent.link.outbox import Outbox  # noqa: E402
 from agent.sse.log import EventLog  # noqa: E402
+from bench.api import fresh_database  # noqa: E402
 from bench.stats import free_port, percentile  # noqa: E402
 from control_plane.app import create_app  # noqa: E402
 from control_plane.auth.provisioning import (  # noqa: E402
@@ -243,27 +241,6 @@ def _self_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-async def fresh_database(server_url: str) -> tuple[str, Callable[[], Awaitable[None]]]:
-    """A fresh database on the server of ``server_url``; returns its URL and its dropper."""
-    url = make_url(server_url)
-    name = f"fleet_{uuid.uuid4().hex[:10]}"
-    dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
-    conn = await asyncpg.connect(dsn)
-    try:
-        await conn.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await conn.close()
-
-    async def drop() -> None:
-        conn = await asyncpg.connect(dsn)
-        try:
-            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        finally:
-            await conn.close()
-
-    return url.set(database=name).render_as_string(hide_password=False), drop
-
-
 async def _seed(database_url: str, data: Path, count: int) -> tuple[str, list[tuple[str, str]]]:
     """Workspace, API key and ``count`` active bots with their agent tokens."""
     settings = Settings(database_url=database_url, data_dir=data, launcher="memory")
@@ -409,7 +386,7 @@ async def _check(database_url: str, agents: list[SimAgent]) -> dict[str, int]:
 
 
 async def _run(args: argparse.Namespace, tmp: Path) -> dict[str, object]:
-    database_url, drop = await fresh_database(args.database_url)
+    database_url, drop = await fresh_database(args.database_url, "fleet")
     replicas: list[subprocess.Popen[bytes]] = []
     try:
         await upgrade(database_url)

@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from agent.contracts.bot_config import BotConfig  # noqa: E402 — after the path set-up above
-from bench.fleet import fresh_database  # noqa: E402
+from bench.api import fresh_database  # noqa: E402
 from bench.stats import free_port, percentile  # noqa: E402
 from control_plane.app import create_app  # noqa: E402
 from control_plane.auth.provisioning import (  # noqa: E402
@@ -72,7 +72,7 @@ class SlowLauncher(MemoryLauncher):
 async def _run(args: argparse.Namespace, tmp: Path) -> dict[str, object]:
     if not args.database_url:
         return await _measure(args, tmp, f"sqlite+aiosqlite:///{tmp / 'bench.db'}")
-    database_url, drop = await fresh_database(args.database_url)
+    database_url, drop = await fresh_database(args.database_url, "burst")
     try:
         return await _measure(args, tmp, database_url)
     finally:
