@@ -59,7 +59,7 @@ from agent.contracts.link import (  # noqa: E402
 )
 from agent.contracts.status import BotStatus  # noqa: E402
 from agent.link.client import LinkClient, LinkTiming, agent_link_url  # noqa: E402
-from agent.link.outbox import Outbox  # noqa: E402
+from agent.link.outbox import Outbox, OutboxItem  # noqa: E402
 from agent.sse.log import EventLog  # noqa: E402
 from bench.api import fresh_database  # noqa: E402
 from bench.stats import free_port, percentile  # noqa: E402
@@ -84,10 +84,16 @@ _TEXT = "and then we agreed that the quarterly numbers go out on friday after th
 
 
 class TimedOutbox(Outbox):
-    """The real outbox, also noting when each frame was queued and when its ack came."""
+    """The real outbox's SQL in an in-memory SQLite database, run inline, timing each frame.
 
-    def __init__(self, path: Path, latencies: list[float]) -> None:
-        super().__init__(path)
+    An agent has its own machine and its outbox's worker thread costs it nothing; a thousand
+    of them on one simulator core would spend it on thread hand-offs (``asyncio.to_thread`` for
+    every put, ack and count) instead of speaking the link. The statements and their order are
+    the real :class:`~agent.link.outbox.Outbox`'s, so what is resent after a reconnect is too.
+    """
+
+    def __init__(self, latencies: list[float]) -> None:
+        super().__init__(Path(":memory:"))
         self._queued_at: dict[str, float] = {}
         self._latencies = latencies
         self.acked = 0
@@ -95,7 +101,7 @@ class TimedOutbox(Outbox):
     async def put(self, frame_id: str, body: str) -> None:
         """Store the frame and note the time (see :meth:`Outbox.put`)."""
         self._queued_at[frame_id] = time.perf_counter()
-        await super().put(frame_id, body)
+        self._put(frame_id, body)
 
     async def ack(self, frame_id: str) -> bool:
         """Forget the frame and note its frame-to-stored time (see :meth:`Outbox.ack`)."""
@@ -103,16 +109,24 @@ class TimedOutbox(Outbox):
         if queued is not None:
             self._latencies.append((time.perf_counter() - queued) * 1000)
             self.acked += 1
-        return await super().ack(frame_id)
+        return self._ack(frame_id)
+
+    async def pending(self, after_seq: int = 0, limit: int = 100) -> list[OutboxItem]:
+        """See :meth:`Outbox.pending`."""
+        return self._pending(after_seq, limit)
+
+    async def count(self) -> int:
+        """See :meth:`Outbox.count`."""
+        return self._count()
 
 
 class SimAgent:
     """One bot's agent: the real link client fed with a meeting's worth of frames."""
 
-    def __init__(self, bot_id: str, token: str, url: str, folder: Path, latencies: list[float]):
+    def __init__(self, bot_id: str, token: str, url: str, latencies: list[float]):
         self.bot_id = bot_id
         self.log = EventLog()
-        self.outbox = TimedOutbox(folder / f"{bot_id}.sqlite", latencies)
+        self.outbox = TimedOutbox(latencies)
         self.client = LinkClient(
             agent_link_url(url, bot_id),
             token,
@@ -277,7 +291,18 @@ async def _seed(database_url: str, data: Path, count: int) -> tuple[str, list[tu
         await runner.cleanup()
 
 
-def _replica(database_url: str, data: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+def _cpus(text: str) -> set[int]:
+    """``"0"``, ``"0,1"`` or ``"0-1"`` as a set of CPU numbers (empty text: no pinning)."""
+    cpus: set[int] = set()
+    for part in filter(None, text.split(",")):
+        first, _, last = part.partition("-")
+        cpus.update(range(int(first), int(last or first) + 1))
+    return cpus
+
+
+def _replica(
+    database_url: str, data: Path, port: int, log: Path, cpus: set[int]
+) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
         "PYTHONPATH": str(REPO),
@@ -291,9 +316,20 @@ def _replica(database_url: str, data: Path, port: int, log: Path) -> subprocess.
         "MEETBOT_ADDRESS_RATE_LIMIT_PER_SECOND": "100000",
         "MEETBOT_ADDRESS_RATE_LIMIT_BURST": "100000",
     }
+    # taskset pins the replica before Python starts, so every thread it makes inherits the CPUs.
+    pin = ["taskset", "-c", ",".join(map(str, sorted(cpus)))] if cpus else []
     with log.open("wb") as out:
         return subprocess.Popen(  # noqa: S603 -- our own interpreter and arguments
-            [sys.executable, "-m", "control_plane", "--host", "127.0.0.1", "--port", str(port)],
+            [
+                *pin,
+                sys.executable,
+                "-m",
+                "control_plane",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+            ],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -357,7 +393,7 @@ async def _commands(
                 statuses.append(response.status)
 
 
-async def _check(database_url: str, agents: list[SimAgent]) -> dict[str, int]:
+async def _check(database_url: str, agents: list[SimAgent]) -> dict[str, object]:
     """Losses and duplicates, from the database once every outbox drained."""
     database = create_database(database_url)
     try:
@@ -369,6 +405,15 @@ async def _check(database_url: str, agents: list[SimAgent]) -> dict[str, int]:
                 select(func.count())
                 .select_from(WebhookMessage)
                 .where(WebhookMessage.event_type == "participant.joined")
+            )
+            ended = dict(
+                (
+                    await session.execute(
+                        select(Meeting.status_reason, func.count())
+                        .where(Meeting.status != BotStatus.ACTIVE.value)
+                        .group_by(Meeting.status_reason)
+                    )
+                ).all()
             )
     finally:
         await database.dispose()
@@ -382,6 +427,8 @@ async def _check(database_url: str, agents: list[SimAgent]) -> dict[str, int]:
         "losses": sum(1 for frame_id in sent if frame_id not in receipts | pending),
         "duplicates": max(0, int(joins or 0) - expected_joins),
         "missing_webhook_events": max(0, expected_joins - int(joins or 0)),
+        # Bots no longer active afterwards, by reason (the reaper's agent_lost, above all).
+        "bots_ended": {str(reason): int(count) for reason, count in ended.items()},
     }
 
 
@@ -394,7 +441,7 @@ async def _run(args: argparse.Namespace, tmp: Path) -> dict[str, object]:
         key, bots = await _seed(database_url, data, args.agents)
         ports = [free_port() for _ in range(args.replicas)]
         replicas = [
-            _replica(database_url, data, port, tmp / f"replica{n}.log")
+            _replica(database_url, data, port, tmp / f"replica{n}.log", _cpus(args.replica_cpus))
             for n, port in enumerate(ports)
         ]
         async with aiohttp.ClientSession() as http:
@@ -409,7 +456,7 @@ async def _run(args: argparse.Namespace, tmp: Path) -> dict[str, object]:
                 entry = ports[0]
             latencies: list[float] = []
             agents = [
-                SimAgent(bot_id, token, f"http://127.0.0.1:{entry}", tmp / "outbox", latencies)
+                SimAgent(bot_id, token, f"http://127.0.0.1:{entry}", latencies)
                 for bot_id, token in bots
             ]
             answering = [asyncio.create_task(agent.answer()) for agent in agents]
@@ -472,6 +519,7 @@ async def _run(args: argparse.Namespace, tmp: Path) -> dict[str, object]:
             self_waited = _waited_seconds(os.getpid()) - self_waited_before
             window_latencies = list(latencies)
             held = sum(1 for agent in agents if agent.client.connected.is_set())
+            connections = sum(agent.client.connections for agent in agents)
             commanding.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await commanding
@@ -493,6 +541,8 @@ async def _run(args: argparse.Namespace, tmp: Path) -> dict[str, object]:
             "killed_one": killed is not None,
             "seconds": round(elapsed, 1),
             "bots_held": held,
+            # Connections made beyond each agent's first (reconnects after a kill or a close).
+            "reconnects": connections - len(agents),
             "frames_stored_per_s": round(acked / elapsed, 1),
             "stored_ms_p50": round(percentile(window_latencies, 0.5), 1)
             if window_latencies
@@ -513,6 +563,8 @@ async def _run(args: argparse.Namespace, tmp: Path) -> dict[str, object]:
             "drained": sum(drained),
             **checked,
             "load": load,
+            "replica_cpus": args.replica_cpus or "any",
+            "fleet_cpus": args.fleet_cpus or "any",
         }
     finally:
         for process in replicas:
@@ -534,7 +586,16 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=5.0)
     parser.add_argument("--kill-at", type=float, default=0.0)
     parser.add_argument("--commands-per-second", type=float, default=2.0)
+    parser.add_argument(
+        "--replica-cpus", default="", help="CPUs the replicas run on, as taskset -c takes them"
+    )
+    parser.add_argument(
+        "--fleet-cpus", default="", help="CPUs this process (the simulated agents) runs on"
+    )
     args = parser.parse_args()
+    if args.fleet_cpus:
+        # Before the event loop and its threads exist: they all inherit the set.
+        os.sched_setaffinity(0, _cpus(args.fleet_cpus))
     if not args.database_url.startswith("postgresql"):
         parser.error("--database-url must be a PostgreSQL URL (or set MEETBOT_TEST_POSTGRES_URL)")
     with tempfile.TemporaryDirectory() as tmp:
