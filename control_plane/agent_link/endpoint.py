@@ -205,6 +205,7 @@ async def _store_run(
     store.observe_stored(time.perf_counter() - read_at)
     for frame, outcome in zip(run, result.outcomes, strict=False):
         store.count(frame, outcome)
+        await store.finish(frame)
         await ws.send_str(Ack(ref_id=frame.id).model_dump_json())
     if result.error is not None:
         await _not_stored(ws, store, run[len(result.outcomes)], result.error)

@@ -14,8 +14,12 @@ Status moves go through the status-change service; a move the status table does 
 
 :func:`store_batch` stores the frames of several links in the caller's one transaction (the
 link's batcher, :mod:`control_plane.agent_link.batch`): one ``last_seen_at`` update for every
-link in the batch, one receipt lookup and one segment lookup for all its frames, then each new
-frame's handler in order. :meth:`FrameStore.apply` is the one-frame path (``register``).
+link in the batch, the batch's ``register`` frames in one update per agent version, one receipt
+lookup, one segment lookup and one lock of the meeting rows its ``status`` and ``participants``
+frames change, then each new frame's handler in order. A ``register``'s effects outside the
+database (the hub learns the agent is here, the stream is resumed, a pending stop is said
+again) follow its commit (:meth:`FrameStore.finish`), so a reconnect storm after a replica died
+costs a few transactions, not one per link. :meth:`FrameStore.apply` is the one-frame path.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select, tuple_, update
+from sqlalchemy import func, select, tuple_, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -85,11 +89,16 @@ _STORED_TYPES = (
     ChatMessageEvent,
     ActionEvent,
 )
-# Frames whose only effect besides their own (none, or one in memory) is ``last_seen_at``.
-_TOUCH_TYPES = (Heartbeat, CommandResult, MemoryReport)
+# Frames whose only effect besides their own (none, or one in memory) is ``last_seen_at``;
+# ``register`` also records the agent's version and its first registration.
+_TOUCH_TYPES = (Heartbeat, CommandResult, MemoryReport, Register)
 _Handler = Callable[[AsyncSession, Any], Awaitable[None]]
 # A frame's transaction refreshes last_seen_at at most this often (heartbeats always do).
 _TOUCH_EVERY = timedelta(seconds=1)
+# Frames whose handler changes their meeting's row under its lock.
+_MEETING_TYPES = (StatusEvent, ParticipantsEvent)
+# session.info key: meeting id → the Meeting row a batch locked for its frames at once.
+_LOCKED_MEETINGS = "meetbot_link_locked_meetings"
 
 
 @dataclass(frozen=True)
@@ -126,6 +135,8 @@ class FrameStore:
         self._identity = identity
         self._status_hooks = status_hooks
         self._touched_at: datetime | None = None
+        # The meeting's status read by the batch that stored this link's last ``register``.
+        self._registered_status: str | None = None
         self._handlers: dict[str, _Handler] = {
             "status": self._status,
             "participants": self._participants,
@@ -148,8 +159,21 @@ class FrameStore:
 
     @staticmethod
     def batched(frame: AgentFrame) -> bool:
-        """Whether ``frame`` is stored through :func:`store_batch` (all but register/ack/stream)."""
+        """Whether ``frame`` is stored through :func:`store_batch` (all but ack and stream)."""
         return isinstance(frame, _STORED_TYPES + _TOUCH_TYPES)
+
+    async def finish(self, frame: AgentFrame) -> None:
+        """A batched frame's effect outside the database, once its batch committed.
+
+        For ``register``: the hub learns the agent is here, its stream is resumed from where
+        this replica's window ends, and a stop requested while the agent was away is sent
+        again. Other frames have none. A link whose meeting is gone registers nothing.
+        """
+        if not isinstance(frame, Register):
+            return
+        status, self._registered_status = self._registered_status, None
+        if status is not None:
+            await self._registered(frame, status)
 
     async def prepare(self, frame: AgentFrame) -> None:
         """A batched frame's effect outside the database, before its batch is stored.
@@ -219,6 +243,10 @@ class FrameStore:
             status = await session.scalar(
                 select(Meeting.status).where(Meeting.id == self._identity.meeting_id)
             )
+        if status is not None:
+            await self._registered(frame, status)
+
+    async def _registered(self, frame: Register, status: str) -> None:
         self._hub.mark_registered(self._identity.bot_id)
         await self._hub.streams.on_register(self._identity.bot_id, frame.stream_seq)
         logger.info(
@@ -278,7 +306,10 @@ class FrameStore:
     # Handlers (inside the frame's transaction) ------------------------------------------------
 
     async def _meeting(self, session: AsyncSession) -> Meeting:
-        meeting = await lock_meeting(session, meeting_id=self._identity.meeting_id)
+        locked: dict[int, Meeting] = session.info.get(_LOCKED_MEETINGS, {})
+        meeting = locked.get(self._identity.meeting_id)
+        if meeting is None:
+            meeting = await lock_meeting(session, meeting_id=self._identity.meeting_id)
         if meeting is None:  # the row cascades with its link, which authenticated this frame
             raise LookupError(f"meeting {self._identity.meeting_id} is gone")
         return meeting
@@ -474,6 +505,58 @@ class FrameStore:
         )
 
 
+async def _register_all(
+    session: AsyncSession, registers: Sequence[tuple[FrameStore, Register]], now: datetime
+) -> None:
+    """Record a batch's ``register`` frames: one update per agent version, one status read.
+
+    Each link's store keeps its meeting's status for :meth:`FrameStore.finish` (none when the
+    meeting is gone).
+    """
+    if not registers:
+        return
+    versions: dict[str, set[int]] = {}
+    for store, frame in registers:
+        versions.setdefault(frame.agent_version, set()).add(store.meeting_id)
+    for version, ids in sorted(versions.items()):
+        await session.execute(
+            update(AgentLink)
+            .where(AgentLink.meeting_id.in_(sorted(ids)))
+            .values(
+                agent_version=version,
+                registered_at=func.coalesce(AgentLink.registered_at, now),
+            )
+        )
+    statuses = dict(
+        (
+            await session.execute(
+                select(Meeting.id, Meeting.status).where(
+                    Meeting.id.in_(sorted({store.meeting_id for store, _ in registers}))
+                )
+            )
+        ).all()
+    )
+    for store, _ in registers:
+        store._registered_status = statuses.get(store.meeting_id)
+
+
+async def _lock_meetings(session: AsyncSession, meeting_ids: set[int]) -> None:
+    """Lock the rows of ``meeting_ids`` in one query, in id order, for the batch's handlers.
+
+    One ``SELECT … FOR UPDATE`` instead of one per frame; the id order is the one every batch
+    takes, so two writers' transactions never wait on each other in a cycle.
+    """
+    if not meeting_ids:
+        return
+    rows = await session.scalars(
+        select(Meeting)
+        .where(Meeting.id.in_(sorted(meeting_ids)))
+        .order_by(Meeting.id)
+        .with_for_update()
+    )
+    session.info[_LOCKED_MEETINGS] = {row.id: row for row in rows}
+
+
 async def store_batch(
     session: AsyncSession, entries: Sequence[tuple[FrameStore, AgentFrame]], now: datetime
 ) -> list[str]:
@@ -482,8 +565,8 @@ async def store_batch(
     ``entries`` are (link's store, frame) in the order each link sent them; every frame is one
     :meth:`FrameStore.batched` accepts. Every link in the batch has its ``last_seen_at`` set to
     ``now``; a frame with effects whose receipt exists (or that came twice in the batch) changes
-    nothing. Returns one outcome per entry: ``stored``, ``duplicate`` or ``touched`` (a frame
-    with no effect in the database).
+    nothing. Returns one outcome per entry: ``stored``, ``duplicate``, ``touched`` (a frame
+    with no effect in the database but ``last_seen_at``) or ``other`` (``register``).
 
     Raises:
         sqlalchemy.exc.SQLAlchemyError: The database refused (the whole transaction is void).
@@ -495,6 +578,9 @@ async def store_batch(
     )
     for store, _ in entries:
         store._touched_at = now
+    await _register_all(
+        session, [(store, frame) for store, frame in entries if isinstance(frame, Register)], now
+    )
     stored = [(store, frame) for store, frame in entries if isinstance(frame, _STORED_TYPES)]
     seen: set[tuple[int, str]] = set()
     if stored:
@@ -506,6 +592,14 @@ async def store_batch(
             )
         )
         seen = {(int(meeting_id), str(frame_id)) for meeting_id, frame_id in found.all()}
+    await _lock_meetings(
+        session,
+        {
+            store.meeting_id
+            for store, frame in stored
+            if isinstance(frame, _MEETING_TYPES) and (store.meeting_id, frame.id) not in seen
+        },
+    )
     segment_keys = [
         (store.meeting_id, frame.segment.id)
         for store, frame in stored
@@ -521,7 +615,8 @@ async def store_batch(
     outcomes = []
     for store, frame in entries:
         if not isinstance(frame, _STORED_TYPES):
-            outcomes.append("touched")
+            # ``register`` keeps the label it had when stored on its own.
+            outcomes.append("other" if isinstance(frame, Register) else "touched")
             continue
         key = (store.meeting_id, frame.id)
         if key in seen:

@@ -16,16 +16,19 @@ from sqlalchemy import func, select, text
 
 from agent.contracts.link import (
     AgentFrame,
+    CommandName,
     Heartbeat,
     ParticipantsEvent,
+    Register,
     Segment,
     TranscriptSegmentEvent,
 )
+from agent.contracts.status import BotStatus
 from control_plane.agent_hub.keys import AGENT_HUB
 from control_plane.agent_link.batch import FRAME_BATCHER, FrameBatcher
 from control_plane.agent_link.frames import FrameStore, LinkIdentity
 from control_plane.db.engine import DB
-from control_plane.db.models.agent_link import AgentFrameReceipt
+from control_plane.db.models.agent_link import AgentFrameReceipt, AgentLink
 from control_plane.db.models.bot import Meeting
 from control_plane.db.models.segment import Segment as SegmentRow
 from control_plane.db.models.webhook import WebhookMessage
@@ -152,6 +155,50 @@ async def test_many_links_share_transactions_and_every_frame_is_stored_once_acke
         receipts = await _receipts(client, bot)
         assert len(receipts) == len(set(receipts)) == len(stored_frames) // len(bots)
         assert await _segments(client, bot) == sorted(f"s{n}" for n in range(15) if n % 5)
+
+
+async def test_a_reconnect_storm_registers_in_shared_transactions_and_says_a_pending_stop_again(
+    client: Client, launch_bot: LaunchBot, connect_agent: ConnectAgent
+) -> None:
+    bots = [await launch_bot(BotStatus.ACTIVE) for _ in range(5)]
+    stopping = bots[0]
+    async with client.app[DB].sessions.begin() as session:
+        await session.execute(
+            text("UPDATE meetings SET status = 'stopping' WHERE id = :id"),
+            {"id": stopping.meeting_id},
+        )
+    agents = [await connect_agent(bot) for bot in bots]
+    batches_before = client.app[FRAME_BATCHER].batches
+    registers = [Register(agent_version=f"v{n % 2}", stream_seq=0) for n in range(len(bots))]
+    for agent, frame in zip(agents, registers, strict=True):  # every link at once
+        await agent.send(frame, expect_ack=False)
+    for agent, frame in zip(agents, registers, strict=True):
+        await asyncio.wait_for(agent._acks[frame.id], ACK_WAIT_S)  # acked after its commit
+    assert client.app[FRAME_BATCHER].batches - batches_before < len(bots)
+
+    async with client.app[DB].sessions() as session:
+        links = {
+            link.meeting_id: link
+            for link in await session.scalars(
+                select(AgentLink).where(AgentLink.meeting_id.in_([b.meeting_id for b in bots]))
+            )
+        }
+    for n, bot in enumerate(bots):
+        link = links[bot.meeting_id]
+        assert link.agent_version == f"v{n % 2}"
+        assert link.registered_at is not None and link.last_seen_at is not None
+    first_registered = {b.meeting_id: links[b.meeting_id].registered_at for b in bots}
+
+    # The stop requested while the agent was away is said again; the others get nothing.
+    assert (await agents[0].next_command()).name is CommandName.STOP
+    assert all(agent.commands.empty() for agent in agents[1:])
+
+    # A second registration keeps the first one's time.
+    await agents[1].reconnect()
+    await agents[1].register()
+    async with client.app[DB].sessions() as session:
+        again = await session.get(AgentLink, bots[1].meeting_id)
+    assert again is not None and again.registered_at == first_registered[bots[1].meeting_id]
 
 
 async def test_a_batch_failing_midway_leaves_nothing_half_written_and_the_rest_is_stored_once(
