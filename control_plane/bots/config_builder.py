@@ -162,6 +162,22 @@ async def _outcome(work: Awaitable[BotConfig]) -> BotConfig | BaseException:
         return exc
 
 
+# Longest status_detail kept from a launcher's error (a provider's message is a sentence).
+_DETAIL_CHARS = 500
+
+
+def launch_failure_detail(exc: BaseException) -> str:
+    """The words a bot record shows for a failed launch (its ``status_detail``).
+
+    A launcher's refusal (:class:`LaunchError`, e.g. EC2's ``InsufficientInstanceCapacity:
+    …``) and a domain error (a Zoom token that could not be minted) are the user's to read,
+    cut to 500 characters; anything else is a fault of ours, whose trace stays in the log.
+    """
+    if isinstance(exc, LaunchError | DomainError):
+        return str(exc)[:_DETAIL_CHARS] or type(exc).__name__
+    return "the launcher failed unexpectedly; the control plane's log has the error"
+
+
 def log_launch_error(meeting: Meeting, exc: BaseException) -> None:
     """Log why a bot could not be launched: a warning for expected failures, else the trace."""
     fields = {"bot_id": str(meeting.bot_id), "meeting_id": meeting.id}

@@ -49,7 +49,11 @@ from agent.contracts.bot_config import BotConfig
 from agent.contracts.status import DUE_STATUSES, BotStatus, StatusReason
 from control_plane.api.idempotency import purge_expired
 from control_plane.background import BackgroundLoop
-from control_plane.bots.config_builder import BotConfigBuilder, log_launch_error
+from control_plane.bots.config_builder import (
+    BotConfigBuilder,
+    launch_failure_detail,
+    log_launch_error,
+)
 from control_plane.bots.live_count import fold_live_changes
 from control_plane.bots.status import change_status
 from control_plane.db.engine import Database
@@ -244,23 +248,25 @@ class Scheduler:
             self.metrics.scheduler_claimed.inc(len(meetings))
         return meetings
 
-    async def _launch(self, meeting: Meeting, config: BotConfig | None) -> LaunchHandle | None:
-        """Launch one claimed bot; None when it could not be launched."""
+    async def _launch(
+        self, meeting: Meeting, config: BotConfig | None
+    ) -> LaunchHandle | LaunchFailure:
+        """Launch one claimed bot; a :class:`LaunchFailure` when it could not be launched."""
         if config is None:
-            return None
+            return LaunchFailure("the bot's configuration could not be prepared")
         try:
             async with self._launch_slots:
                 handle = await self.launcher.launch(config)
         except Exception as exc:  # one broken launch must not stop the batch
             log_launch_error(meeting, exc)
-            return None
+            return LaunchFailure(launch_failure_detail(exc))
         log.info(
             "bot launched",
             extra={"bot_id": str(meeting.bot_id), "meeting_id": meeting.id, "container": handle.id},
         )
         return handle
 
-    async def _record(self, outcomes: dict[int, LaunchHandle | None]) -> None:
+    async def _record(self, outcomes: dict[int, LaunchHandle | LaunchFailure]) -> None:
         """Store handles (or ``failed``/``launch_failed``) of one batch in one transaction."""
         unwanted: list[LaunchHandle] = []
         async with self.database.sessions.begin() as session:
@@ -275,7 +281,7 @@ class Scheduler:
             for meeting in rows:
                 handle = outcomes[meeting.id]
                 requested = meeting.status == BotStatus.REQUESTED.value
-                if handle is None:
+                if isinstance(handle, LaunchFailure):
                     if requested:
                         await change_status(
                             session,
@@ -283,6 +289,7 @@ class Scheduler:
                             BotStatus.FAILED,
                             StatusReason.LAUNCH_FAILED.value,
                             hooks=self.status_hooks,
+                            detail=handle.detail,
                         )
                     continue
                 if meeting.bot_container_id is not None and meeting.bot_container_id != handle.id:
@@ -293,7 +300,7 @@ class Scheduler:
                 if not requested:
                     unwanted.append(handle)
         if self.metrics is not None:
-            ok = sum(1 for handle in outcomes.values() if handle is not None)
+            ok = sum(1 for handle in outcomes.values() if isinstance(handle, LaunchHandle))
             self.metrics.bots_launched.labels("ok").inc(ok)
             self.metrics.bots_launched.labels("failed").inc(len(outcomes) - ok)
         # Stopped while it was being launched: do not leave it running.
@@ -320,7 +327,19 @@ class Scheduler:
             await purge_expired(session, moment)
         if stale:
             log.warning("bot launches abandoned", extra={"count": len(stale)})
-            await self._record(dict.fromkeys(stale))
+            minutes = round(self.stale_claim.total_seconds() / 60)
+            await self._record(
+                dict.fromkeys(
+                    stale, LaunchFailure(f"not launched within {minutes} min of its claim")
+                )
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchFailure:
+    """A claimed bot that was not launched, and why (its ``status_detail``, docs/api.md 2.3)."""
+
+    detail: str
 
 
 SCHEDULER: web.AppKey[Scheduler] = web.AppKey("scheduler")

@@ -1,8 +1,8 @@
 """The status-change service: the ONE way a bot's status changes (docs/architecture.md §3).
 
 :func:`change_status` checks the move against ``agent.contracts.status.LEGAL_TRANSITIONS``,
-then, inside the caller's transaction: sets ``status``/``status_reason`` (``start_time`` on the
-first ``active``, ``end_time`` on a final status), adds a
+then, inside the caller's transaction: sets ``status``/``status_reason``/``status_detail``
+(``start_time`` on the first ``active``, ``end_time`` on a final status), adds a
 :class:`~control_plane.db.models.bot.BotStatusChange` audit row, and awaits every
 :data:`~control_plane.hooks.StatusHook` in order with the same session. The caller commits, so
 the change, its audit row and whatever the hooks write (the webhook outbox's
@@ -61,9 +61,11 @@ async def _apply(
     reason: str | None,
     hooks: Sequence[StatusHook],
     at: datetime,
+    detail: str | None = None,
 ) -> StatusChange:
     meeting.status = target.value
     meeting.status_reason = reason
+    meeting.status_detail = detail
     meeting.updated_at = at
     if target is BotStatus.ACTIVE and meeting.start_time is None:
         meeting.start_time = at
@@ -97,6 +99,7 @@ async def change_status(
     *,
     hooks: Sequence[StatusHook] = (),
     at: datetime | None = None,
+    detail: str | None = None,
 ) -> StatusChange:
     """Move ``meeting`` to ``target`` within the caller's transaction.
 
@@ -107,6 +110,8 @@ async def change_status(
         reason: ``status_reason`` code (docs/architecture.md §3), or None.
         hooks: In-transaction hooks, usually ``app[STATUS_HOOKS]``.
         at: When it happened; now when omitted.
+        detail: Human-readable words on the move, the bot record's ``status_detail``
+            (docs/api.md 2.3), e.g. a cloud provider's refusal; None clears the previous one.
 
     Returns:
         The change as the hooks saw it.
@@ -118,7 +123,7 @@ async def change_status(
     if not can_transition(current, target):
         raise IllegalTransition(f"a bot cannot go from {current.value} to {target.value}")
     return await _apply(
-        session, meeting, current.value, target, reason, hooks, at or datetime.now(UTC)
+        session, meeting, current.value, target, reason, hooks, at or datetime.now(UTC), detail
     )
 
 

@@ -20,6 +20,7 @@ def to_record(
         constructed_meeting_url=meeting.constructed_meeting_url,
         status=BotStatus(meeting.status),
         status_reason=meeting.status_reason,
+        status_detail=meeting.status_detail,
         bot_container_id=meeting.bot_container_id,
         start_time=meeting.start_time,
         end_time=meeting.end_time,

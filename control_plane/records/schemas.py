@@ -70,6 +70,13 @@ class BotRecord(BaseModel):
         + ", ".join(f"`{reason.value}`" for reason in StatusReason)
         + "."
     )
+    status_detail: str | None = Field(
+        default=None,
+        description="Human-readable words on the status when there are any: for "
+        "`launch_failed`, why the launcher could not start the bot (a cloud provider's error "
+        "code and message, e.g. `InsufficientInstanceCapacity: …`); null otherwise. Cleared by "
+        "the next status change (docs/api.md 2.3).",
+    )
     bot_container_id: str | None
     start_time: UtcDateTime | None
     end_time: UtcDateTime | None

@@ -327,7 +327,8 @@ async def test_capacity_and_rate_limits_are_retried_across_types_then_the_launch
     body = {"platform": "google_meet", "native_meeting_id": "abc-defg-hij"}
     created = await client.post("/api/v1/bots", json=body, headers=owner.headers)
     assert created.status == 201, await created.text()
-    bot_id = uuid.UUID((await created.json())["bot_id"])
+    created_body = await created.json()
+    bot_id = uuid.UUID(created_body["bot_id"])
 
     async def failed() -> bool:
         return (await _status(client, owner, bot_id))[0] == "failed"
@@ -341,6 +342,10 @@ async def test_capacity_and_rate_limits_are_retried_across_types_then_the_launch
     ]
     provider = f"after 2 rounds: {CAPACITY}: We currently do not have sufficient capacity"
     assert any(provider in reason for reason in reasons), reasons
+    # The API user reads the provider's reason on the bot record, not only the operator's log.
+    record = await (await client.get(f"/api/v1/bots/{bot_id}", headers=owner.headers)).json()
+    assert provider in record["status_detail"], record
+    assert created_body["status_detail"] is None  # nothing to say at creation
     assert faulty.refused == [CAPACITY] * 4
     assert bot_id not in set((await launcher.machines()).values())
 

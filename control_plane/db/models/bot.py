@@ -68,6 +68,9 @@ class Meeting(Base):
     zoom_connection_id: Mapped[int | None] = mapped_column(Integer, default=None)
     status: Mapped[str] = mapped_column(String(24))
     status_reason: Mapped[str | None] = mapped_column(String(64), default=None)
+    # Human-readable words on the status (the cloud provider's refusal of a launch); cleared by
+    # the next status change.
+    status_detail: Mapped[str | None] = mapped_column(Text, default=None)
     settings: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     scheduled_start_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
     join_offset_seconds: Mapped[int] = mapped_column(Integer, default=0)
