@@ -15,11 +15,13 @@ Status moves go through the status-change service; a move the status table does 
 :func:`store_batch` stores the frames of several links in the caller's one transaction (the
 link's batcher, :mod:`control_plane.agent_link.batch`): one ``last_seen_at`` update for every
 link in the batch, the batch's ``register`` frames in one update per agent version, one receipt
-lookup, one segment lookup and one lock of the meeting rows its ``status`` and ``participants``
-frames change, then each new frame's handler in order. A ``register``'s effects outside the
-database (the hub learns the agent is here, the stream is resumed, a pending stop is said
-again) follow its commit (:meth:`FrameStore.finish`), so a reconnect storm after a replica died
-costs a few transactions, not one per link. :meth:`FrameStore.apply` is the one-frame path.
+lookup and one lock of the meeting rows its ``status`` and ``participants`` frames change, then
+each new frame's handler in order; the receipts and the segments (an upsert by segment id) are
+written as plain rows in one statement each, without ORM objects. A ``register``'s effects
+outside the database (the hub learns the agent is here, the stream is resumed, a pending stop
+is said again) follow its commit (:meth:`FrameStore.finish`), so a reconnect storm after a
+replica died costs a few transactions, not one per link. :meth:`FrameStore.apply` is the
+one-frame path.
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select, tuple_, update
+from sqlalchemy import func, insert, select, tuple_, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -600,18 +604,9 @@ async def store_batch(
             if isinstance(frame, _MEETING_TYPES) and (store.meeting_id, frame.id) not in seen
         },
     )
-    segment_keys = [
-        (store.meeting_id, frame.segment.id)
-        for store, frame in stored
-        if isinstance(frame, TranscriptSegmentEvent)
-    ]
-    segments: dict[int, dict[str, Segment]] = {}
-    if segment_keys:
-        rows = await session.scalars(
-            select(Segment).where(tuple_(Segment.meeting_id, Segment.segment_id).in_(segment_keys))
-        )
-        for row in rows:
-            segments.setdefault(row.meeting_id, {})[row.segment_id] = row
+    receipts: list[dict[str, Any]] = []
+    # (meeting id, segment id) → the row's values; a later frame of the same segment wins.
+    segments: dict[tuple[int, str], dict[str, Any]] = {}
     outcomes = []
     for store, frame in entries:
         if not isinstance(frame, _STORED_TYPES):
@@ -623,17 +618,59 @@ async def store_batch(
             outcomes.append("duplicate")
             continue
         seen.add(key)
-        session.add(
-            AgentFrameReceipt(
-                meeting_id=store.meeting_id,
-                frame_id=frame.id,
-                frame_type=frame.type,
-                received_at=now,
-            )
+        receipts.append(
+            {
+                "meeting_id": store.meeting_id,
+                "frame_id": frame.id,
+                "frame_type": frame.type,
+                "received_at": now,
+            }
         )
         if isinstance(frame, TranscriptSegmentEvent):
-            store._fill_segment(session, frame, segments.setdefault(store.meeting_id, {}))
+            segments[(store.meeting_id, frame.segment.id)] = _segment_values(
+                store.meeting_id, frame
+            )
         else:
             await store._handlers[frame.type](session, frame)
         outcomes.append("stored")
+    if receipts:
+        await session.execute(insert(AgentFrameReceipt), receipts)
+    if segments:
+        await _upsert_segments(session, list(segments.values()))
     return outcomes
+
+
+def _segment_values(meeting_id: int, frame: TranscriptSegmentEvent) -> dict[str, Any]:
+    """The ``segments`` row of ``frame`` as column values."""
+    data = frame.segment
+    return {
+        "meeting_id": meeting_id,
+        "segment_id": data.id,
+        "start": data.start,
+        "end": data.end,
+        "absolute_start_time": data.absolute_start_time,
+        "absolute_end_time": data.absolute_end_time,
+        "text": data.text,
+        "speaker": data.speaker,
+        "language": data.language,
+        "completed": data.completed,
+        "tier": data.tier,
+    }
+
+
+async def _upsert_segments(session: AsyncSession, rows: list[dict[str, Any]]) -> None:
+    """Insert ``rows`` into ``segments``, replacing the row of a segment id already stored.
+
+    One statement for the batch (executed per row by the driver), no ORM objects: a final
+    segment replaces its partials by (meeting, segment id), on PostgreSQL and SQLite alike.
+    """
+    upsert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+    statement = upsert(Segment)
+    columns = [name for name in rows[0] if name not in ("meeting_id", "segment_id")]
+    await session.execute(
+        statement.on_conflict_do_update(
+            index_elements=["meeting_id", "segment_id"],
+            set_={name: statement.excluded[name] for name in columns},
+        ),
+        rows,
+    )

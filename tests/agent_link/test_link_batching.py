@@ -157,6 +157,31 @@ async def test_many_links_share_transactions_and_every_frame_is_stored_once_acke
         assert await _segments(client, bot) == sorted(f"s{n}" for n in range(15) if n % 5)
 
 
+async def test_a_final_segment_replaces_its_partials_within_a_batch_and_across_batches(
+    client: Client, launch_bot: LaunchBot, connect_agent: ConnectAgent
+) -> None:
+    bot = await launch_bot()
+    agent = await connect_agent(bot)
+    await agent.register()
+    together = [_segment(1, "first partial"), _segment(1, "first final")]
+    for frame in together:  # back to back: most often read into one group, one batch
+        await agent.send(frame, expect_ack=False)
+    for frame in together:
+        await asyncio.wait_for(agent._acks[frame.id], ACK_WAIT_S)
+    await agent.send(_segment(2, "second partial"))
+    await agent.send(_segment(2, "second final"))
+    async with client.app[DB].sessions() as session:
+        rows = (
+            await session.execute(
+                select(SegmentRow.segment_id, SegmentRow.text, SegmentRow.end)
+                .where(SegmentRow.meeting_id == bot.meeting_id)
+                .order_by(SegmentRow.segment_id)
+            )
+        ).all()
+    assert [tuple(row) for row in rows] == [("s1", "first final", 1.5), ("s2", "second final", 2.5)]
+    assert len(await _receipts(client, bot)) == 4  # every frame stored once
+
+
 async def test_a_reconnect_storm_registers_in_shared_transactions_and_says_a_pending_stop_again(
     client: Client, launch_bot: LaunchBot, connect_agent: ConnectAgent
 ) -> None:
