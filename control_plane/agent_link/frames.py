@@ -31,9 +31,9 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import func, insert, select, tuple_, update
+from sqlalchemy import Table, func, insert, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
@@ -101,6 +101,9 @@ _Handler = Callable[[AsyncSession, Any], Awaitable[None]]
 _TOUCH_EVERY = timedelta(seconds=1)
 # Frames whose handler changes their meeting's row under its lock.
 _MEETING_TYPES = (StatusEvent, ParticipantsEvent)
+# The tables themselves: statements on them are Core executemany, not the ORM's bulk path.
+_RECEIPTS = cast(Table, AgentFrameReceipt.__table__)
+_SEGMENTS = cast(Table, Segment.__table__)
 # session.info key: meeting id → the Meeting row a batch locked for its frames at once.
 _LOCKED_MEETINGS = "meetbot_link_locked_meetings"
 
@@ -634,7 +637,7 @@ async def store_batch(
             await store._handlers[frame.type](session, frame)
         outcomes.append("stored")
     if receipts:
-        await session.execute(insert(AgentFrameReceipt), receipts)
+        await session.execute(insert(_RECEIPTS), receipts)
     if segments:
         await _upsert_segments(session, list(segments.values()))
     return outcomes
@@ -665,7 +668,7 @@ async def _upsert_segments(session: AsyncSession, rows: list[dict[str, Any]]) ->
     segment replaces its partials by (meeting, segment id), on PostgreSQL and SQLite alike.
     """
     upsert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
-    statement = upsert(Segment)
+    statement = upsert(_SEGMENTS)
     columns = [name for name in rows[0] if name not in ("meeting_id", "segment_id")]
     await session.execute(
         statement.on_conflict_do_update(
