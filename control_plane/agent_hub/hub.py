@@ -22,6 +22,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -60,6 +61,8 @@ class AgentHub:
         self.metrics = metrics
         self.streams = BotStreams(self.send, self.connected, stream_window_bytes)
         self._sockets: dict[UUID, web.WebSocketResponse] = {}
+        # When each open link here last read a frame.
+        self._heard: dict[UUID, datetime] = {}
         self._registered: dict[UUID, asyncio.Event] = {}
         self._pending: dict[str, asyncio.Future[CommandResult]] = {}
         self._send_locks: dict[UUID, asyncio.Lock] = {}
@@ -84,6 +87,7 @@ class AgentHub:
         """Forget ``ws`` if it is still the bot's link; registration ends with the link."""
         if self._sockets.get(bot_id) is ws:
             del self._sockets[bot_id]
+            self._heard.pop(bot_id, None)
             self._send_locks.pop(bot_id, None)
             self._registered.pop(bot_id, None)
             self._count_links()
@@ -96,12 +100,25 @@ class AgentHub:
     async def disconnect(self, bot_id: UUID) -> None:
         """Close the bot's link if it is open here (its agent was given up on)."""
         ws = self._sockets.pop(bot_id, None)
+        self._heard.pop(bot_id, None)
         self._send_locks.pop(bot_id, None)
         self._count_links()
         self.streams.end(bot_id)
         if ws is not None and not ws.closed:
             with contextlib.suppress(ConnectionError):
                 await ws.close(code=4001, message=b"agent given up")
+
+    def heard(self, bot_id: UUID, at: datetime | None = None) -> None:
+        """Note that the bot's link here read a frame (stored or not yet) ``at`` (now)."""
+        self._heard[bot_id] = at or datetime.now(UTC)
+
+    def last_heard(self, bot_id: UUID) -> datetime | None:
+        """When the bot's link here last read a frame; None when no link is open here.
+
+        An agent heard lately is not silent even when its frames still wait to be stored
+        (its ``last_seen_at`` moves at their commit): the reaper spares it.
+        """
+        return self._heard.get(bot_id) if self.connected(bot_id) else None
 
     def connected(self, bot_id: UUID) -> bool:
         """Whether an agent link for ``bot_id`` is open here."""

@@ -126,6 +126,7 @@ async def agent_link(request: web.Request) -> web.StreamResponse:
         async for message in ws:
             if message.type != WSMsgType.TEXT:
                 continue
+            hub.heard(bot_id)
             try:
                 frame = parse_agent_frame(message.data)
             except ValidationError:

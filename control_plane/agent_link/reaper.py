@@ -9,7 +9,9 @@ that have an agent link:
   ``failed`` / ``launch_failed``.
 
 Silence is counted from this process's start at the earliest, so a control plane that was
-down longer than the timeout does not condemn every agent before they could reconnect. The
+down longer than the timeout does not condemn every agent before they could reconnect. An
+agent whose link on this process read a frame within the timeout is not silent either, even
+when its frames (and so ``last_seen_at``) still wait for their commit. The
 move is re-checked under the row lock, so two replicas reaping together fail a bot once. The
 launcher is then asked to terminate the bot's VM (or process), and an open link is closed.
 
@@ -125,14 +127,21 @@ class Reaper:
         async with self._db.reads() as session:
             rows = (
                 await session.execute(
-                    select(Meeting.id, AgentLink.last_seen_at, AgentLink.launched_at)
+                    select(
+                        Meeting.id, Meeting.bot_id, AgentLink.last_seen_at, AgentLink.launched_at
+                    )
                     .join(AgentLink, AgentLink.meeting_id == Meeting.id)
                     .where(Meeting.status.in_(live))
                 )
             ).all()
         reaped: list[Reaped] = []
-        for meeting_id, last_seen, launched in rows:
+        for meeting_id, bot_id, last_seen, launched in rows:
             if self._verdict(last_seen, launched, moment) is None:
+                continue
+            heard = self._hub.last_heard(bot_id)
+            if heard is not None and heard + self._heartbeat_timeout >= moment:
+                # Its link here reads frames that wait to be stored (an overloaded replica,
+                # a reconnect storm): behind is not silent.
                 continue
             outcome = await self._fail(meeting_id, moment)
             if outcome is not None:

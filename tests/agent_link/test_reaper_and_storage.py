@@ -111,6 +111,35 @@ async def test_silence_counts_from_the_control_planes_start(
     assert len(await reaper.sweep(now + timedelta(seconds=31))) == 1
 
 
+async def test_an_agent_whose_frames_wait_to_be_stored_here_is_not_reaped(
+    client: Client, launch_bot: LaunchBot, connect_agent: ConnectAgent
+) -> None:
+    bot = await launch_bot(BotStatus.ACTIVE)
+    agent = await connect_agent(bot)
+    await agent.register()
+    long_ago = datetime.now(UTC) - timedelta(hours=1)
+    async with client.app[DB].sessions.begin() as session:
+        # As if its frames were still queued behind a backlog: the stored time is old.
+        await session.execute(
+            update(AgentLink)
+            .where(AgentLink.meeting_id == bot.meeting_id)
+            .values(last_seen_at=long_ago)
+        )
+    reaper = _reaper(client)
+    later = datetime.now(UTC) + timedelta(seconds=61)
+    client.app[AGENT_HUB].heard(bot.bot_id, at=later - timedelta(seconds=20))  # its link reads
+    assert await reaper.sweep(later) == []
+    assert await _status(client, bot.meeting_id) == ("active", None)
+
+    await agent.close()  # gone from here: the stored silence decides again
+    for _ in range(50):
+        if not client.app[AGENT_HUB].connected(bot.bot_id):
+            break
+        await asyncio.sleep(0.02)
+    reaped = await reaper.sweep(later)
+    assert [(r.bot_id, r.reason.value) for r in reaped] == [(bot.bot_id, "agent_lost")]
+
+
 async def test_the_running_app_reaps_an_agent_that_stops_heartbeating(
     settings: Settings, owner: Caller, launch_bot: LaunchBot, aiohttp_client: AiohttpClient
 ) -> None:
