@@ -533,6 +533,7 @@ async def _register_all(
                 agent_version=version,
                 registered_at=func.coalesce(AgentLink.registered_at, now),
             )
+            .execution_options(synchronize_session=False)
         )
     statuses = dict(
         (
@@ -580,8 +581,13 @@ async def store_batch(
         LookupError: A link's meeting is gone.
     """
     meeting_ids = sorted({store.meeting_id for store, _ in entries})
+    # No AgentLink object lives in a batch's session: nothing to synchronise (the ORM's
+    # evaluation of the WHERE against its identity map showed in the profile).
     await session.execute(
-        update(AgentLink).where(AgentLink.meeting_id.in_(meeting_ids)).values(last_seen_at=now)
+        update(AgentLink)
+        .where(AgentLink.meeting_id.in_(meeting_ids))
+        .values(last_seen_at=now)
+        .execution_options(synchronize_session=False)
     )
     for store, _ in entries:
         store._touched_at = now
