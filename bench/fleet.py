@@ -1,8 +1,9 @@
 """Fleet benchmark: N simulated agents on the real link protocol against control-plane replicas.
 
-Every agent is the real link client (:class:`agent.link.client.LinkClient` with its SQLite
-:class:`agent.link.outbox.Outbox` and its stream :class:`agent.sse.log.EventLog`), with no
-browser and no whisper behind it: it sends a ``transcript_segment`` every 3-5 s, a
+Every agent is the real link client (:class:`agent.link.client.LinkClient` with the SQL of its
+:class:`agent.link.outbox.Outbox`, in memory and without worker threads, and its stream
+:class:`agent.sse.log.EventLog`), all on this process's one event loop, with no browser and no
+whisper behind it: it sends a ``transcript_segment`` every 3-5 s, a
 ``participants`` change every 20-40 s, a partial transcript to its stream (relayed, not stored)
 every second, heartbeats every 5 s (the client's own), and answers every command it is sent.
 The control plane runs as ``--replicas`` separate processes (``python -m control_plane``, the
@@ -18,8 +19,13 @@ database afterwards: losses (frames sent, no longer in their agent's outbox, but
 receipt) and duplicates (webhook events beyond one per joined participant per frame), both of
 which must be 0, frames still pending when the drain's minute ran out, and the load average.
 
+On a small machine, pin the replicas and the agents to different CPUs (``--replica-cpus 1
+--fleet-cpus 0``): otherwise the simulated fleet takes the replicas' CPU and the figures
+measure the simulator. PostgreSQL is not pinned. ``replica_cpu_wait_s`` says how long the
+replicas were ready to run but had no CPU (the machine's other work).
+
 Usage: ``.venv/bin/python bench/fleet.py --database-url postgresql+asyncpg://… [--agents 200]
-[--replicas 1|2] [--seconds 60] [--kill-at 30]``.
+[--replicas 1|2] [--seconds 60] [--kill-at 30] [--replica-cpus 1 --fleet-cpus 0]``.
 """
 
 from __future__ import annotations
