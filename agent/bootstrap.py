@@ -2,7 +2,9 @@
 
 Run by ``meetbot-agent.service`` (as root, before the agent starts): reads the grant that
 cloud-init wrote (:data:`agent.contracts.bootstrap.BOOTSTRAP_GRANT_FILE`), posts its one-time
-token to ``{control_plane_url}/internal/v1/agents/{bot_id}/bootstrap`` and writes the answer,
+token to ``{control_plane_url}/internal/v1/agents/{bot_id}/bootstrap`` with the JSON Schema of the
+``BotConfig`` this agent accepts (so a newer control plane fits the config to it, or refuses
+with ``agent_incompatible`` and says which option the image predates) and writes the answer,
 the bot's ``BotConfig``, to ``--out`` (mode 0600, owned by ``--owner``). Until the network and
 the control plane answer it retries (connection errors, 5xx) for ``--wait-seconds``; a 4xx
 (token unknown, used or expired) is final.
@@ -24,7 +26,8 @@ from pathlib import Path
 import aiohttp
 from pydantic import ValidationError
 
-from agent.contracts.bootstrap import BOOTSTRAP_GRANT_FILE, BootstrapGrant
+from agent import __version__
+from agent.contracts.bootstrap import BOOTSTRAP_GRANT_FILE, BootstrapGrant, BootstrapRequest
 from agent.contracts.bot_config import BotConfig
 from agent.contracts.wire import agent_bootstrap_path, bearer
 
@@ -45,10 +48,14 @@ async def exchange(grant: BootstrapGrant, *, wait_seconds: float = 600.0) -> Bot
     deadline = loop.time() + wait_seconds
     delay = 1.0
     last = "no attempt"
+    request = BootstrapRequest(
+        config_schema=BotConfig.model_json_schema(), agent_version=__version__
+    ).model_dump_json()
+    headers = {**bearer(grant.bootstrap_token), "Content-Type": "application/json"}
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
         while True:
             try:
-                async with session.post(url, headers=bearer(grant.bootstrap_token)) as resp:
+                async with session.post(url, data=request, headers=headers) as resp:
                     body = await resp.read()
                     if resp.status == 200:
                         return BotConfig.model_validate_json(body)

@@ -7,11 +7,15 @@ one-time bootstrap token that expires. The launcher writes it (cloud-init ``writ
 bot's ``BotConfig`` at ``POST {control_plane_url}/internal/v1/agents/{bot_id}/bootstrap``
 (``Authorization: Bearer <bootstrap_token>``) before it starts the agent. The exchange works
 once: 401 ``invalid_bootstrap_token`` (unknown token, or another bot's), 401
-``bootstrap_token_expired``, 409 ``bootstrap_token_used``.
+``bootstrap_token_expired``, 409 ``bootstrap_token_used``. The machine's request body
+(:class:`BootstrapRequest`) says which ``BotConfig`` its agent accepts, so a control plane newer
+than the image leaves out options the agent predates while they are unset, and refuses (409
+``agent_incompatible``, the bot ``failed``/``launch_failed``) when one is set.
 """
 
 from __future__ import annotations
 
+from typing import Any
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -31,3 +35,19 @@ class BootstrapGrant(BaseModel):
     control_plane_url: str = Field(min_length=1, description="Base URL, as the machine reaches it.")
     bot_id: UUID
     bootstrap_token: str = Field(min_length=1, max_length=128)
+
+
+class BootstrapRequest(BaseModel):
+    """The body of the bootstrap exchange: what the machine's agent can run.
+
+    Attributes:
+        config_schema: The JSON Schema (pydantic's ``model_json_schema``, draft 2020-12) of the
+            ``BotConfig`` this agent validates; absent from agents older than the field, which
+            get the config as it is.
+        agent_version: meetbot's version on the machine (for the control plane's log).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    config_schema: dict[str, Any] | None = None
+    agent_version: str | None = Field(default=None, max_length=64)

@@ -1,9 +1,13 @@
 """Internal routes a bot's machine calls around its agent: the bootstrap and late artifacts.
 
 - ``POST /internal/v1/agents/{bot_id}/bootstrap`` (``Authorization: Bearer <bootstrap
-  token>``, no body) — answers the bot's ``BotConfig`` (with its agent token) once; 401
+  token>``; body :class:`~agent.contracts.bootstrap.BootstrapRequest`, or none from agents
+  older than it) — answers the bot's ``BotConfig`` (with its agent token) once, fitted to the
+  ``config_schema`` the agent posted (:mod:`control_plane.agent_link.compatibility`); 401
   ``invalid_bootstrap_token`` for an unknown token or another bot's, 401
-  ``bootstrap_token_expired``, 409 ``bootstrap_token_used``. A launcher that keeps the grant
+  ``bootstrap_token_expired``, 409 ``bootstrap_token_used``; 409 ``agent_incompatible`` when
+  the agent predates an option the bot uses (the token is spent and the bot becomes
+  ``failed``/``launch_failed``: that image cannot run it). A launcher that keeps the grant
   (:class:`~control_plane.launchers.base.GrantKeeper`: ``kubernetes``'s Secret) deletes it then.
 - ``POST /internal/v1/agents/{bot_id}/artifacts`` (agent token; body ``ArtifactReport``) —
   stores an artifact uploaded through an upload slot after the agent's link is gone (the
@@ -15,11 +19,14 @@
 from __future__ import annotations
 
 import logging
+import uuid
 
 from aiohttp import web
 from sqlalchemy import select
 
+from agent.contracts.bootstrap import BootstrapRequest
 from agent.contracts.link import ArtifactReport
+from agent.contracts.status import BotStatus, StatusReason, can_transition
 from agent.contracts.wire import (
     AGENT_ARTIFACTS_PATH,
     AGENT_BOOTSTRAP_PATH,
@@ -29,11 +36,14 @@ from agent.contracts.wire import (
 from control_plane.agent_hub.artifacts import record_artifact
 from control_plane.agent_hub.bootstrap_tokens import BOOTSTRAP_TOKENS, BootstrapRefused
 from control_plane.agent_hub.keys import STORAGE, STREAM_SIGNER
+from control_plane.agent_link.compatibility import IncompatibleAgent, fit_config
 from control_plane.agent_link.endpoint import authenticate_agent
 from control_plane.api.http import path_uuid, read_body
+from control_plane.bots.status import change_status, lock_meeting
 from control_plane.db.engine import DB
 from control_plane.db.models.bot import Meeting
 from control_plane.errors import AuthError, Conflict, ErrorItem, NotConfigured, Validation
+from control_plane.hooks import STATUS_HOOKS
 from control_plane.launchers.base import LAUNCHER, GrantKeeper, LaunchError
 from control_plane.storage.base import bot_prefix
 
@@ -54,6 +64,8 @@ async def bootstrap(request: web.Request) -> web.Response:
     tokens = request.app.get(BOOTSTRAP_TOKENS)
     if tokens is None:
         raise NotConfigured("this control plane issues no bootstrap tokens")
+    # Read before the token is spent: a malformed body is the caller's to fix and resend.
+    asks = await read_body(request, BootstrapRequest) if request.body_exists else None
     try:
         config = await tokens.redeem(bot_id, token)
     except BootstrapRefused as exc:
@@ -71,14 +83,49 @@ async def bootstrap(request: web.Request) -> web.Response:
         ) from exc
     signer = request.app[STREAM_SIGNER]
     config = config.model_copy(update={"agent_token": signer.agent_token(bot_id)})
-    logger.info("bootstrap token exchanged", extra={"bot_id": str(bot_id)})
     launcher = request.app[LAUNCHER]
     if isinstance(launcher, GrantKeeper):  # the used grant is deleted where it is kept
         try:
             await launcher.grant_used(bot_id)
         except LaunchError:
             logger.exception("used bootstrap grant not deleted", extra={"bot_id": str(bot_id)})
-    return web.json_response(text=config.model_dump_json())
+    if asks is None or asks.config_schema is None:
+        logger.info("bootstrap token exchanged", extra={"bot_id": str(bot_id)})
+        return web.json_response(text=config.model_dump_json())
+    try:
+        fitted = fit_config(config, asks.config_schema)
+    except IncompatibleAgent as exc:
+        await _fail_incompatible(request.app, bot_id, asks.agent_version, exc)
+        raise Conflict(
+            "the agent on this bot's machine cannot run this bot: " + str(exc),
+            code="agent_incompatible",
+        ) from exc
+    logger.info(
+        "bootstrap token exchanged",
+        extra={"bot_id": str(bot_id), "agent_version": asks.agent_version},
+    )
+    return web.json_response(fitted)
+
+
+async def _fail_incompatible(
+    app: web.Application, bot_id: uuid.UUID, agent_version: str | None, exc: IncompatibleAgent
+) -> None:
+    """Fail the bot ``launch_failed``: its machine's image cannot run it (logged with why)."""
+    logger.error(
+        "bot image too old for this bot's options",
+        extra={"bot_id": str(bot_id), "agent_version": agent_version, "problems": exc.problems},
+    )
+    hooks = app[STATUS_HOOKS]
+    async with app[DB].sessions.begin() as session:
+        meeting = await lock_meeting(session, bot_id=bot_id)
+        if meeting is not None and can_transition(BotStatus(meeting.status), BotStatus.FAILED):
+            await change_status(
+                session,
+                meeting,
+                BotStatus.FAILED,
+                StatusReason.LAUNCH_FAILED.value,
+                hooks=hooks,
+            )
 
 
 @routes.post(AGENT_ARTIFACTS_PATH)

@@ -2,7 +2,9 @@
 
 The exchange (``POST /internal/v1/agents/{bot_id}/bootstrap``) answers the config once, only for
 its own bot and before expiry; the database keeps only the token's digest and a config without
-the agent token. ``agent.bootstrap`` and ``agent.log_upload`` (what ``meetbot-agent.service``
+the agent token. An agent posts the schema of the config it accepts: options it predates are
+left out while unset, and refused (the bot ``failed``/``launch_failed``) when set.
+``agent.bootstrap`` and ``agent.log_upload`` (what ``meetbot-agent.service``
 runs on the VM) talk to the app served on a real port, and the uploaded log is listed in the
 full meeting record and downloadable.
 """
@@ -20,11 +22,13 @@ from urllib.parse import urlsplit
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
+from pydantic import BaseModel, ConfigDict, create_model
 from pytest_aiohttp import AiohttpClient, AiohttpServer
 from sqlalchemy import select, update
 
 from agent.bootstrap import BootstrapRefusedError, exchange, write_config
-from agent.contracts.bootstrap import BootstrapGrant
+from agent.contracts.bootstrap import BootstrapGrant, BootstrapRequest
+from agent.contracts.bot_config import BotConfig, RecordingFormat
 from agent.contracts.link import ArtifactKind, ArtifactReport
 from agent.contracts.wire import agent_artifacts_path, agent_bootstrap_path, bearer
 from agent.log_upload import LOG_CONTENT_TYPE, upload_log
@@ -237,3 +241,100 @@ async def test_an_upload_slot_on_a_loopback_public_url_names_the_host_the_machin
         f"http://10.0.2.2:4321/internal/v1/artifacts/bots/{bot.bot_id}/logs/"
     )
     assert slot["agent_auth"] is True
+
+
+def _older_agent(dropped: str) -> type[BaseModel]:
+    """The ``BotConfig`` of an agent built before the field ``dropped`` existed."""
+    fields: dict[str, Any] = {
+        name: (field.annotation, field)
+        for name, field in BotConfig.model_fields.items()
+        if name != dropped
+    }
+    return create_model("BotConfig", __config__=ConfigDict(frozen=True, extra="forbid"), **fields)
+
+
+async def _post_asking(
+    client: Client, bot_id: uuid.UUID, token: str, schema: dict[str, Any]
+) -> tuple[int, dict[str, Any]]:
+    request = BootstrapRequest(config_schema=schema, agent_version="0.0.9")
+    response = await client.post(
+        agent_bootstrap_path(bot_id),
+        data=request.model_dump_json(),
+        headers={**bearer(token), "Content-Type": "application/json"},
+    )
+    return response.status, await response.json()
+
+
+async def _status(client: Client, bot: LaunchedBot) -> tuple[str, str | None]:
+    async with client.app[DB].sessions() as session:
+        meeting = await session.get(Meeting, bot.meeting_id)
+        assert meeting is not None
+        return meeting.status, meeting.status_reason
+
+
+async def test_an_older_agent_gets_the_config_without_options_it_predates_that_are_unset(
+    client: Client, launch_bot: LaunchBot
+) -> None:
+    bot = await launch_bot()
+    older = _older_agent("refine_after_meeting")
+    assert not bot.config.refine_after_meeting  # unset: the older agent loses nothing
+    status, body = await _post_asking(
+        client, bot.bot_id, await _issue(client, bot), older.model_json_schema()
+    )
+    assert status == 200
+    assert "refine_after_meeting" not in body
+    config = older.model_validate(body)  # what the older agent does with the answer
+    assert config.agent_token == bot.token  # type: ignore[attr-defined]
+    assert await _status(client, bot) != ("failed", "launch_failed")
+
+
+async def test_an_option_the_agent_predates_fails_the_bot_with_the_option_named(
+    client: Client, launch_bot: LaunchBot
+) -> None:
+    bot = await launch_bot()
+    machine_config = bot.config.model_copy(
+        update={"control_plane_url": _base(client), "refine_after_meeting": True}
+    )
+    token = await client.app[BOOTSTRAP_TOKENS].issue(machine_config)
+    older = _older_agent("refine_after_meeting").model_json_schema()
+
+    status, body = await _post_asking(client, bot.bot_id, token, older)
+    assert (status, body["code"]) == (409, "agent_incompatible")
+    assert "refine_after_meeting" in body["detail"] and "True" in body["detail"]
+    assert await _status(client, bot) == ("failed", "launch_failed")
+    status, body = await _post_asking(client, bot.bot_id, token, older)  # spent all the same
+    assert (status, body["code"]) == (409, "bootstrap_token_used")
+
+
+async def test_a_value_the_agent_predates_is_refused_where_it_is(
+    client: Client, launch_bot: LaunchBot
+) -> None:
+    bot = await launch_bot()
+    settings = bot.config.settings.model_copy(update={"recording_format": RecordingFormat.WEBM})
+    machine_config = bot.config.model_copy(
+        update={"control_plane_url": _base(client), "settings": settings}
+    )
+    token = await client.app[BOOTSTRAP_TOKENS].issue(machine_config)
+    older = BotConfig.model_json_schema()
+    older["$defs"]["RecordingFormat"]["enum"].remove("webm")  # an agent from before webm
+
+    status, body = await _post_asking(client, bot.bot_id, token, older)
+    assert (status, body["code"]) == (409, "agent_incompatible")
+    assert "settings.recording_format" in body["detail"] and "'webm'" in body["detail"]
+    assert await _status(client, bot) == ("failed", "launch_failed")
+
+
+async def test_a_malformed_request_is_refused_before_the_token_is_spent(
+    client: Client, launch_bot: LaunchBot
+) -> None:
+    bot = await launch_bot()
+    token = await _issue(client, bot)
+    response = await client.post(
+        agent_bootstrap_path(bot.bot_id),
+        data='{"config_schema": "not an object"}',
+        headers={**bearer(token), "Content-Type": "application/json"},
+    )
+    assert response.status == 422
+    status, body = await _post_asking(client, bot.bot_id, token, {"type": "object"})
+    assert (status, body["code"]) == (409, "agent_incompatible")  # no properties: not a config
+    assert "config_schema" in body["detail"]
