@@ -7,7 +7,8 @@
   ``invalid_bootstrap_token`` for an unknown token or another bot's, 401
   ``bootstrap_token_expired``, 409 ``bootstrap_token_used``; 409 ``agent_incompatible`` when
   the agent predates an option the bot uses (the token is spent and the bot becomes
-  ``failed``/``launch_failed``: that image cannot run it). A launcher that keeps the grant
+  ``failed``/``launch_failed``, the problems in its ``status_detail``: that image cannot run
+  it). A launcher that keeps the grant
   (:class:`~control_plane.launchers.base.GrantKeeper`: ``kubernetes``'s Secret) deletes it then.
 - ``POST /internal/v1/agents/{bot_id}/artifacts`` (agent token; body ``ArtifactReport``) —
   stores an artifact uploaded through an upload slot after the agent's link is gone (the
@@ -107,6 +108,12 @@ async def bootstrap(request: web.Request) -> web.Response:
     return web.json_response(fitted)
 
 
+def _detail(exc: IncompatibleAgent) -> str:
+    """The bot record's ``status_detail``: what the image predates (at most 500 characters)."""
+    text = "the bot image's agent cannot run this bot: " + "; ".join(exc.problems)
+    return text if len(text) <= 500 else text[:497] + "..."
+
+
 async def _fail_incompatible(
     app: web.Application, bot_id: uuid.UUID, agent_version: str | None, exc: IncompatibleAgent
 ) -> None:
@@ -125,6 +132,7 @@ async def _fail_incompatible(
                 BotStatus.FAILED,
                 StatusReason.LAUNCH_FAILED.value,
                 hooks=hooks,
+                detail=_detail(exc),
             )
 
 

@@ -302,6 +302,10 @@ async def test_an_option_the_agent_predates_fails_the_bot_with_the_option_named(
     assert (status, body["code"]) == (409, "agent_incompatible")
     assert "refine_after_meeting" in body["detail"] and "True" in body["detail"]
     assert await _status(client, bot) == ("failed", "launch_failed")
+    async with client.app[DB].sessions() as session:  # what GET /api/v1/bots/{id} shows
+        meeting = await session.get(Meeting, bot.meeting_id)
+        assert meeting is not None and meeting.status_detail is not None
+        assert "refine_after_meeting" in meeting.status_detail
     status, body = await _post_asking(client, bot.bot_id, token, older)  # spent all the same
     assert (status, body["code"]) == (409, "bootstrap_token_used")
 
