@@ -161,6 +161,7 @@ class Bot:
             audio=self.capture.stats,
         )
         self.uploader = ArtifactUploader(config.agent_token, settings.data_dir / "artifacts")
+        self.media.ship_pieces_to(self.uploader, config.control_plane_url)
         self.speaker = Speaker(
             synthesizer_for(settings),
             PageMicrophone(self.browser, self.adapter),

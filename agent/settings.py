@@ -203,6 +203,10 @@ class AgentSettings(BaseSettings):
     # captures video (JPEG quality 0-100); identical consecutive views are stored once.
     recording_video_fps: float = Field(default=1.0, gt=0, le=10)
     recording_jpeg_quality: int = Field(default=70, ge=10, le=100)
+    # A recording longer than this many seconds of meeting is cut into pieces, each encoded
+    # and uploaded as soon as it ends (agent/recording/pieces.py), so a crash late in a long
+    # meeting keeps all but the last piece. 0: one file, encoded after the meeting.
+    recording_piece_seconds: float = Field(default=600.0, ge=0)
     # With a display and a PulseAudio server (above) a video recording is the screen instead:
     # ffmpeg grabs it at this constant frame rate with the meeting's 48 kHz sound
     # (agent/recording/screen.py).
