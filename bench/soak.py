@@ -22,7 +22,7 @@ states the goals (≤ 50 MB per hour of new audio after a 5-minute warm-up, < 90
 the last window's latency and CPU equal to the first's, every turn transcribed, the recording
 as long as the meeting).
 
-Usage: ``python -m bench.soak [--minutes 20] [--every 60] [--samples soak.jsonl]``.
+Usage: ``python -m bench.soak [--minutes 20] [--every 60] [--samples soak.jsonl] [--language en]``.
 Plays the speech corpus (``MEETBOT_SPEECH_DIR`` or ``../shared/data/speech``), else the speech
 packaged with testmeeting; needs ffprobe.
 """
@@ -225,6 +225,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--window", type=float, default=600.0, help="seconds per window")
     parser.add_argument("--samples", type=Path, help="also write the JSON lines here")
     parser.add_argument(
+        "--language", help="the bot's language (e.g. en: tiny.en alone, no detection model)"
+    )
+    parser.add_argument(
         "--data-dir", type=Path, help="keep the demo's folder (logs, recording) here"
     )
     args = parser.parse_args(argv)
@@ -248,6 +251,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         command += ["--style", "soak", "--scenario-seconds", str(seconds), "--record"]
         command += ["--json-summary", str(summary_path), "--data-dir", str(data_dir)]
         command += ["--timeout", str(seconds + 600)]
+        if args.language:
+            command += ["--language", args.language]
         env = {**os.environ, "MEETBOT_SPEECH_DIR": str(speech)}
         demo = subprocess.Popen(  # noqa: S603 - our own CLI with fixed arguments
             command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -292,6 +297,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         out.emit(
             metric="soak_summary",
             platform=args.platform,
+            language=args.language,
             minutes=args.minutes,
             wall_s=round(time.monotonic() - began),
             active_from_s=None if active_at is None else round(active_at - began_epoch, 1),
