@@ -63,6 +63,7 @@ from agent.link.outbox import Outbox
 from agent.live_actions import LiveActions
 from agent.live_settings import SettingsApplier
 from agent.media import MeetingMedia
+from agent.memory.budget import read_budget, thresholds_mb
 from agent.memory.guard import MemoryGuard, Relief, Thresholds
 from agent.memory.relief import trim_heap
 from agent.platforms import adapter_for
@@ -160,6 +161,7 @@ class Bot:
             audio=self.capture.stats,
         )
         self.uploader = ArtifactUploader(config.agent_token, settings.data_dir / "artifacts")
+        self.media.ship_pieces_to(self.uploader, config.control_plane_url)
         self.speaker = Speaker(
             synthesizer_for(settings),
             PageMicrophone(self.browser, self.adapter),
@@ -181,10 +183,13 @@ class Bot:
             voice_enabled=lambda: self.media.settings.voice_agent_enabled,
         )
 
+        warn_mb, limit_mb = thresholds_mb(
+            settings.memory_warn_mb, settings.memory_limit_mb, read_budget()
+        )
         self.memory = MemoryGuard(
             Thresholds(
-                warn_mb=settings.memory_warn_mb,
-                limit_mb=settings.memory_limit_mb,
+                warn_mb=warn_mb,
+                limit_mb=limit_mb,
                 interval=settings.memory_interval_seconds,
                 cooldown=settings.memory_relief_cooldown_seconds,
             ),

@@ -19,6 +19,7 @@ from agent.browser.session import BrowserSession
 from agent.capture.pcm import AudioCapture
 from agent.contracts.bot_config import BotSettings
 from agent.events import BotEvents
+from agent.recording.pieces import Shipping
 from agent.recording.recorder import MeetingRecorder
 from agent.recording.screen import ScreenSource
 from agent.recording.silence import SilenceCheck, SoundVerdict
@@ -71,6 +72,7 @@ class MeetingMedia:
         )
         # Recording off: nothing is tapped, nothing written (docs/api.md Part 1 recording_enabled).
         self.recorder: MeetingRecorder | None = None
+        self._pieces_to: tuple[ArtifactUploader, str | None] | None = None
         self.joined_at: float | None = None
         # On the bot's own sound server: does the meeting's sound reach its device?
         self.silence_check: SilenceCheck | None = None
@@ -123,8 +125,16 @@ class MeetingMedia:
         if self.settings.recording_enabled:
             self._start_recorder(joined_at)
 
+    def ship_pieces_to(self, uploader: ArtifactUploader, control_plane_url: str | None) -> None:
+        """Where a long recording's pieces go while the meeting goes on (before :meth:`start`)."""
+        self._pieces_to = (uploader, control_plane_url)
+
     def _start_recorder(self, at: float) -> None:
         if self.recorder is None:
+            shipping = None
+            if self._pieces_to is not None:
+                uploader, url = self._pieces_to
+                shipping = Shipping(uploader, lambda: self.events, url, self._bot_id)
             self.recorder = MeetingRecorder(
                 self._capture,
                 self._browser,
@@ -133,6 +143,8 @@ class MeetingMedia:
                 video_fps=self._host.recording_video_fps,
                 jpeg_quality=self._host.recording_jpeg_quality,
                 screen=self._screen(),
+                piece_seconds=self._host.recording_piece_seconds,
+                shipping=shipping,
             )
         self.recorder.start(at)
 

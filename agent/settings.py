@@ -203,6 +203,10 @@ class AgentSettings(BaseSettings):
     # captures video (JPEG quality 0-100); identical consecutive views are stored once.
     recording_video_fps: float = Field(default=1.0, gt=0, le=10)
     recording_jpeg_quality: int = Field(default=70, ge=10, le=100)
+    # A recording longer than this many seconds of meeting is cut into pieces, each encoded
+    # and uploaded as soon as it ends (agent/recording/pieces.py), so a crash late in a long
+    # meeting keeps all but the last piece. 0: one file, encoded after the meeting.
+    recording_piece_seconds: float = Field(default=600.0, ge=0)
     # With a display and a PulseAudio server (above) a video recording is the screen instead:
     # ffmpeg grabs it at this constant frame rate with the meeting's 48 kHz sound
     # (agent/recording/screen.py).
@@ -234,12 +238,15 @@ class AgentSettings(BaseSettings):
     # renderers). Above ``memory_warn_mb`` it logs and reports a ``memory`` link frame; above
     # ``memory_limit_mb`` it also frees what can be freed without leaving the meeting
     # (Chromium's caches through a critical memory-pressure signal, an idle voice model,
-    # Python's free heap), at most once per ``memory_relief_cooldown_seconds``. The defaults
-    # fit a 2 GB bot VM: the tree measured 1.1–1.35 GB PSS at its peak with transcription
-    # (bench/soak.py). 0 turns a threshold off.
+    # Python's free heap), at most once per ``memory_relief_cooldown_seconds``. Unset (the
+    # default), the thresholds follow the machine (agent/memory/budget.py): 75% and 85% of
+    # the smaller of MemTotal and the agent's cgroup limit, so about 1460 / 1660 MB in a 2 GiB
+    # bot VM, where the tree measured 1.1-1.35 GB PSS at its peak with language detection
+    # (bench/soak.py). Set them when several agents share one host (the local launcher):
+    # each would otherwise count the whole host as its own. 0 turns a threshold off.
     memory_interval_seconds: float = Field(default=15.0, gt=0)
-    memory_warn_mb: float = Field(default=1400.0, ge=0)
-    memory_limit_mb: float = Field(default=1700.0, ge=0)
+    memory_warn_mb: float | None = Field(default=None, ge=0)
+    memory_limit_mb: float | None = Field(default=None, ge=0)
     memory_relief_cooldown_seconds: float = Field(default=120.0, ge=0)
 
     log_level: str = "INFO"

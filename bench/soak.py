@@ -15,14 +15,14 @@ prints one JSON line per sample:
 At the end it prints ``soak_summary``: the bot tree's growth in MB per hour after
 ``--warm-up`` seconds (least squares), its peak; CPU per wall second and end-of-turn → final
 latency p50 per ``--window`` seconds of the meeting (by the turn's start); turns spoken,
-turns without a final and segments stored; the recording's length against the meeting's
-(active → stopping). With ``--samples FILE`` the samples and the summary are also written as
-JSON lines, which ``python -m bench.soak_plot FILE PNG`` draws. Nothing is asserted; issue 19
-states the goals (≤ 50 MB per hour of new audio after a 5-minute warm-up, < 900 MB in all,
-the last window's latency and CPU equal to the first's, every turn transcribed, the recording
-as long as the meeting).
+turns without a final and segments stored; the recording's length (all its pieces) against
+the meeting's (active → stopping). With ``--samples FILE`` the samples and the summary are
+also written as JSON lines, which ``python -m bench.soak_plot FILE PNG`` draws. Nothing is
+asserted; issue 19 states the goals (≤ 50 MB per hour of new audio after a 5-minute
+warm-up, < 900 MB in all, the last window's latency and CPU equal to the first's, every turn
+transcribed, the recording as long as the meeting).
 
-Usage: ``python -m bench.soak [--minutes 20] [--every 60] [--samples soak.jsonl]``.
+Usage: ``python -m bench.soak [--minutes 20] [--every 60] [--samples soak.jsonl] [--language en]``.
 Plays the speech corpus (``MEETBOT_SPEECH_DIR`` or ``../shared/data/speech``), else the speech
 packaged with testmeeting; needs ffprobe.
 """
@@ -138,16 +138,7 @@ def meeting_seconds(summary: dict[str, Any]) -> tuple[float | None, float | None
     return _epoch(active), _epoch(stopping) - _epoch(active)
 
 
-def recording_seconds(data_dir: Path) -> float | None:
-    """Length of the largest recording file under ``data_dir`` (ffprobe), or None."""
-    files = [
-        p
-        for p in data_dir.rglob("*")
-        if p.is_file() and p.suffix in (".ogg", ".webm", ".mp3", ".wav", ".m4a", ".mp4")
-    ]
-    if not files:
-        return None
-    largest = max(files, key=lambda p: p.stat().st_size)
+def _duration(path: Path) -> float | None:
     probe = subprocess.run(  # noqa: S603 - fixed ffprobe arguments
         [  # noqa: S607 - ffprobe from PATH, as the recorder's ffmpeg
             "ffprobe",
@@ -157,16 +148,37 @@ def recording_seconds(data_dir: Path) -> float | None:
             "format=duration",
             "-of",
             "csv=p=0",
-            str(largest),
+            str(path),
         ],
         capture_output=True,
         text=True,
         check=False,
     )
     try:
-        return round(float(probe.stdout.strip()), 1)
+        return float(probe.stdout.strip())
     except ValueError:
         return None
+
+
+def recording_files(data_dir: Path) -> list[Path]:
+    """The stored recordings under ``data_dir`` (the control plane's ``recordings`` folders)."""
+    return sorted(
+        p
+        for p in data_dir.rglob("*")
+        if p.is_file()
+        and p.parent.name == "recordings"
+        and p.suffix in (".ogg", ".webm", ".mp3", ".m4a", ".mp4")
+    )
+
+
+def recording_seconds(data_dir: Path) -> tuple[float | None, int]:
+    """(Total length in seconds of the stored recordings (ffprobe), how many files).
+
+    A long meeting's recording comes in pieces (``MEETBOT_AGENT_RECORDING_PIECE_SECONDS``,
+    docs/api.md 2.6): their lengths add up to the recording's.
+    """
+    lengths = [d for d in map(_duration, recording_files(data_dir)) if d is not None]
+    return (round(sum(lengths), 1) if lengths else None), len(lengths)
 
 
 def windows(
@@ -225,6 +237,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--window", type=float, default=600.0, help="seconds per window")
     parser.add_argument("--samples", type=Path, help="also write the JSON lines here")
     parser.add_argument(
+        "--language", help="the bot's language (e.g. en: tiny.en alone, no detection model)"
+    )
+    parser.add_argument(
         "--data-dir", type=Path, help="keep the demo's folder (logs, recording) here"
     )
     args = parser.parse_args(argv)
@@ -248,6 +263,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         command += ["--style", "soak", "--scenario-seconds", str(seconds), "--record"]
         command += ["--json-summary", str(summary_path), "--data-dir", str(data_dir)]
         command += ["--timeout", str(seconds + 600)]
+        if args.language:
+            command += ["--language", args.language]
         env = {**os.environ, "MEETBOT_SPEECH_DIR": str(speech)}
         demo = subprocess.Popen(  # noqa: S603 - our own CLI with fixed arguments
             command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -289,9 +306,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         offset = (active_at - began_epoch) if active_at is not None else 0.0
         fitted = [(t, m) for t, m in points if t - offset >= args.warm_up]
         growth = slope_per_hour(fitted)
+        recorded_s, pieces = recording_seconds(data_dir)
         out.emit(
             metric="soak_summary",
             platform=args.platform,
+            language=args.language,
             minutes=args.minutes,
             wall_s=round(time.monotonic() - began),
             active_from_s=None if active_at is None else round(active_at - began_epoch, 1),
@@ -304,7 +323,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             stored_segments=summary.get("stored_segments"),
             wer=summary.get("wer"),
             meeting_s=None if meeting_s is None else round(meeting_s, 1),
-            recording_s=recording_seconds(data_dir),
+            recording_s=recorded_s,
+            recording_pieces=pieces,
             final_status=summary.get("final_status"),
             final_reason=summary.get("final_reason"),
             ok=summary.get("ok"),

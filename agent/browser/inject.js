@@ -4,10 +4,15 @@
 //    elements) is fed through its own AudioWorklet in one AudioContext({sampleRate: 16000}), so
 //    Chromium resamples to 16 kHz and downmixes to mono (channelCount 1, explicit). Blocks of
 //    100 ms are converted to int16 and sent to Python through the exposed binding
-//    __meetbotPcm(trackId, startEpochMs, base64, samples) — base64 because an ArrayBuffer
-//    crosses the binding as {} (findings.md §3); an empty string means that many samples of
-//    digital silence. The context resumes on the first trusted gesture in case
-//    the autoplay flag is missing.
+//    __meetbotPcm([[trackId, startEpochMs, base64, samples], ...]) — base64 because an
+//    ArrayBuffer crosses the binding as {} (findings.md §3); an empty string means that many
+//    samples of digital silence. Every track's blocks share one call (blocks made within
+//    COALESCE_MS of each other, so about ten calls a second in all), and at most
+//    MAX_IN_FLIGHT calls wait for Python at a time: blocks made meanwhile go together in the
+//    next call (issue 19: at 10 calls a second per track, a busy agent fell minutes behind and
+//    Playwright's driver held every unanswered call). A batch that waited longer than
+//    MAX_PENDING_MS loses its oldest blocks (counted in captureState().droppedBlocks). The
+//    context resumes on the first trusted gesture in case the autoplay flag is missing.
 // 2. Bot media: getUserMedia / getDisplayMedia / enumerateDevices are replaced so the bot's
 //    microphone is a MediaStreamAudioDestinationNode (silent until Python plays into it), its
 //    camera a canvas showing the avatar, its screen another canvas. These tracks are never
@@ -18,6 +23,15 @@
 
   const RATE = 16000;
   const BLOCK = 1600; // 100 ms
+  const MAX_IN_FLIGHT = 2; // binding calls of audio waiting for Python
+  const MAX_PENDING_MS = 60000; // audio kept in the page for an agent that does not answer
+  let pending = []; // [trackId, startEpochMs, base64, samples] not yet sent
+  let pendingSince = 0;
+  let inFlight = 0;
+  let droppedBlocks = 0;
+  let pcmCalls = 0;
+  let flushTimer = null;
+  const COALESCE_MS = 20; // the tracks' blocks of one render quantum go in one call
   const ownTrackIds = new Set();
   const captured = new Map(); // track id -> {track, nodes, origin, blocks}
   let captureCtx = null;
@@ -35,6 +49,44 @@
       if (result && typeof result.catch === 'function') result.catch(() => {});
     } catch (err) {
       // The binding is gone while the page unloads; nothing to report to.
+    }
+  }
+
+  // Sends what is pending unless MAX_IN_FLIGHT calls still wait; the answer to one sends the
+  // next batch, so the calls follow Python's pace instead of the audio clock's.
+  function flushPcm() {
+    if (!pending.length || inFlight >= MAX_IN_FLIGHT) return;
+    const fn = window.__meetbotPcm;
+    if (typeof fn !== 'function') return;
+    const batch = pending;
+    pending = [];
+    inFlight += 1;
+    pcmCalls += 1;
+    const done = () => {
+      inFlight -= 1;
+      flushPcm();
+    };
+    try {
+      Promise.resolve(fn(batch)).then(done, done);
+    } catch (err) {
+      done(); // the binding is gone while the page unloads
+    }
+  }
+
+  function queuePcm(trackId, start, data, samples) {
+    if (!pending.length) pendingSince = start;
+    pending.push([trackId, start, data, samples]);
+    // Python has not answered for a minute: keep the newest minute of audio.
+    while (pending.length > 1 && start - pendingSince > MAX_PENDING_MS) {
+      pending.shift();
+      droppedBlocks += 1;
+      pendingSince = pending[0][1];
+    }
+    if (flushTimer === null) {
+      flushTimer = setTimeout(() => {
+        flushTimer = null;
+        flushPcm();
+      }, COALESCE_MS);
     }
   }
 
@@ -122,7 +174,7 @@
         const start = Date.now() - (block.length * 1000) / RATE;
         // Digital silence (an idle or muted track) goes as a sample count, not as data: the
         // transcriber still needs it to see an utterance end, but it need not be encoded.
-        call('__meetbotPcm', track.id, start, peak === 0 ? '' : toBase64(block), block.length);
+        queuePcm(track.id, start, peak === 0 ? '' : toBase64(block), block.length);
       };
       entry.nodes = [source, node, silent];
       call('__meetbotTrack', track.id, 'added', origin);
@@ -459,6 +511,7 @@
     captureState() {
       return {
         context: captureCtx ? captureCtx.state : 'none',
+        pcmCalls, inFlight, pendingBlocks: pending.length, droppedBlocks,
         tracks: Array.from(captured.entries()).map(([id, e]) => ({
           id, origin: e.origin, blocks: e.blocks, state: e.track.readyState,
         })),

@@ -194,10 +194,8 @@ class BrowserSession:
         size = await page.evaluate("() => [innerWidth, innerHeight]")
         log.info("browser window covers the screen", extra={"toolbars_px": top, "page": size})
 
-    def _on_pcm(
-        self, _source: Any, track_id: str, start_ms: float, data: str, samples: int = 0
-    ) -> None:
-        self._capture.on_pcm(track_id, start_ms, data, samples)
+    def _on_pcm(self, _source: Any, blocks: object) -> None:
+        self._capture.on_pcm_batch(blocks)
 
     def _on_track(self, _source: Any, track_id: str, event: str, origin: str) -> None:
         self._capture.on_track(track_id, event, origin)

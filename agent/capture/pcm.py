@@ -1,9 +1,10 @@
 """Receives the page's 100 ms PCM blocks and turns them into :class:`~agent.audio.AudioFrame`s.
 
 The page side is ``agent/browser/inject.js``: it calls the exposed binding
-``__meetbotPcm(track_id, start_epoch_ms, base64_int16, samples)`` for every 100 ms block of
-every remote audio track (16 kHz mono int16 little-endian; an empty string stands for
-``samples`` zeros, i.e. digital silence) and ``__meetbotTrack(track_id,
+``__meetbotPcm(blocks)`` with a list of ``[track_id, start_epoch_ms, base64_int16, samples]``
+100 ms blocks of the remote audio tracks (16 kHz mono int16 little-endian; an empty string
+stands for ``samples`` zeros, i.e. digital silence) — every block made since its previous
+call, at most two calls waiting for the agent at a time — and ``__meetbotTrack(track_id,
 event, origin)`` when a track is added or ends. Frames go to :attr:`AudioCapture.frames` for
 the transcriber, and to every callable in :attr:`AudioCapture.taps` (the recorder);
 per-track levels are kept so tests and logs can tell speech was heard.
@@ -65,11 +66,16 @@ class TrackLevel:
 
 @dataclass(slots=True)
 class CaptureStats:
-    """Totals over all tracks (``dropped`` counts frames lost because nobody consumed them)."""
+    """Totals over all tracks.
+
+    ``dropped`` counts frames lost because nobody consumed them, ``rejected`` malformed blocks,
+    ``batches`` the page's ``__meetbotPcm`` calls.
+    """
 
     tracks: dict[str, TrackLevel] = field(default_factory=dict)
     dropped: int = 0
     rejected: int = 0
+    batches: int = 0
 
     @property
     def voiced_seconds(self) -> float:
@@ -93,8 +99,28 @@ class AudioCapture:
         # Extra consumers of every frame (the recorder); each must return at once.
         self.taps: list[Callable[[AudioFrame], None]] = []
 
+    def on_pcm_batch(self, blocks: object) -> None:
+        """Binding target of ``__meetbotPcm``: each ``[track, start_ms, base64, samples]``.
+
+        A batch that is not a list counts as one rejected block, a malformed entry as one.
+        """
+        self.stats.batches += 1
+        if not isinstance(blocks, list):
+            self.stats.rejected += 1
+            return
+        for block in blocks:
+            if not isinstance(block, list) or len(block) != 4:
+                self.stats.rejected += 1
+                continue
+            track_id, start_ms, data, samples = block
+            numbers = isinstance(start_ms, int | float) and isinstance(samples, int | float)
+            if not numbers or not isinstance(data, str):
+                self.stats.rejected += 1
+                continue
+            self.on_pcm(str(track_id), float(start_ms), data, int(samples))
+
     def on_pcm(self, track_id: str, start_epoch_ms: float, data: str, samples: int = 0) -> None:
-        """Binding target of ``__meetbotPcm``: decode, measure and queue one block."""
+        """One block of a ``__meetbotPcm`` batch: decode, measure and queue it."""
         if not data:
             if not 0 < int(samples) <= MAX_BLOCK_SAMPLES:
                 self.stats.rejected += 1

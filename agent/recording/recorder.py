@@ -1,4 +1,4 @@
-"""One meeting's recording: audio (and the bot's view) to disk while active, then one file.
+"""One meeting's recording: audio (and the bot's view) to disk while active, then files.
 
 :class:`MeetingRecorder` is started when the bot becomes ``active`` and stopped when it turns
 ``stopping`` (before it leaves, so the bot's own goodbye screens are not recorded). While
@@ -8,7 +8,11 @@ running it:
   a bounded queue to :class:`~agent.transcribe.audio_io.TrackRecorder` (one WAV per track on
   disk; memory holds at most the queue and ten seconds per track);
 - with ``video`` in ``capture_modes``, takes a JPEG of the page ``recording_video_fps`` times a
-  second, timestamped, written to disk (a view identical to the previous one is skipped).
+  second, timestamped, written to disk (a view identical to the previous one is skipped);
+- with ``piece_seconds`` and a :class:`~agent.recording.pieces.Shipping`, cuts the recording
+  into pieces of that many seconds of the meeting, each encoded and uploaded as soon as it
+  ends (:mod:`agent.recording.pieces`), so a crash late in a long meeting keeps all but the
+  current piece.
 
 On the bot's own display runtime (a :class:`~agent.recording.screen.ScreenSource`: Xvfb and
 PulseAudio, the VM's or ``--display``'s) a recording with ``video`` in ``capture_modes`` is the
@@ -20,7 +24,8 @@ rewrapped into the requested format.
 uploads the file (an upload slot from the control plane, three attempts with a doubling pause,
 or the agent's data folder without one) and reports an ``artifact`` event of kind
 ``recording``, which the SSE stream announces as ``recording_ready`` and the control plane as
-the ``recording.ready`` webhook.
+the ``recording.ready`` webhook; with pieces, this is the last piece (the others went during
+the meeting, each with its own ``artifact`` event). A screen recording is one file.
 """
 
 from __future__ import annotations
@@ -56,8 +61,9 @@ from agent.recording.encode import (
     probe_duration,
     run_ffmpeg,
 )
+from agent.recording.pieces import Piece, PieceShipper, Shipping
 from agent.recording.screen import ScreenCapture, ScreenSource, finalize_args
-from agent.transcribe.audio_io import TrackAudio, TrackRecorder
+from agent.transcribe.audio_io import TrackAudio
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +79,11 @@ class _Finished:
     screen: bool = False
 
 
+ROTATION_GRACE_S = 2.0
+"""Seconds past a piece's end the writer waits for audio before ending the piece anyway (the
+page's frames arrive a little after their capture time)."""
+MIN_PIECE_S = 0.5
+"""A last piece shorter than this (the bot stopped right at a piece's end) is not encoded."""
 QUEUE_FRAMES = 600
 """Audio frames (100 ms each) waiting for the disk writer; beyond it frames are dropped."""
 SCREENSHOT_TIMEOUT_MS = 5_000
@@ -94,6 +105,9 @@ class MeetingRecorder:
         jpeg_quality: JPEG quality of the view frames (10-100).
         screen: The bot's display and sound server; with ``video`` captured, the recording is
             that screen (see the module docstring). None: the page's audio and view frames.
+        piece_seconds: Length of each piece in seconds of the meeting; 0 (or no
+            ``shipping``): one file at the end.
+        shipping: Where pieces go during the meeting.
     """
 
     def __init__(
@@ -105,6 +119,8 @@ class MeetingRecorder:
         video_fps: float = 1.0,
         jpeg_quality: int = 70,
         screen: ScreenSource | None = None,
+        piece_seconds: float = 0.0,
+        shipping: Shipping | None = None,
     ) -> None:
         self._capture = capture
         self._browser = browser
@@ -115,8 +131,10 @@ class MeetingRecorder:
         self._fps = math.ceil(video_fps)
         self._quality = jpeg_quality
         self._queue: asyncio.Queue[AudioFrame] = asyncio.Queue(maxsize=QUEUE_FRAMES)
-        self._tracks = TrackRecorder(work_dir / "tracks")
-        self._frames: list[ViewFrame] = []
+        self._piece_s = piece_seconds if shipping is not None else 0.0
+        self._shipping = shipping
+        self._piece = Piece(1, work_dir / "piece-0001", 0.0)
+        self._shipper: PieceShipper | None = None
         self._writer: asyncio.Task[None] | None = None
         self._viewer: asyncio.Task[None] | None = None
         self._screen: ScreenCapture | None = None
@@ -142,11 +160,14 @@ class MeetingRecorder:
         if self.started_at is not None:
             return
         self.started_at = time.time() if at is None else at
+        self._piece = Piece(1, self._dir / "piece-0001", self.started_at)
         if self._screen is not None:
             self._screen_start = asyncio.create_task(self._start_screen(), name="recording-screen")
             log.info("recording started", extra={"format": self._format.value, "screen": True})
             return
         self._capture.taps.append(self._on_frame)
+        if self._piece_s > 0 and self._shipping is not None:
+            self._shipper = PieceShipper(self._ship_piece)
         self._writer = asyncio.create_task(self._write_audio(), name="recording-audio")
         if self._video:
             self._viewer = asyncio.create_task(self._watch(), name="recording-view")
@@ -172,16 +193,45 @@ class MeetingRecorder:
 
     async def _write_audio(self) -> None:
         while True:
-            frame = await self._queue.get()
             try:
-                await self._tracks.add(frame)
+                async with asyncio.timeout(self._until_rotation()):
+                    frame = await self._queue.get()
+            except TimeoutError:  # nobody speaks: the piece still ends on time
+                self._rotate()
+                continue
+            try:
+                if self._shipper is not None and frame.start_time >= self._piece_end():
+                    self._rotate()
+                await self._piece.tracks.add(frame)
             finally:
                 self._queue.task_done()
 
+    def _piece_end(self) -> float:
+        return self._piece.started_at + self._piece_s
+
+    def _until_rotation(self) -> float | None:
+        """Seconds until the current piece must end without audio (None: one piece)."""
+        if self._shipper is None:
+            return None
+        return max(0.0, self._piece_end() + ROTATION_GRACE_S - time.time())
+
+    def _rotate(self) -> None:
+        """End the current piece at its planned end and hand it to the shipper.
+
+        Nothing here awaits, so no frame or view lands between the two pieces.
+        """
+        assert self._shipper is not None  # noqa: S101 - only called with pieces on
+        old, end = self._piece, self._piece_end()
+        self._piece = Piece(old.index + 1, self._dir / f"piece-{old.index + 1:04d}", end)
+        if old.frames:
+            # The view on screen when the new piece begins is its first frame.
+            self._piece.frames.append(old.carry_last_frame(self._piece, end))
+        self._shipper.put(old, end)
+        log.info("recording piece ended", extra={"piece": old.index})
+
     async def _watch(self) -> None:
-        frames_dir = self._dir / "frames"
-        await asyncio.to_thread(frames_dir.mkdir, parents=True, exist_ok=True)
         previous = b""
+        taken = 0
         while True:
             began = time.monotonic()
             at = time.time()
@@ -195,9 +245,11 @@ class MeetingRecorder:
             digest = hashlib.blake2b(jpeg, digest_size=16).digest() if jpeg else b""
             if jpeg and digest != previous:
                 previous = digest
-                path = frames_dir / f"{len(self._frames):06d}.jpg"
-                await asyncio.to_thread(path.write_bytes, jpeg)
-                self._frames.append(ViewFrame(path, at))
+                taken += 1
+                piece = self._piece
+                path = piece.frames_dir / f"{taken:06d}.jpg"
+                await asyncio.to_thread(_write_file, path, jpeg)
+                piece.frames.append(ViewFrame(path, at))
             await asyncio.sleep(max(0.0, self._interval - (time.monotonic() - began)))
 
     async def stop_capture(self) -> None:
@@ -222,6 +274,9 @@ class MeetingRecorder:
             self._writer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._writer
+        # Pieces that ended before the stop end here, whether or not audio came after them.
+        while self._shipper is not None and self.stopped_at >= self._piece_end():
+            self._rotate()
         if self.dropped:
             log.warning("recording dropped audio frames", extra={"dropped": self.dropped})
 
@@ -248,12 +303,32 @@ class MeetingRecorder:
         if self.started_at is None or self.stopped_at is None:
             return None
         try:
+            if self._shipper is not None:
+                await self._shipper.close()  # the pieces that ended before, in order
+            if self._piece.index > 1 and self.stopped_at - self._piece.started_at < MIN_PIECE_S:
+                return None  # stopped right at a piece's end: nothing after it
             return await self._encode_and_upload(uploader, events, control_plane_url, bot_id)
         except (EncodeError, CommandError, OSError) as exc:
             log.warning("recording failed", extra={"error": type(exc).__name__, "detail": str(exc)})
             return None
         finally:
             await asyncio.to_thread(shutil.rmtree, self._dir, True)
+
+    async def _ship_piece(self, piece: Piece, end: float) -> None:
+        """Encode and upload a piece that ended during the meeting (the shipper's job)."""
+        shipping = self._shipping
+        assert shipping is not None  # noqa: S101 - the shipper exists only with it
+        try:
+            await self._encode_piece(
+                piece,
+                end,
+                shipping.uploader,
+                shipping.events(),
+                shipping.control_plane_url,
+                shipping.bot_id,
+            )
+        finally:
+            await asyncio.to_thread(shutil.rmtree, piece.dir, True)
 
     async def _encode_and_upload(
         self,
@@ -263,26 +338,40 @@ class MeetingRecorder:
         bot_id: str,
     ) -> ArtifactEvent:
         assert self.started_at is not None and self.stopped_at is not None  # noqa: S101 - checked by finish
-        artifact_id = str(uuid.uuid4())
-        name = f"{artifact_id}.{self._format.value}"
         if self._screen is not None:
             return await self._finish_screen(
-                self._screen, uploader, events, control_plane_url, bot_id, artifact_id
+                self._screen, uploader, events, control_plane_url, bot_id, str(uuid.uuid4())
             )
-        tracks: list[TrackAudio] = await self._tracks.close()
+        return await self._encode_piece(
+            self._piece, self.stopped_at, uploader, events, control_plane_url, bot_id
+        )
+
+    async def _encode_piece(
+        self,
+        piece: Piece,
+        end: float,
+        uploader: ArtifactUploader,
+        events: BotEvents,
+        control_plane_url: str | None,
+        bot_id: str,
+    ) -> ArtifactEvent:
+        """Encode ``piece`` (its start to ``end``), upload it and report it."""
+        artifact_id = str(uuid.uuid4())
+        tracks: list[TrackAudio] = await piece.tracks.close()
+        frames = tuple(piece.frames)
+        await asyncio.to_thread(piece.dir.mkdir, parents=True, exist_ok=True)
         job = EncodeJob(
             tracks=tuple(tracks),
-            frames=tuple(self._frames),
-            started_at=self.started_at,
-            duration_s=max(self.stopped_at - self.started_at, 0.1),
+            frames=frames,
+            started_at=piece.started_at,
+            duration_s=max(end - piece.started_at, 0.1),
             fmt=self._format,
-            output=self._dir / name,
+            output=piece.dir / f"{artifact_id}.{self._format.value}",
             fps=self._fps,
         )
-        await asyncio.to_thread(self._dir.mkdir, parents=True, exist_ok=True)
         duration = await encode(job)
         return await self._report(
-            _Finished(job.output, duration, self.started_at, with_video=bool(self._frames)),
+            _Finished(job.output, duration, piece.started_at, with_video=bool(frames)),
             uploader,
             events,
             control_plane_url,
@@ -384,3 +473,9 @@ class MeetingRecorder:
                 log.info("recording upload retried", extra={"attempt": number})
                 await asyncio.sleep(UPLOAD_RETRY_S * 2 ** (number - 1))
         return await attempt()
+
+
+def _write_file(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path``, making its folder first (a new piece's). Blocking."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)

@@ -111,6 +111,11 @@ def _parser() -> argparse.ArgumentParser:
         help="the bot records the meeting (audio); the recording is kept in the data folder",
     )
     parser.add_argument(
+        "--language",
+        metavar="CODE",
+        help="the bot's language (e.g. en); default: detected per speaker",
+    )
+    parser.add_argument(
         "--keep-running",
         action="store_true",
         help="leave the control plane and the meeting up; print the key and "
@@ -192,6 +197,7 @@ async def _main(
         speech_dir=speech_dir,
         keep_running=args.keep_running,
         record=args.record,
+        language=args.language,
         timeout_s=args.timeout or end_at + RUN_MARGIN_S,
     )
     run = DemoRun(options, demo, console)

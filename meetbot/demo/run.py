@@ -95,6 +95,7 @@ class DemoOptions:
     keep_running: bool
     timeout_s: float
     record: bool = False
+    language: str | None = None
 
 
 class DemoRun:
@@ -207,6 +208,8 @@ class DemoRun:
         }
         if self.options.record:
             body["recording_enabled"] = True
+        if self.options.language:
+            body["language"] = self.options.language
         if self.options.platform == "zoom":
             body["zoom_obf_token"] = DEMO_ZOOM_OBF_TOKEN
         self._note(f"launching a bot into {body['meeting_url']}")

@@ -57,6 +57,25 @@ def test_capture_rejects_garbage_and_drops_oldest_when_nobody_reads() -> None:
     assert rms_dbfs(np.zeros(10, dtype=np.int16)) == float("-inf")
 
 
+def test_a_batch_carries_blocks_of_several_tracks_and_bad_entries_are_counted() -> None:
+    capture = AudioCapture(queue_seconds=1.0)
+    tone = (np.sin(np.arange(1600) / 5.0) * 8000).astype(np.int16)
+    capture.on_pcm_batch(
+        [
+            ["a", 1_700_000_000_000.0, _b64(tone), 1600],
+            ["b", 1_700_000_000_000, "", 1600],
+            ["c", "soon", "", 1600],  # not a time
+            ["d", 0.0, None, 1600],  # no data
+            ["e", 0.0, ""],  # too short
+        ]
+    )
+    capture.on_pcm_batch({"not": "a list"})
+    assert capture.stats.batches == 2
+    assert sorted(capture.stats.tracks) == ["a", "b"]
+    assert capture.stats.rejected == 4
+    assert [capture.frames.get_nowait().track_id for _ in range(2)] == ["a", "b"]
+
+
 def test_zoom_join_links_open_in_the_web_client() -> None:
     adapter = ZoomAdapter()
     assert (
