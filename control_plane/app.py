@@ -140,7 +140,7 @@ def bot_config_builder(app: web.Application) -> BotConfigBuilder:
         transaction_steps=(
             TransactionStep("transcription_models", transcription_step(settings)),
             TransactionStep("action_prompt", prompt_step),
-            TransactionStep("agent_token", agent_token_step(app[STREAM_SIGNER])),
+            agent_token_step(app[STREAM_SIGNER]),
         ),
     )
 
