@@ -23,6 +23,7 @@ from control_plane.api.idempotency import (
     replay_of,
     store_response,
 )
+from control_plane.api.list_gate import LIST_GATE
 from control_plane.auth.context import auth_of
 from control_plane.bots.live_count import live_expression
 from control_plane.bots.scheduler import SCHEDULER
@@ -64,45 +65,47 @@ async def create_response(
     launches_now = isinstance(body, BotCreate) and not (
         body.scheduled_at is not None and body.scheduled_at > datetime.now(UTC)
     )
-    try:
-        async with database.sessions.begin() as session:
-            # One statement reads the workspace, its live count and the key's stored answer;
-            # create_meeting's own read of the workspace then finds it in the session.
-            workspace_id = auth.require_workspace()
-            first_read = select(Workspace, live_expression(session, workspace_id)).where(
-                Workspace.id == workspace_id
-            )
-            if key is not None:
-                first_read = first_read.add_columns(IdempotencyRecord).outerjoin(
-                    IdempotencyRecord, record_match(auth.key_id, route, key)
+    # Lists take fewer slots while this creation is in flight (control_plane.api.list_gate).
+    with request.app[LIST_GATE].writing():
+        try:
+            async with database.sessions.begin() as session:
+                # One statement reads the workspace, its live count and the key's stored answer;
+                # create_meeting's own read of the workspace then finds it in the session.
+                workspace_id = auth.require_workspace()
+                first_read = select(Workspace, live_expression(session, workspace_id)).where(
+                    Workspace.id == workspace_id
                 )
-            row = (await session.execute(first_read)).first()
-            columns: tuple[Any, ...] = tuple(row) if row is not None else (None, 0, None)
-            live = int(columns[1] or 0)
-            record: IdempotencyRecord | None = columns[2] if key is not None else None
-            if record is not None:
-                replay = replay_of(record, digest)
-                if replay is not None:
-                    return replay
-                await forget(session, record)
-            if launches_now:
-                limit = request.app[SETTINGS].max_concurrent_bots
-                check_quota(live, limit, "bots at once (requested to stopping)")
-            meeting = await service.create_meeting(session, auth, body, zoom_connection_id)
-            text = render(meeting).model_dump_json()
-            if key is not None and not await store_response(
-                session, auth.key_id, route, key, digest, 201, text
-            ):
-                raise KeyTaken
-    except (IntegrityError, KeyTaken):
-        if key is None:
-            raise
-        # A concurrent request with the same key committed first: answer what it answered.
-        async with database.sessions.begin() as session:
-            replay = await find_replay(session, auth.key_id, route, key, digest)
-        if replay is None:
-            raise
-        return replay
+                if key is not None:
+                    first_read = first_read.add_columns(IdempotencyRecord).outerjoin(
+                        IdempotencyRecord, record_match(auth.key_id, route, key)
+                    )
+                row = (await session.execute(first_read)).first()
+                columns: tuple[Any, ...] = tuple(row) if row is not None else (None, 0, None)
+                live = int(columns[1] or 0)
+                record: IdempotencyRecord | None = columns[2] if key is not None else None
+                if record is not None:
+                    replay = replay_of(record, digest)
+                    if replay is not None:
+                        return replay
+                    await forget(session, record)
+                if launches_now:
+                    limit = request.app[SETTINGS].max_concurrent_bots
+                    check_quota(live, limit, "bots at once (requested to stopping)")
+                meeting = await service.create_meeting(session, auth, body, zoom_connection_id)
+                text = render(meeting).model_dump_json()
+                if key is not None and not await store_response(
+                    session, auth.key_id, route, key, digest, 201, text
+                ):
+                    raise KeyTaken
+        except (IntegrityError, KeyTaken):
+            if key is None:
+                raise
+            # A concurrent request with the same key committed first: answer what it answered.
+            async with database.sessions.begin() as session:
+                replay = await find_replay(session, auth.key_id, route, key, digest)
+            if replay is None:
+                raise
+            return replay
     if meeting.status == BotStatus.REQUESTED.value:
         scheduler = request.app.get(SCHEDULER)
         if scheduler is not None:
