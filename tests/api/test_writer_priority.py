@@ -6,8 +6,8 @@ whatever list pages the loop is building (:mod:`control_plane.api.list_gate`). S
 * a creation's write transaction sends four statements (the workspace and its live count in
   one, then the meeting, its audit row and its webhook message), not five;
 * list requests beyond ``list_concurrency`` wait for a slot while creations go through;
-* the gate admits ``list_concurrency_idle`` lists while no creation is in flight and falls back
-  to ``list_concurrency`` while one is (lists alone run as before the gate);
+* the gate admits ``list_concurrency_idle`` lists once no creation has been in flight for a
+  short pause and ``list_concurrency`` while one is (lists alone run as before the gate);
 * under 8 creating and 8 listing clients, creations get at least as many requests done as the
   lists (before the gate, PostgreSQL served three lists per creation).
 """
@@ -63,7 +63,7 @@ def test_the_gate_needs_a_slot() -> None:
 
 
 async def test_lists_take_the_idle_slots_only_while_no_write_is_in_flight() -> None:
-    gate = list_gate(1, 3)
+    gate = list_gate(1, 3, idle_after=0)
     admitted: list[int] = []
     leave = [asyncio.Event() for _ in range(5)]
 
@@ -96,6 +96,31 @@ async def test_lists_take_the_idle_slots_only_while_no_write_is_in_flight() -> N
         each.set()
     await asyncio.gather(*lists)
     assert gate.active == 0
+
+
+async def test_the_idle_bound_waits_for_a_pause_after_the_last_write() -> None:
+    gate = list_gate(1, 2, idle_after=0.05)
+    first_in = asyncio.Event()
+    second_in = asyncio.Event()
+    leave = asyncio.Event()
+
+    async def list_request(entered: asyncio.Event) -> None:
+        async with gate:
+            entered.set()
+            await leave.wait()
+
+    with gate.writing():
+        first = asyncio.create_task(list_request(first_in))
+        second = asyncio.create_task(list_request(second_in))
+        await first_in.wait()
+    for _ in range(5):
+        await asyncio.sleep(0)
+    # Just after the write: a client's next creation may be on its way, so still one list.
+    assert not second_in.is_set() and gate.limit == 1
+    await asyncio.wait_for(second_in.wait(), timeout=30)  # the pause is over
+    assert gate.active == 2
+    leave.set()
+    await asyncio.gather(first, second)
 
 
 async def test_a_list_cancelled_while_waiting_gives_up_its_place() -> None:
