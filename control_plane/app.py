@@ -140,7 +140,7 @@ def bot_config_builder(app: web.Application) -> BotConfigBuilder:
         transaction_steps=(
             TransactionStep("transcription_models", transcription_step(settings)),
             TransactionStep("action_prompt", prompt_step),
-            TransactionStep("agent_token", agent_token_step(app[STREAM_SIGNER])),
+            agent_token_step(app[STREAM_SIGNER]),
         ),
     )
 
@@ -225,7 +225,7 @@ def create_app(settings: Settings, *, launcher: BotLauncher | None = None) -> we
         rate=settings.address_rate_limit_per_second, burst=settings.address_rate_limit_burst
     )
     app[KEY_CACHE] = KeyCache(ttl=settings.auth_cache_ttl_seconds)
-    app[LIST_GATE] = list_gate(settings.list_concurrency)
+    app[LIST_GATE] = list_gate(settings.list_concurrency, settings.list_concurrency_idle)
     app[URL_GUARD] = media_url_guard(settings)
     app[STATUS_HOOKS] = []
     app[STATUS_HOOKS].append(app[METRICS].count_status_change)

@@ -54,6 +54,8 @@ class Settings(BaseSettings):
     # List requests (GET /meetings, GET /bots) served at once per process; more wait their
     # turn, so writes are not starved by lists (control_plane.api.list_gate).
     list_concurrency: int = Field(default=2, ge=1)
+    # ... and once no bot creation has been in flight for 0.25 s (lists alone run as before).
+    list_concurrency_idle: int = Field(default=8, ge=1)
     # Largest artifact (recording, screenshot) an agent may upload through the control plane.
     max_upload_bytes: int = Field(default=4 * 1024**3, ge=1)
     # Seconds an API-key lookup is reused in-process (0 disables); see control_plane.auth.key_cache.

@@ -3,23 +3,30 @@
 Contract: docs/api.md 2.1.
 
 Use inside the transaction that performs the operation, so the operation and its stored answer
-commit together; claim the key *before* doing the work::
+commit together. The look-up joins the operation's first read (:func:`record_match` is its
+condition), and the answer is stored with the work, after it, in one statement::
 
     key = idempotency_key(request)                 # None without the header
     digest = body_digest(raw_body)
-    async with db.sessions.begin() as session:
-        if key:
-            if replay := await find_replay(session, auth.key_id, ROUTE, key, digest):
+    try:
+        async with db.sessions.begin() as session:
+            row = ...first read, outer-joined to IdempotencyRecord on record_match(...)
+            if row.record is not None and (replay := replay_of(row.record, digest)):
                 return replay                      # same body: the first response again
-            record = await claim(session, auth.key_id, ROUTE, key, digest)
-        ...                                        # do the work
-        if key:
-            record.response_status, record.response_body = 201, response_text
+            ...                                    # do the work (only flushed, not committed)
+            if key and not await store_response(session, ..., 201, response_text):
+                raise KeyTaken()                   # rolls the work back
+    except (KeyTaken, IntegrityError):
+        async with db.sessions.begin() as session:
+            return await find_replay(session, ...) # the winner's answer
 
-Claiming first makes a concurrent request with the same key fail on the unique constraint at
-``claim`` (PostgreSQL makes it wait for the winner's commit) before it has done any work or
-emitted any event; the caller catches ``IntegrityError`` and answers :func:`find_replay` from a
-new transaction. A different body with a known key raises 422 ``idempotency_key_reused``.
+A concurrent request with the same key that stores its answer first wins: the other's
+``INSERT … ON CONFLICT DO NOTHING`` waits for the winner's commit (PostgreSQL; SQLite runs one
+writer at a time) and inserts nothing, so its transaction, with the work it did and the events
+it queued in the outbox, rolls back, and it answers the winner's response. One statement covers
+what a look-up, a claim flushed before the work and an update of the claim with the answer did
+in three round trips (issue 18). A different body with a known key raises 422
+``idempotency_key_reused``.
 """
 
 from __future__ import annotations
@@ -30,7 +37,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from aiohttp import web
-from sqlalchemy import delete, select
+from sqlalchemy import ColumnElement, and_, delete, select
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from control_plane.db.models.idempotency import IdempotencyRecord
@@ -38,6 +47,10 @@ from control_plane.errors import ErrorItem, Validation
 
 REPLAY_WINDOW = timedelta(hours=24)
 MAX_KEY_LENGTH = 255
+
+
+class KeyTaken(Exception):
+    """A concurrent request with the same key stored its answer first (replay it)."""
 
 
 def idempotency_key(request: web.Request) -> str | None:
@@ -67,30 +80,26 @@ def body_digest(body: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-async def find_replay(
-    session: AsyncSession, api_key_id: int, route: str, key: str, digest: str
-) -> web.Response | None:
-    """The stored first response for this key, or None when there is none within 24 h.
+def record_match(api_key_id: int, route: str, key: str) -> ColumnElement[bool]:
+    """The condition selecting the record of (``api_key_id``, ``route``, ``key``)."""
+    return and_(
+        IdempotencyRecord.api_key_id == api_key_id,
+        IdempotencyRecord.route == route,
+        IdempotencyRecord.idempotency_key == key,
+    )
 
-    An expired record is deleted so the key can be used afresh.
+
+def replay_of(
+    record: IdempotencyRecord, digest: str, now: datetime | None = None
+) -> web.Response | None:
+    """The stored first response of ``record``, or None when it is older than 24 h.
+
+    The caller deletes an expired record (:func:`forget`) before storing a new answer.
 
     Raises:
         Validation: 422 ``idempotency_key_reused`` when the body differs.
     """
-    record = (
-        await session.execute(
-            select(IdempotencyRecord).where(
-                IdempotencyRecord.api_key_id == api_key_id,
-                IdempotencyRecord.route == route,
-                IdempotencyRecord.idempotency_key == key,
-            )
-        )
-    ).scalar_one_or_none()
-    if record is None:
-        return None
-    if datetime.now(UTC) - record.created_at > REPLAY_WINDOW:
-        await session.delete(record)
-        await session.flush()
+    if (now or datetime.now(UTC)) - record.created_at > REPLAY_WINDOW:
         return None
     if record.request_digest != digest:
         raise Validation(
@@ -105,26 +114,68 @@ async def find_replay(
     )
 
 
-async def claim(
+async def forget(session: AsyncSession, record: IdempotencyRecord) -> None:
+    """Delete an expired ``record`` now (flushed), so its key can be used afresh."""
+    await session.delete(record)
+    await session.flush()
+
+
+async def find_replay(
     session: AsyncSession, api_key_id: int, route: str, key: str, digest: str
-) -> IdempotencyRecord:
-    """Insert this key's record now (flushed), to be completed with the response later.
+) -> web.Response | None:
+    """The stored first response for this key, or None when there is none within 24 h.
+
+    An expired record is deleted so the key can be used afresh.
 
     Raises:
-        sqlalchemy.exc.IntegrityError: Another request holds the key (its answer is replayable
-            once it commits).
+        Validation: 422 ``idempotency_key_reused`` when the body differs.
     """
-    record = IdempotencyRecord(
-        api_key_id=api_key_id,
-        route=route,
-        idempotency_key=key,
-        request_digest=digest,
-        response_status=0,
-        response_body="",
+    record = (
+        await session.execute(select(IdempotencyRecord).where(record_match(api_key_id, route, key)))
+    ).scalar_one_or_none()
+    if record is None:
+        return None
+    replay = replay_of(record, digest)
+    if replay is None:
+        await forget(session, record)
+    return replay
+
+
+async def store_response(
+    session: AsyncSession,
+    api_key_id: int,
+    route: str,
+    key: str,
+    digest: str,
+    status: int,
+    body: str,
+) -> bool:
+    """Store this key's answer in ``session``'s transaction unless the key is taken.
+
+    One ``INSERT … ON CONFLICT DO NOTHING``: on PostgreSQL it waits while a concurrent
+    transaction holds the same key and inserts nothing once that one commits.
+
+    Returns:
+        True when stored; False when another request holds the key (the caller rolls back and
+        replays that request's answer with :func:`find_replay`).
+    """
+    dialect = session.get_bind().dialect.name
+    insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
+    statement = (
+        insert(IdempotencyRecord)
+        .values(
+            api_key_id=api_key_id,
+            route=route,
+            idempotency_key=key,
+            request_digest=digest,
+            response_status=status,
+            response_body=body,
+            created_at=datetime.now(UTC),
+        )
+        .on_conflict_do_nothing(index_elements=["api_key_id", "route", "idempotency_key"])
+        .returning(IdempotencyRecord.id)
     )
-    session.add(record)
-    await session.flush()
-    return record
+    return (await session.execute(statement)).first() is not None
 
 
 async def purge_expired(session: AsyncSession, now: datetime | None = None) -> int:

@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 
 NetworkRun = Callable[[Meeting, BotConfig], Awaitable[BotConfig]]
 TransactionRun = Callable[[AsyncSession, Meeting, BotConfig], Awaitable[BotConfig]]
+TransactionPrepare = Callable[[AsyncSession, Sequence[Meeting]], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -60,10 +61,20 @@ class TransactionStep:
         run: ``config = await run(session, meeting, config)``; ``meeting`` is attached to
             ``session``; what the step adds to the session commits with the batch. Raising
             fails this bot's launch alone (rows it added before raising still commit).
+        prepare: Optional ``await prepare(session, meetings)``, once per batch before any
+            ``run``: one look-up for the whole batch instead of one round trip per bot (a
+            per-bot ``session.get`` also flushed the previous bot's pending row, so each bot
+            cost two round trips). Raising fails the whole batch's configs.
     """
 
     name: str
     run: TransactionRun
+    prepare: TransactionPrepare | None = None
+
+    async def prepare_batch(self, session: AsyncSession, meetings: Sequence[Meeting]) -> None:
+        """Run :attr:`prepare` (when there is one) for ``meetings``, all attached to ``session``."""
+        if self.prepare is not None and meetings:
+            await self.prepare(session, meetings)
 
 
 @dataclass(frozen=True)
@@ -119,6 +130,8 @@ class BotConfigBuilder:
         config = await self._network(meeting)
         async with self.database.sessions.begin() as session:
             session.add(meeting)
+            for step in self.transaction_steps:
+                await step.prepare_batch(session, [meeting])
             return await self._in_transaction(session, meeting, config)
 
     async def build_batch(self, meetings: Sequence[Meeting]) -> dict[int, BotConfig | None]:
@@ -129,14 +142,20 @@ class BotConfigBuilder:
         async with asyncio.TaskGroup() as group:
             prepared = [group.create_task(_outcome(self._network(m))) for m in meetings]
         configs: dict[int, BotConfig | None] = {}
+        ready: list[tuple[Meeting, BotConfig]] = []
+        for meeting, task in zip(meetings, prepared, strict=True):
+            config = task.result()
+            if isinstance(config, BaseException):
+                log_launch_error(meeting, config)
+                configs[meeting.id] = None
+            else:
+                ready.append((meeting, config))
         async with self.database.sessions.begin() as session:
-            for meeting, task in zip(meetings, prepared, strict=True):
-                config = task.result()
-                if isinstance(config, BaseException):
-                    log_launch_error(meeting, config)
-                    configs[meeting.id] = None
-                    continue
+            for meeting, _ in ready:
                 session.add(meeting)
+            for step in self.transaction_steps:
+                await step.prepare_batch(session, [meeting for meeting, _ in ready])
+            for meeting, config in ready:
                 try:
                     configs[meeting.id] = await self._in_transaction(session, meeting, config)
                 except Exception as exc:  # one broken config must not stop the batch

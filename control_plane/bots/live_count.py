@@ -17,8 +17,6 @@ import uuid
 from sqlalchemy import ColumnElement, Integer, Uuid, column, func, select, table, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from control_plane.db.models.workspace import Workspace
-
 _COUNTS = table("workspace_live_bots", column("workspace_id", Uuid()), column("live", Integer()))
 _CHANGES = table(
     "workspace_live_bot_changes", column("workspace_id", Uuid()), column("change", Integer())
@@ -37,7 +35,13 @@ _FOLD = text(
 )
 
 
-def _live_expression(session: AsyncSession, workspace_id: uuid.UUID) -> ColumnElement[int]:
+def live_expression(session: AsyncSession, workspace_id: uuid.UUID) -> ColumnElement[int]:
+    """The workspace's live bots (as :func:`live_bots`) as a column of another statement.
+
+    Bot creation reads it beside the workspace row (and the request's idempotency record) in
+    one statement: on PostgreSQL each statement is a round trip that waits for a turn of the
+    event loop (issue 18).
+    """
     base = select(_COUNTS.c.live).where(_COUNTS.c.workspace_id == workspace_id).scalar_subquery()
     if session.get_bind().dialect.name == "sqlite":
         return func.coalesce(base, 0)
@@ -61,32 +65,7 @@ async def live_bots(session: AsyncSession, workspace_id: uuid.UUID) -> int:
     Returns:
         The number of bots with a status in ``LIVE_STATUSES`` (0 for none).
     """
-    return int(await session.scalar(select(_live_expression(session, workspace_id))) or 0)
-
-
-async def workspace_and_live_bots(
-    session: AsyncSession, workspace_id: uuid.UUID
-) -> tuple[Workspace | None, int]:
-    """The workspace row and its live bots (as :func:`live_bots`), in one statement.
-
-    Bot creation needs both; on PostgreSQL each statement is a round trip that waits for a
-    turn of the event loop, so reading them apart cost a creation one of its seven round trips
-    (issue 18). The row joins ``session``'s identity map, so a later ``session.get`` of it
-    sends nothing.
-
-    Returns:
-        The workspace (None when it does not exist) and the live count (0 when it does not).
-    """
-    row = (
-        await session.execute(
-            select(Workspace, _live_expression(session, workspace_id)).where(
-                Workspace.id == workspace_id
-            )
-        )
-    ).first()
-    if row is None:
-        return None, 0
-    return row[0], int(row[1] or 0)
+    return int(await session.scalar(select(live_expression(session, workspace_id))) or 0)
 
 
 async def fold_live_changes(session: AsyncSession) -> bool:

@@ -6,6 +6,8 @@ whatever list pages the loop is building (:mod:`control_plane.api.list_gate`). S
 * a creation's write transaction sends four statements (the workspace and its live count in
   one, then the meeting, its audit row and its webhook message), not five;
 * list requests beyond ``list_concurrency`` wait for a slot while creations go through;
+* the gate admits ``list_concurrency_idle`` lists once no creation has been in flight for a
+  short pause and ``list_concurrency`` while one is (lists alone run as before the gate);
 * under 8 creating and 8 listing clients, creations get at least as many requests done as the
   lists (before the gate, PostgreSQL served three lists per creation).
 """
@@ -34,7 +36,7 @@ CREATES = 80
 
 @pytest.fixture
 def settings(database_url: str, tmp_path: Path) -> Settings:
-    """One list at a time, no per-key rate limit (the load is the point)."""
+    """One list at a time, writers or not; no per-key rate limit (the load is the point)."""
     return Settings(
         database_url=database_url,
         data_dir=tmp_path / "data",
@@ -44,6 +46,7 @@ def settings(database_url: str, tmp_path: Path) -> Settings:
         rate_limit_per_second=1e6,
         rate_limit_burst=10**6,
         list_concurrency=1,
+        list_concurrency_idle=1,
     )
 
 
@@ -55,6 +58,82 @@ def _body(i: int) -> dict[str, str]:
 def test_the_gate_needs_a_slot() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         list_gate(0)
+    with pytest.raises(ValueError, match="at least 1"):
+        list_gate(1, 0)
+
+
+async def test_lists_take_the_idle_slots_only_while_no_write_is_in_flight() -> None:
+    gate = list_gate(1, 3, idle_after=0)
+    admitted: list[int] = []
+    leave = [asyncio.Event() for _ in range(5)]
+
+    async def list_request(n: int) -> None:
+        async with gate:
+            admitted.append(n)
+            await leave[n].wait()
+
+    async def settle() -> None:
+        for _ in range(5):
+            await asyncio.sleep(0)
+
+    with gate.writing():  # a creation in flight: one list at a time
+        lists = [asyncio.create_task(list_request(n)) for n in range(5)]
+        await settle()
+        assert admitted == [0]
+    await settle()  # the write is done: the idle bound admits two more, in arrival order
+    assert admitted == [0, 1, 2]
+    with gate.writing():  # beside a write, a list leaving lets none in while one is still in
+        leave[0].set()
+        leave[1].set()
+        await settle()
+        assert admitted == [0, 1, 2] and gate.active == 1
+        leave[2].set()
+        await settle()
+        assert admitted == [0, 1, 2, 3] and gate.active == 1
+    await settle()
+    assert admitted == [0, 1, 2, 3, 4] and gate.active == 2
+    for each in leave:
+        each.set()
+    await asyncio.gather(*lists)
+    assert gate.active == 0
+
+
+async def test_the_idle_bound_waits_for_a_pause_after_the_last_write() -> None:
+    gate = list_gate(1, 2, idle_after=0.05)
+    first_in = asyncio.Event()
+    second_in = asyncio.Event()
+    leave = asyncio.Event()
+
+    async def list_request(entered: asyncio.Event) -> None:
+        async with gate:
+            entered.set()
+            await leave.wait()
+
+    with gate.writing():
+        first = asyncio.create_task(list_request(first_in))
+        second = asyncio.create_task(list_request(second_in))
+        await first_in.wait()
+    for _ in range(5):
+        await asyncio.sleep(0)
+    # Just after the write: a client's next creation may be on its way, so still one list.
+    assert not second_in.is_set() and gate.limit == 1
+    await asyncio.wait_for(second_in.wait(), timeout=30)  # the pause is over
+    assert gate.active == 2
+    leave.set()
+    await asyncio.gather(first, second)
+
+
+async def test_a_list_cancelled_while_waiting_gives_up_its_place() -> None:
+    gate = list_gate(1, 1)
+    async with gate:
+        waiting = asyncio.create_task(gate.__aenter__())
+        await asyncio.sleep(0)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+    assert gate.active == 0
+    async with gate:  # the slot is free again
+        assert gate.active == 1
 
 
 async def test_a_creation_sends_four_statements(client: Client, owner: Caller) -> None:
