@@ -32,25 +32,12 @@ the recent decode time, so partials take at most about a third of the decoder. W
 behind (finals waiting, or the partial's audio is older than an interval) the interval doubles
 up to ``partial_interval_max_s`` (``metrics.partial_degradations``) and shrinks back when the
 decoder keeps up. Finals are never skipped.
-
-Catch-up mode, for a decoder far slower than speech (a bot VM emulated without KVM, where each
-decode of Whisper's padded 30 s window takes minutes; a host starved by other work): once one
-decode takes longer than a third of ``partial_interval_max_s`` — partials could no longer come
-at the slowest rate, and a speculation that misses costs a whole decode the next final waits
-behind — no partial or speculative decode is started (``metrics.catch_up_skipped``), and the
-finals queued for one speaker are decoded together, up to ``_MERGE_MAX_S`` of their track's
-audio (gaps kept as silence, so times stay true), as one segment under the first one's id
-(``metrics.finals_merged``). Whisper's cost barely depends on how much of its window is
-speech, so a backlog of n utterances costs one decode instead of n. The pace follows the
-slowest recent decode at once and halves its distance to each faster one; the mode ends when
-it is back under half that bound (two quick finals after minutes-long decodes).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 from collections import deque
 from collections.abc import Mapping
@@ -83,8 +70,6 @@ _FOREIGN_COMPRESSION = 2.2
 # People say 2–3 words per voiced second; fewer than this many means the decode stopped early.
 _MIN_WORDS_PER_VOICED_S = 0.7
 _RECHECK_VOICED_S = 2.0
-# Catch-up mode: merged finals stay inside Whisper's 30 s window.
-_MERGE_MAX_S = 28.0
 
 JobKind = Literal["final", "speculative", "partial"]
 
@@ -139,8 +124,6 @@ class DecodeScheduler:
             without_timestamps=options.realtime_without_timestamps,
         )
         self._decode_ema = 0.0
-        self._pace = 0.0  # decode seconds: rises at once, falls slowly
-        self._catching_up = False
         self._utterances: dict[str, dict[int, Utterance]] = {}  # track → number → utterance
         self._finals: deque[Utterance] = deque()
         self._speculative: deque[Utterance] = deque()
@@ -177,9 +160,7 @@ class DecodeScheduler:
                 )
             elif isinstance(event, Speculate):
                 utt = utterances.get(event.utterance)
-                if utt is not None and self._catching_up:
-                    self._metrics.catch_up_skipped += 1
-                elif utt is not None:
+                if utt is not None:
                     utt.spec_gen += 1
                     utt.spec_audio = event.audio
                     utt.spec_result = None
@@ -296,30 +277,7 @@ class DecodeScheduler:
         self._metrics.decodes[kind] += 1
         self._metrics.decode_seconds += result.seconds
         self._tune_partials(result.seconds)
-        self._track_pace(result.seconds)
         return result
-
-    @property
-    def catching_up(self) -> bool:
-        """Whether decoding is too slow for partials and speculation (catch-up mode)."""
-        return self._catching_up
-
-    def _track_pace(self, decode_seconds: float) -> None:
-        if decode_seconds >= self._pace:
-            self._pace = decode_seconds
-        else:
-            self._pace = 0.5 * (self._pace + decode_seconds)
-        bound = self._opts.partial_interval_max_s / _PARTIAL_SHARE
-        if not self._catching_up and self._pace > bound:
-            self._catching_up = True
-            self._metrics.catch_up_entries += 1
-            log.warning(
-                "decoding too slow for partials: catching up on finals only",
-                extra={"decode_s": round(decode_seconds, 2), "bound_s": round(bound, 2)},
-            )
-        elif self._catching_up and self._pace < bound / 2:
-            self._catching_up = False
-            log.info("decoding back to pace: partials resume", extra={"pace_s": self._pace})
 
     @property
     def multilingual(self) -> WhisperEngine | None:
@@ -358,20 +316,8 @@ class DecodeScheduler:
     def _next_job(self) -> tuple[JobKind, Utterance, npt.NDArray[np.float32], int] | None:
         if self._finals:
             utt = self._finals.popleft()
-            if self._catching_up and utt.spec_result is None:
-                utt = self._merge_queued(utt)
-            ended = utt.ended
-            assert ended is not None  # noqa: S101 - only ended utterances are queued
-            return ("final", utt, ended.audio, utt.spec_gen)
-        if self._catching_up:
-            skipped = len(self._speculative) + len(self._partial_due)
-            self._metrics.catch_up_skipped += skipped
-            for utt in self._speculative:
-                utt.spec_state = "none"
-                utt.spec_audio = None
-            self._speculative.clear()
-            self._partial_due.clear()
-            return None
+            assert utt.ended is not None  # noqa: S101 - only ended utterances are queued
+            return ("final", utt, utt.ended.audio, utt.spec_gen)
         while self._speculative:
             utt = self._speculative.popleft()
             if utt.spec_state == "queued" and utt.spec_audio is not None:
@@ -387,56 +333,6 @@ class DecodeScheduler:
             self._maybe_degrade(utt, len(audio))
             return ("partial", utt, audio, utt.spec_gen)
         return None
-
-    def _merge_queued(self, first: Utterance) -> Utterance:
-        """``first`` with the queued finals of its track and speaker that follow it.
-
-        Each one's audio lands at its own place on the track (the gaps between them silence),
-        up to ``_MERGE_MAX_S``; the merged ones leave the queue and their partials are cleared.
-        """
-        assert first.ended is not None  # noqa: S101 - only ended utterances are queued
-        speaker = self._commit.speaker_key(first)
-        merged = [first]
-        end = first.ended.start_sample + len(first.ended.audio)
-        while self._finals:
-            nxt = self._finals[0]
-            nxt_ended = nxt.ended
-            if (
-                nxt.track != first.track
-                or nxt_ended is None
-                or nxt.spec_result is not None
-                or self._commit.speaker_key(nxt) != speaker
-            ):
-                break
-            nxt_end = nxt_ended.start_sample + len(nxt_ended.audio)
-            if nxt_end - first.ended.start_sample > _MERGE_MAX_S * SAMPLE_RATE:
-                break
-            merged.append(self._finals.popleft())
-            end = max(end, nxt_end)
-        if len(merged) == 1:
-            return first
-        audio = np.zeros(end - first.ended.start_sample, dtype=np.float32)
-        for utt in merged:
-            assert utt.ended is not None  # noqa: S101 - checked above
-            at = utt.ended.start_sample - first.ended.start_sample
-            audio[at : at + len(utt.ended.audio)] = utt.ended.audio
-        last = merged[-1]
-        assert last.ended is not None  # noqa: S101 - checked above
-        for utt in merged[1:]:
-            self._utterances.get(utt.track, {}).pop(utt.number, None)
-            if utt.partial_text is not None:
-                self._commit.clear_partial(utt)
-        self._metrics.finals_merged += len(merged) - 1
-        ended = Ended(
-            utterance=first.number,
-            start_sample=first.ended.start_sample,
-            audio=audio,
-            speculated=False,
-            voiced_s=sum(utt.ended.voiced_s for utt in merged if utt.ended is not None),
-            lead=first.ended.lead,
-            trail=last.ended.trail,
-        )
-        return dataclasses.replace(first, ended=ended, end_wall=last.end_wall)
 
     async def _handle(self, kind: JobKind, utt: Utterance, result: DecodeResult, gen: int) -> None:
         if kind == "final":

@@ -31,10 +31,6 @@ class TranscribeMetrics:
         partial_interval_s: Current audio interval between partial decodes.
         partial_degradations: Times the interval grew because decoding fell behind.
         final_delays_s: Recent delays from speech end (frame clock, as ingested) to emission.
-        catch_up_entries: Times decoding became too slow for partials and speculation (the
-            scheduler's catch-up mode, see ``agent.transcribe.decoding``).
-        catch_up_skipped: Partial and speculative decodes not run in catch-up mode.
-        finals_merged: Ended utterances decoded together with the one before them.
     """
 
     frames_in: int = 0
@@ -51,9 +47,6 @@ class TranscribeMetrics:
     partial_interval_s: float = 0.0
     partial_degradations: int = 0
     final_delays_s: deque[float] = field(default_factory=lambda: deque(maxlen=1000))
-    catch_up_entries: int = 0
-    catch_up_skipped: int = 0
-    finals_merged: int = 0
 
     def snapshot(self) -> dict[str, float]:
         """Flat ``name → value`` view (``decodes_final``, ``dropped_no_speech``…)."""
@@ -69,9 +62,6 @@ class TranscribeMetrics:
             "speculation_misses": self.speculation_misses,
             "partial_interval_s": self.partial_interval_s,
             "partial_degradations": self.partial_degradations,
-            "catch_up_entries": self.catch_up_entries,
-            "catch_up_skipped": self.catch_up_skipped,
-            "finals_merged": self.finals_merged,
         }
         out.update({f"decodes_{kind}": n for kind, n in self.decodes.items()})
         out.update({f"dropped_{rule}": n for rule, n in self.dropped.items()})

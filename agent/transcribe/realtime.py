@@ -178,11 +178,6 @@ class RealtimeTranscriber:
         finally:
             self._decoder.ingest_finished()
 
-    @property
-    def catching_up(self) -> bool:
-        """Whether decoding is too slow for partials (finals only, merged per speaker)."""
-        return self._decoder.catching_up
-
     async def feed(self, frame: AudioFrame) -> None:
         """Queue one frame; waits while the queue is full (backpressure, nothing dropped).
 
