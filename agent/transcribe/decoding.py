@@ -50,6 +50,7 @@ from agent.audio import SAMPLE_RATE
 from agent.contracts.bot_config import Task
 from agent.transcribe.commit import SegmentCommitter
 from agent.transcribe.engine import DecodeOptions, DecodeResult, WhisperEngine
+from agent.transcribe.filters import judge
 from agent.transcribe.ingest import Batch, Ingest
 from agent.transcribe.languages import LanguageMemory
 from agent.transcribe.metrics import TranscribeMetrics
@@ -70,6 +71,11 @@ _FOREIGN_COMPRESSION = 2.2
 # People say 2–3 words per voiced second; fewer than this many means the decode stopped early.
 _MIN_WORDS_PER_VOICED_S = 0.7
 _RECHECK_VOICED_S = 2.0
+# Drop rules that rest on the model's confidence: a final the short encoder window would lose
+# by one of them is decoded again with the full 30 s window, whose figures the rules were set
+# on. tiny.en on the mixed conversation: "exhibition." (0.7 s voiced) had no-speech 0.72 and
+# log-prob -1.04 in a 10 s window, 0.74 and -0.72 in the 30 s one.
+_DOUBT_RULES = frozenset({"no_speech", "low_confidence", "repetition", "known_hallucination"})
 
 JobKind = Literal["final", "speculative", "partial"]
 
@@ -122,6 +128,7 @@ class DecodeScheduler:
         self._decode_options = DecodeOptions(
             beam_size=options.realtime_beam_size,
             without_timestamps=options.realtime_without_timestamps,
+            window_s=options.realtime_window_s,
         )
         self._decode_ema = 0.0
         self._utterances: dict[str, dict[int, Utterance]] = {}  # track → number → utterance
@@ -359,22 +366,56 @@ class DecodeScheduler:
             _MIN_WORDS_PER_VOICED_S * voiced
         ):
             # Too few words for the voice heard: Whisper ended early (see module docstring).
-            language = self._language or result.language
-            again = await asyncio.to_thread(
-                self._engine_for(language).decode,
-                utt.ended.audio,
-                language=language,
-                task=self._task,
-                options=DecodeOptions(
-                    beam_size=self._opts.realtime_beam_size, without_timestamps=False
-                ),
-                prompt=self._commit.context(utt.track),
+            again = await self._redecode(
+                "recheck",
+                utt,
+                result,
+                without_timestamps=False,
+                window_s=self._opts.realtime_window_s,
             )
-            self._metrics.decodes["recheck"] += 1
-            self._metrics.decode_seconds += again.seconds
             if len(again.text.split()) > len(result.text.split()):
                 result = again
+        if (
+            self._opts.realtime_window_s is not None
+            and judge(result.text, result.stats, voiced).dropped in _DOUBT_RULES
+        ):
+            # Doubtful in the short window: only Whisper's own 30 s window may drop it.
+            result = await self._redecode(
+                "full_window",
+                utt,
+                result,
+                without_timestamps=self._opts.realtime_without_timestamps,
+                window_s=None,
+            )
         await self._commit.final(utt, result)
+
+    async def _redecode(
+        self,
+        kind: str,
+        utt: Utterance,
+        first: DecodeResult,
+        *,
+        without_timestamps: bool,
+        window_s: float | None,
+    ) -> DecodeResult:
+        """Decode an ended utterance again, in the language its first decode used."""
+        assert utt.ended is not None  # noqa: S101 - only ended utterances are decoded again
+        language = self._language or first.language
+        again = await asyncio.to_thread(
+            self._engine_for(language).decode,
+            utt.ended.audio,
+            language=language,
+            task=self._task,
+            options=DecodeOptions(
+                beam_size=self._opts.realtime_beam_size,
+                without_timestamps=without_timestamps,
+                window_s=window_s,
+            ),
+            prompt=self._commit.context(utt.track),
+        )
+        self._metrics.decodes[kind] += 1
+        self._metrics.decode_seconds += again.seconds
+        return again
 
     # ---- partial rate --------------------------------------------------------------------
 
