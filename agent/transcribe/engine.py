@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -62,6 +62,7 @@ class DecodeResult:
         stats: Worst-case confidence figures over the windows.
         seconds: Wall time the decode took.
         words: Word timings when asked for, else empty.
+        window_s: Encoder window when shorter than Whisper's 30 s, seconds; None: the full one.
     """
 
     text: str
@@ -70,6 +71,7 @@ class DecodeResult:
     stats: DecodeStats
     seconds: float
     words: tuple[WordTiming, ...] = ()
+    window_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +123,7 @@ class WhisperEngine:
         model.encode = encode
 
     @classmethod
-    def load(cls, resolved: ResolvedModel, cpu_threads: int = 2) -> WhisperEngine:
+    def load(cls, resolved: ResolvedModel, cpu_threads: int = 2) -> Self:
         """Load the model (blocking, 0.3–1 s); call through ``asyncio.to_thread``."""
         model = load_whisper_model(resolved, cpu_threads)
         return cls(model, resolved.name, bool(model.model.is_multilingual))
@@ -176,8 +178,9 @@ class WhisperEngine:
         }
         if options.without_timestamps and len(audio) <= 30 * SAMPLE_RATE:
             kwargs["max_new_tokens"] = max_new_tokens
+        frames = _window_frames(duration, options.window_s)
         with self._lock:
-            self._window_frames = _window_frames(duration, options.window_s)
+            self._window_frames = frames
             began = time.perf_counter()
             try:
                 segments, info = self._model.transcribe(audio, **kwargs)
@@ -185,7 +188,7 @@ class WhisperEngine:
             finally:
                 self._window_frames = None
             elapsed = time.perf_counter() - began
-        return _result(parts, info, elapsed)
+        return _result(parts, info, elapsed, None if frames is None else frames / _FRAMES_PER_S)
 
 
 def _window_frames(duration: float, window_s: float | None) -> int | None:
@@ -196,7 +199,9 @@ def _window_frames(duration: float, window_s: float | None) -> int | None:
     return None if frames >= _FULL_WINDOW_FRAMES else frames
 
 
-def _result(parts: Sequence[Any], info: Any, elapsed: float) -> DecodeResult:
+def _result(
+    parts: Sequence[Any], info: Any, elapsed: float, window_s: float | None
+) -> DecodeResult:
     text = "".join(part.text for part in parts).strip()
     if parts:
         stats = DecodeStats(
@@ -216,4 +221,5 @@ def _result(parts: Sequence[Any], info: Any, elapsed: float) -> DecodeResult:
         stats=stats,
         seconds=elapsed,
         words=words,
+        window_s=window_s,
     )
