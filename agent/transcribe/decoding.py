@@ -9,6 +9,11 @@ Latency path: speech ends → after ``speculate_s`` (160 ms) of silence the utte
 speculatively → after ``endpoint_s`` (450 ms) of silence it is final, and the speculative
 result is the final result. End of speech → final is therefore about max(endpoint,
 speculate + one decode). If speech resumes, the speculative text is shown as a partial.
+Realtime decodes encode the utterance plus 1 s, at least ``realtime_window_s`` (10 s), not
+Whisper's padded 30 s (``agent.transcribe.engine``): one decode of tiny.en then takes 0.1-0.3 s
+instead of 0.5-2 s (2 cores, load 1-10), so the final is there about when the endpoint is. A
+result one of the confidence rules would drop (``_DOUBT_RULES``) is decoded again in the full
+window first, during the endpoint wait when it came from a speculation.
 
 A final whose text is far too short for the voice the VAD heard (under
 ``_MIN_WORDS_PER_VOICED_S`` words per voiced second over at least ``_RECHECK_VOICED_S``) is
