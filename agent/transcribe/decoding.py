@@ -9,9 +9,9 @@ Latency path: speech ends → after ``speculate_s`` (160 ms) of silence the utte
 speculatively → after ``endpoint_s`` (450 ms) of silence it is final, and the speculative
 result is the final result. End of speech → final is therefore about max(endpoint,
 speculate + one decode). If speech resumes, the speculative text is shown as a partial.
-Realtime decodes encode the utterance plus 1 s, at least ``realtime_window_s`` (10 s), not
-Whisper's padded 30 s (``agent.transcribe.engine``): one decode of tiny.en then takes 0.1-0.3 s
-instead of 0.5-2 s (2 cores, load 1-10), so the final is there about when the endpoint is. A
+Realtime decodes encode the utterance plus 1 s, at least ``realtime_window_s`` (15 s), not
+Whisper's padded 30 s (``agent.transcribe.engine``): a decode of tiny.en then takes a half to
+a quarter of the time, so the final is there about when the endpoint is. A
 result one of the confidence rules would drop (``_DOUBT_RULES``) is decoded again in the full
 window first, during the endpoint wait when it came from a speculation.
 
@@ -54,7 +54,7 @@ from agent.audio import SAMPLE_RATE
 from agent.contracts.bot_config import Task
 from agent.transcribe.commit import SegmentCommitter
 from agent.transcribe.engine import DecodeOptions, DecodeResult, WhisperEngine
-from agent.transcribe.filters import judge
+from agent.transcribe.filters import judge, repeats_a_phrase
 from agent.transcribe.ingest import Batch, Ingest
 from agent.transcribe.languages import LanguageMemory
 from agent.transcribe.metrics import TranscribeMetrics
@@ -436,10 +436,14 @@ class DecodeScheduler:
 
     @staticmethod
     def _doubtful(result: DecodeResult, voiced_s: float) -> bool:
-        """A short-window result that a confidence rule would drop (see ``_DOUBT_RULES``)."""
-        return (
-            result.window_s is not None
-            and judge(result.text, result.stats, voiced_s).dropped in _DOUBT_RULES
+        """Whether a short-window result needs the full window to be believed.
+
+        It does when a confidence rule would drop it (``_DOUBT_RULES``) or when it repeats a
+        phrase (the decoder ran past the end of the audio in the short window).
+        """
+        return result.window_s is not None and (
+            judge(result.text, result.stats, voiced_s).dropped in _DOUBT_RULES
+            or repeats_a_phrase(result.text)
         )
 
     async def _redecode(

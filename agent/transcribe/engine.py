@@ -10,10 +10,12 @@ latency of both).
 takes fewer frames, and its cost falls faster than linearly (attention). The window is the
 audio plus ``_WINDOW_MARGIN_S`` but never less than ``window_s``: a window just longer than
 the audio makes the decoder run past the end and repeat itself (research findings, "Shorter
-encoder windows": WER 0.21 with 4 s of padding), while a 10 s floor kept tiny.en's errors
-where the 30 s window has them. tiny.en, greedy, no timestamps, 19 corpus clips of 1.8–11 s
-(310 words) plus one of 26.7 s: 14 errors at 30 s, 14 with a 10 s floor and 1 s margin;
-decoding took 4.2 s instead of 16–23 s (load 6–8).
+encoder windows": WER 0.21 with 4 s of padding), while a floor of 10-15 s keeps tiny.en close
+to the 30 s window. Whole clips, greedy, no timestamps, 19 corpus clips of 1.8–11 s (310
+words) plus one of 26.7 s: 14 errors at 30 s, 14 with a 10 s floor and 1 s margin; decoding
+took 4.2 s instead of 16–23 s (load 6–8). Streamed through the realtime tier (utterances cut
+by the VAD, 256 words) a 10 s floor made 27 errors, 15 s 17, 30 s 15: the realtime default is
+15 s (``TranscribeOptions.realtime_window_s``).
 
 :meth:`WhisperEngine.decode` is blocking; the tiers call it through ``asyncio.to_thread``.
 """
