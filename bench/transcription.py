@@ -24,7 +24,7 @@ peak RSS is the model's own):
    detected language, end of speech → final latency, WER (CER for Chinese).
 
 Usage: ``python -m bench.transcription [--models tiny.en,base] [--skip-realtime]
-[--only-conversation] [--only-language]``.
+[--only-conversation] [--only-language] [--realtime-window-s full|SECONDS]``.
 Needs the speech corpus (``MEETBOT_SPEECH_DIR`` or ``../shared/data/speech``).
 """
 
@@ -215,13 +215,14 @@ def text_of(got: Sequence[tuple[Segment, float]]) -> str:
 
 
 async def run_model(
-    model: str,
+    base: TranscribeOptions,
     skip_realtime: bool,
     only_realtime: bool,
     only: str,
     styles: Sequence[str] = ("polite", "conversation"),
     layouts: Sequence[Layout] = ("per_speaker", "mixed"),
 ) -> None:
+    model = base.model
     t0 = time.perf_counter()
     engine = await asyncio.to_thread(
         WhisperEngine.load, resolve_model(model, REPO / "data" / "models")
@@ -234,32 +235,33 @@ async def run_model(
         rss_mb=round(psutil.Process().memory_info().rss / 2**20, 1),
     )
     if only == "conversation":
-        await conversations(engine, silero, model, styles, layouts)
+        await conversations(engine, silero, base, styles, layouts)
         return
     if only == "language":
-        await languages(engine, silero, model)
+        await languages(engine, silero, base)
         return
 
     meeting, turns = build_meeting()
     meeting_ref = " ".join(ref(clip) for _, clip in MEETING)
     mframes = frames_of(meeting, "mix", JOIN)
     if not only_realtime:
-        await offline_and_fast(engine, silero, model, mframes, turns, meeting_ref)
+        await offline_and_fast(engine, silero, base, mframes, turns, meeting_ref)
     if not skip_realtime:
-        await real_time_replay(engine, silero, model, meeting, mframes, turns, meeting_ref)
-        await conversations(engine, silero, model)
-        await languages(engine, silero, model)
+        await real_time_replay(engine, silero, base, meeting, mframes, turns, meeting_ref)
+        await conversations(engine, silero, base)
+        await languages(engine, silero, base)
     emit(model=model, metric="peak_rss_mb", value=round(peak_rss_mb(), 1))
 
 
 async def conversations(
     engine: WhisperEngine,
     silero: SileroSession,
-    model: str,
+    base: TranscribeOptions,
     styles: Sequence[str] = ("polite", "conversation"),
     layouts: Sequence[Layout] = ("per_speaker", "mixed"),
 ) -> None:
     """Section 5: polite and natural conversation, both track layouts, in real time."""
+    model = base.model
     for style in styles:
         talk = build_conversation(speech_dir(), "polite" if style == "polite" else "conversation")
         for layout in layouts:
@@ -269,7 +271,7 @@ async def conversations(
                 engine,
                 silero,
                 stream_items(talk, layout, JOIN),
-                TranscribeOptions(model=model),
+                base,
                 real_time=True,
                 track_speakers=named,
             )
@@ -327,8 +329,9 @@ def _spaced(text: str) -> str:
     return " ".join(ch for ch in text if not ch.isspace() and ch.isalnum())
 
 
-async def languages(engine: WhisperEngine, silero: SileroSession, model: str) -> None:
+async def languages(engine: WhisperEngine, silero: SileroSession, base: TranscribeOptions) -> None:
     """Section 6: each language with no ``language`` set, in real time, partials on."""
+    model = base.model
     multilingual: WhisperEngine | None = None
     if not engine.multilingual:
         multilingual = await asyncio.to_thread(
@@ -343,7 +346,7 @@ async def languages(engine: WhisperEngine, silero: SileroSession, model: str) ->
             engine,
             silero,
             frames_of(audio, "t", JOIN),
-            TranscribeOptions(model=model),
+            base,
             real_time=True,
             multilingual=multilingual,
         )
@@ -377,17 +380,18 @@ async def languages(engine: WhisperEngine, silero: SileroSession, model: str) ->
 async def offline_and_fast(
     engine: WhisperEngine,
     silero: SileroSession,
-    model: str,
+    base: TranscribeOptions,
     mframes: list[AudioFrame],
     turns: list[tuple[str, str, float, float]],
     meeting_ref: str,
 ) -> None:
     """Sections 1–3: offline WER/RTF, fast streaming WER, the VAD comparison."""
+    model = base.model
     offline5: list[tuple[int, int]] = []
     offline1: list[tuple[int, int]] = []
     streamed: list[tuple[int, int]] = []
     audio_s = cpu5 = cpu1 = wall5 = wall1 = 0.0
-    fast = TranscribeOptions(model=model, partials=False)
+    fast = base.model_copy(update={"partials": False})
     for clip in CLIPS:
         pcm = load(clip)
         audio = pcm.astype(np.float32) / 32768.0
@@ -450,7 +454,7 @@ async def offline_and_fast(
 
     # 3. VAD choice on the multi-speaker sequence.
     for vad in ("silero", "energy"):
-        opts = TranscribeOptions(model=model, partials=False, vad=vad)
+        opts = base.model_copy(update={"partials": False, "vad": vad})
         got, _, _ = await stream(
             engine, silero if vad == "silero" else None, mframes, opts, real_time=False
         )
@@ -473,13 +477,14 @@ async def offline_and_fast(
 async def real_time_replay(
     engine: WhisperEngine,
     silero: SileroSession,
-    model: str,
+    base: TranscribeOptions,
     meeting: npt.NDArray[np.int16],
     mframes: list[AudioFrame],
     turns: list[tuple[str, str, float, float]],
     meeting_ref: str,
 ) -> None:
     """Section 4: real-time replay with partials and speaker activity; latency figures."""
+    model = base.model
     # How long one utterance decode takes right now: latency is about 0.16 s + this.
     probe = load("ls_testclean_61-70968-0000.wav").astype(np.float32) / 32768.0
     walls, cpus = [], []
@@ -506,7 +511,7 @@ async def real_time_replay(
         [*mframes, *activities],
         key=lambda i: i.at if isinstance(i, SpeakerActivity) else i.end_time,
     )
-    opts = TranscribeOptions(model=model)
+    opts = base
     c0 = cpu_seconds()
     got, transcriber, began = await stream(engine, silero, items, opts, real_time=True)
     cpu = cpu_seconds() - c0
@@ -583,7 +588,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--styles", default="polite,conversation", help="conversation styles of section 5"
     )
     parser.add_argument("--layouts", default="per_speaker,mixed", help="track layouts of section 5")
+    parser.add_argument(
+        "--realtime-window-s",
+        default="default",
+        help="least encoder window of realtime decodes, seconds, or 'full' for Whisper's 30 s "
+        "(the default is TranscribeOptions')",
+    )
     args = parser.parse_args(argv)
+    window: dict[str, float | None] = {}
+    if args.realtime_window_s == "full":
+        window["realtime_window_s"] = None
+    elif args.realtime_window_s != "default":
+        window["realtime_window_s"] = float(args.realtime_window_s)
     layouts: list[Layout] = []
     for layout in args.layouts.split(","):
         if layout not in ("per_speaker", "mixed"):
@@ -596,7 +612,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.one:
         asyncio.run(
             run_model(
-                args.one,
+                TranscribeOptions(model=args.one, **window),
                 args.skip_realtime,
                 args.only_realtime,
                 only,
@@ -613,6 +629,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cmd += ["--only-conversation"] if args.only_conversation else []
         cmd += ["--only-language"] if args.only_language else []
         cmd += ["--styles", args.styles, "--layouts", args.layouts]
+        cmd += ["--realtime-window-s", args.realtime_window_s]
         # One process per model so each peak RSS is that model's own.
         done = subprocess.run(cmd, cwd=REPO, check=False)  # noqa: S603 - our own module
         if done.returncode:

@@ -9,6 +9,11 @@ Latency path: speech ends → after ``speculate_s`` (160 ms) of silence the utte
 speculatively → after ``endpoint_s`` (450 ms) of silence it is final, and the speculative
 result is the final result. End of speech → final is therefore about max(endpoint,
 speculate + one decode). If speech resumes, the speculative text is shown as a partial.
+Realtime decodes encode the utterance plus 1 s, at least ``realtime_window_s`` (15 s), not
+Whisper's padded 30 s (``agent.transcribe.engine``): a decode of tiny.en then takes a half to
+a quarter of the time, so the final is there about when the endpoint is. A
+result one of the confidence rules would drop (``_DOUBT_RULES``) is decoded again in the full
+window first, during the endpoint wait when it came from a speculation.
 
 A final whose text is far too short for the voice the VAD heard (under
 ``_MIN_WORDS_PER_VOICED_S`` words per voiced second over at least ``_RECHECK_VOICED_S``) is
@@ -27,11 +32,10 @@ newcomer then costs no multilingual decode. No partials are decoded for a speake
 detected.
 
 Partials are decoded every ``partial_interval_s`` of an open utterance (never during a pause,
-when the speculation may be about to need the decoder). The interval stays at least three times
-the recent decode time, so partials take at most about a third of the decoder. When decoding falls
-behind (finals waiting, or the partial's audio is older than an interval) the interval doubles
-up to ``partial_interval_max_s`` (``metrics.partial_degradations``) and shrinks back when the
-decoder keeps up. Finals are never skipped.
+when the speculation may be about to need the decoder), and only when no final or speculative
+decode waits. :class:`~agent.transcribe.pace.DecoderPace` sets the interval from the decoder's
+speed and pauses partials and speculative decodes while decoding is slower than the audio.
+Finals are never skipped.
 """
 
 from __future__ import annotations
@@ -50,17 +54,17 @@ from agent.audio import SAMPLE_RATE
 from agent.contracts.bot_config import Task
 from agent.transcribe.commit import SegmentCommitter
 from agent.transcribe.engine import DecodeOptions, DecodeResult, WhisperEngine
+from agent.transcribe.filters import judge, repeats_a_phrase
 from agent.transcribe.ingest import Batch, Ingest
 from agent.transcribe.languages import LanguageMemory
 from agent.transcribe.metrics import TranscribeMetrics
 from agent.transcribe.options import TranscribeOptions
+from agent.transcribe.pace import PROBE_SECONDS, DecoderPace
 from agent.transcribe.segmenter import Discarded, Ended, Resume, Speculate, Started
 from agent.transcribe.utterance import Utterance
 
 log = logging.getLogger(__name__)
 
-# Partial decodes get at most ~1/3 of the decoder: interval ≥ 3 × recent decode time.
-_PARTIAL_SHARE = 3.0
 # A new speaker in a meeting whose speakers all spoke English is tried on the English model
 # first; a decode this unsure (or looping) is taken as another language and detected on the
 # multilingual one. tiny.en on real speech: English -0.05…-0.58, Spanish/French/German/
@@ -70,6 +74,11 @@ _FOREIGN_COMPRESSION = 2.2
 # People say 2–3 words per voiced second; fewer than this many means the decode stopped early.
 _MIN_WORDS_PER_VOICED_S = 0.7
 _RECHECK_VOICED_S = 2.0
+# Drop rules that rest on the model's confidence: a final the short encoder window would lose
+# by one of them is decoded again with the full 30 s window, whose figures the rules were set
+# on. tiny.en on the mixed conversation: "exhibition." (0.7 s voiced) had no-speech 0.72 and
+# log-prob -1.04 in a 10 s window, 0.74 and -0.72 in the 30 s one.
+_DOUBT_RULES = frozenset({"no_speech", "low_confidence", "repetition", "known_hallucination"})
 
 JobKind = Literal["final", "speculative", "partial"]
 
@@ -122,8 +131,9 @@ class DecodeScheduler:
         self._decode_options = DecodeOptions(
             beam_size=options.realtime_beam_size,
             without_timestamps=options.realtime_without_timestamps,
+            window_s=options.realtime_window_s,
         )
-        self._decode_ema = 0.0
+        self._pace = DecoderPace(options, metrics)
         self._utterances: dict[str, dict[int, Utterance]] = {}  # track → number → utterance
         self._finals: deque[Utterance] = deque()
         self._speculative: deque[Utterance] = deque()
@@ -185,7 +195,10 @@ class DecodeScheduler:
             utt = self._utterances.get(track_id, {}).get(number)
             if utt is not None and utt.ended is None and utt.spec_state == "none":
                 utt.partial_samples = samples
-                self._partial_due[track_id] = (utt, audio)
+                if self._pace.slow:
+                    self._pace.skip_partial()  # due again one interval later
+                else:
+                    self._partial_due[track_id] = (utt, audio)
         self._wake.set()
 
     def _unspeculate(self, utt: Utterance) -> None:
@@ -228,6 +241,7 @@ class DecodeScheduler:
 
     async def run(self) -> None:
         """Decode until the ingest finished and every final is out."""
+        await self._probe()
         while True:
             job = self._next_job()
             if job is None:
@@ -256,6 +270,16 @@ class DecodeScheduler:
                     self._languages.observe(key, "en", 1.0)
             if self._language is None and language is None and engine.multilingual:
                 self._languages.observe(key, result.language, result.language_probability)
+            if kind == "speculative" and gen == utt.spec_gen and self._doubtful(result, 1.0):
+                # Likely the final: check it in the full window during the endpoint wait.
+                result = await self._redecode(
+                    "full_window",
+                    utt,
+                    result,
+                    audio,
+                    without_timestamps=self._opts.realtime_without_timestamps,
+                    window_s=None,
+                )
             await self._handle(kind, utt, result, gen)
 
     async def _decode(
@@ -274,10 +298,31 @@ class DecodeScheduler:
             options=self._decode_options,
             prompt=self._commit.context(utt.track),
         )
+        self._account(kind, result, audio)
+        return result
+
+    async def _probe(self) -> None:
+        """Learn the decoder's speed on a second of silence before the first utterance."""
+        if not self._opts.partials:
+            return
+        audio = np.zeros(round(PROBE_SECONDS * SAMPLE_RATE), dtype=np.float32)
+        result = await asyncio.to_thread(
+            self._engine.decode,
+            audio,
+            language=self._language or "en",
+            task=self._task,
+            options=self._decode_options,
+        )
+        self._account("probe", result, audio)
+
+    def _account(
+        self, kind: str, result: DecodeResult, audio: npt.NDArray[np.float32] | None
+    ) -> None:
+        """Count a decode; ``audio`` None: audio decoded before (its time counts, not it)."""
         self._metrics.decodes[kind] += 1
         self._metrics.decode_seconds += result.seconds
-        self._tune_partials(result.seconds)
-        return result
+        audio_s = 0.0 if audio is None else len(audio) / SAMPLE_RATE
+        self._pace.observe(result.seconds, audio_s, finals_waiting=bool(self._finals))
 
     @property
     def multilingual(self) -> WhisperEngine | None:
@@ -318,6 +363,14 @@ class DecodeScheduler:
             utt = self._finals.popleft()
             assert utt.ended is not None  # noqa: S101 - only ended utterances are queued
             return ("final", utt, utt.ended.audio, utt.spec_gen)
+        if self._pace.slow:
+            # Speculation only saves the last part of the endpoint wait; a slow decoder waits
+            # for the end instead (the queued ones become finals there), and skips partials.
+            self._speculative = deque(u for u in self._speculative if u.spec_state == "queued")
+            for _ in self._partial_due:
+                self._pace.skip_partial()
+            self._partial_due.clear()
+            return None
         while self._speculative:
             utt = self._speculative.popleft()
             if utt.spec_state == "queued" and utt.spec_audio is not None:
@@ -359,55 +412,69 @@ class DecodeScheduler:
             _MIN_WORDS_PER_VOICED_S * voiced
         ):
             # Too few words for the voice heard: Whisper ended early (see module docstring).
-            language = self._language or result.language
-            again = await asyncio.to_thread(
-                self._engine_for(language).decode,
+            again = await self._redecode(
+                "recheck",
+                utt,
+                result,
                 utt.ended.audio,
-                language=language,
-                task=self._task,
-                options=DecodeOptions(
-                    beam_size=self._opts.realtime_beam_size, without_timestamps=False
-                ),
-                prompt=self._commit.context(utt.track),
+                without_timestamps=False,
+                window_s=self._opts.realtime_window_s,
             )
-            self._metrics.decodes["recheck"] += 1
-            self._metrics.decode_seconds += again.seconds
             if len(again.text.split()) > len(result.text.split()):
                 result = again
+        if self._doubtful(result, voiced):
+            # Doubtful in the short window: only Whisper's own 30 s window may drop it.
+            result = await self._redecode(
+                "full_window",
+                utt,
+                result,
+                utt.ended.audio,
+                without_timestamps=self._opts.realtime_without_timestamps,
+                window_s=None,
+            )
         await self._commit.final(utt, result)
+
+    @staticmethod
+    def _doubtful(result: DecodeResult, voiced_s: float) -> bool:
+        """Whether a short-window result needs the full window to be believed.
+
+        It does when a confidence rule would drop it (``_DOUBT_RULES``) or when it repeats a
+        phrase (the decoder ran past the end of the audio in the short window).
+        """
+        return result.window_s is not None and (
+            judge(result.text, result.stats, voiced_s).dropped in _DOUBT_RULES
+            or repeats_a_phrase(result.text)
+        )
+
+    async def _redecode(
+        self,
+        kind: str,
+        utt: Utterance,
+        first: DecodeResult,
+        audio: npt.NDArray[np.float32],
+        *,
+        without_timestamps: bool,
+        window_s: float | None,
+    ) -> DecodeResult:
+        """Decode an utterance's audio again, in the language its first decode used."""
+        language = self._language or first.language
+        again = await asyncio.to_thread(
+            self._engine_for(language).decode,
+            audio,
+            language=language,
+            task=self._task,
+            options=DecodeOptions(
+                beam_size=self._opts.realtime_beam_size,
+                without_timestamps=without_timestamps,
+                window_s=window_s,
+            ),
+            prompt=self._commit.context(utt.track),
+        )
+        self._account(kind, again, None)
+        return again
 
     # ---- partial rate --------------------------------------------------------------------
 
     def _maybe_degrade(self, utt: Utterance, partial_samples: int) -> None:
         heard = self._ingest.tracks[utt.track].segmenter.samples_seen - utt.start_sample
-        behind = (heard - partial_samples) / SAMPLE_RATE
-        interval = self._metrics.partial_interval_s
-        if behind > interval:
-            self._set_partial_interval(interval * 2, behind)
-
-    def _tune_partials(self, decode_seconds: float) -> None:
-        """Keep partial decoding to about a third of the decoder's time.
-
-        Partials are the only work that can wait; finals and speculative decodes queue behind
-        a running partial, so its share of the decoder is what they pay in latency.
-        """
-        self._decode_ema = 0.7 * self._decode_ema + 0.3 * decode_seconds
-        needed = _PARTIAL_SHARE * self._decode_ema
-        interval = self._metrics.partial_interval_s
-        if needed > interval * 1.1:
-            self._set_partial_interval(needed, 0.0)
-        elif not self._finals and needed < interval:
-            self._metrics.partial_interval_s = max(
-                self._opts.partial_interval_s, needed, interval * 0.75
-            )
-
-    def _set_partial_interval(self, wanted: float, behind: float) -> None:
-        capped = min(self._opts.partial_interval_max_s, max(self._opts.partial_interval_s, wanted))
-        if capped <= self._metrics.partial_interval_s:
-            return
-        self._metrics.partial_interval_s = capped
-        self._metrics.partial_degradations += 1
-        log.info(
-            "partial interval raised",
-            extra={"interval_s": round(capped, 2), "behind_s": round(behind, 2)},
-        )
+        self._pace.behind((heard - partial_samples) / SAMPLE_RATE)

@@ -104,6 +104,21 @@ def collapse_repetitions(text: str, max_repeats: int = 3) -> str:
     return " ".join(words)
 
 
+def repeats_a_phrase(text: str, min_words: int = 4) -> bool:
+    """True when a phrase of at least ``min_words`` words comes twice back to back.
+
+    People repeat a word or two ("words, words, words"), hardly ever a whole phrase at once;
+    a decoder that ran past the end of its audio does (tiny.en in a 10 s window on 5.6 s of
+    speech: "This is me talking really slow and slightly lower intensity." twice).
+    """
+    words = normalize_text(text).split()
+    for size in range(min_words, len(words) // 2 + 1):
+        for i in range(len(words) - 2 * size + 1):
+            if words[i : i + size] == words[i + size : i + 2 * size]:
+                return True
+    return False
+
+
 def judge(text: str, stats: DecodeStats, voiced_s: float) -> Verdict:
     """Decide whether a decoded text is speech worth keeping.
 

@@ -30,6 +30,9 @@ class TranscribeMetrics:
         dropped: Decoded texts dropped, by rule (``no_speech``, ``known_hallucination``…).
         partial_interval_s: Current audio interval between partial decodes.
         partial_degradations: Times the interval grew because decoding fell behind.
+        slow_decoder: 1 while decoding is slower than the audio and partials are paused
+            (``agent.transcribe.pace``), else 0.
+        partials_paused: Partial decodes skipped because the decoder was slow.
         final_delays_s: Recent delays from speech end (frame clock, as ingested) to emission.
     """
 
@@ -46,6 +49,8 @@ class TranscribeMetrics:
     dropped: Counter[str] = field(default_factory=Counter)
     partial_interval_s: float = 0.0
     partial_degradations: int = 0
+    slow_decoder: int = 0
+    partials_paused: int = 0
     final_delays_s: deque[float] = field(default_factory=lambda: deque(maxlen=1000))
 
     def snapshot(self) -> dict[str, float]:
@@ -62,6 +67,8 @@ class TranscribeMetrics:
             "speculation_misses": self.speculation_misses,
             "partial_interval_s": self.partial_interval_s,
             "partial_degradations": self.partial_degradations,
+            "slow_decoder": self.slow_decoder,
+            "partials_paused": self.partials_paused,
         }
         out.update({f"decodes_{kind}": n for kind, n in self.decodes.items()})
         out.update({f"dropped_{rule}": n for rule, n in self.dropped.items()})

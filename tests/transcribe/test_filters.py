@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.transcribe.filters import DecodeStats, collapse_repetitions, judge
+from agent.transcribe.filters import DecodeStats, collapse_repetitions, judge, repeats_a_phrase
 
 pytestmark = pytest.mark.unit
 
@@ -53,3 +53,10 @@ def test_repetition_loop_is_cut_or_dropped() -> None:
 
 def test_empty_and_punctuation_only_are_dropped() -> None:
     assert judge(" ... ", CONFIDENT, 1.0).dropped == "empty"
+
+
+def test_a_phrase_said_twice_in_a_row_is_found_a_repeated_word_is_not() -> None:
+    twice = "This is me talking really slow. This is me talking really slow."
+    assert repeats_a_phrase(twice)
+    assert not repeats_a_phrase("And here are some more words, words, words, words.")
+    assert not repeats_a_phrase("Ask not what your country can do for you, ask what you can do.")
