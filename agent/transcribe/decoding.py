@@ -35,13 +35,19 @@ Partials are decoded every ``partial_interval_s`` of an open utterance (never du
 when the speculation may be about to need the decoder), and only when no final or speculative
 decode waits. :class:`~agent.transcribe.pace.DecoderPace` sets the interval from the decoder's
 speed and pauses partials and speculative decodes while decoding is slower than the audio.
-Finals are never skipped.
+Finals are never skipped. While paused, the finals queued for one speaker are decoded together,
+up to ``_MERGE_MAX_S`` of their track's audio (gaps kept as silence, so times stay true), as
+one segment under the first one's id (``metrics.finals_merged``): a decode costs about the
+same whether its window holds one utterance or several (Whisper encodes a padded window, at
+least ``realtime_window_s``), so a backlog of n turns costs one decode instead of n. On a bot
+VM emulated by TCG, where a decode takes minutes, that is what lets a sentence's finals arrive.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections import deque
 from collections.abc import Mapping
@@ -79,6 +85,9 @@ _RECHECK_VOICED_S = 2.0
 # on. tiny.en on the mixed conversation: "exhibition." (0.7 s voiced) had no-speech 0.72 and
 # log-prob -1.04 in a 10 s window, 0.74 and -0.72 in the 30 s one.
 _DOUBT_RULES = frozenset({"no_speech", "low_confidence", "repetition", "known_hallucination"})
+
+# A slow decoder's merged finals stay inside Whisper's 30 s window.
+_MERGE_MAX_S = 28.0
 
 JobKind = Literal["final", "speculative", "partial"]
 
@@ -361,8 +370,11 @@ class DecodeScheduler:
     def _next_job(self) -> tuple[JobKind, Utterance, npt.NDArray[np.float32], int] | None:
         if self._finals:
             utt = self._finals.popleft()
-            assert utt.ended is not None  # noqa: S101 - only ended utterances are queued
-            return ("final", utt, utt.ended.audio, utt.spec_gen)
+            if self._pace.slow and utt.spec_result is None:
+                utt = self._merge_queued(utt)
+            ended = utt.ended
+            assert ended is not None  # noqa: S101 - only ended utterances are queued
+            return ("final", utt, ended.audio, utt.spec_gen)
         if self._pace.slow:
             # Speculation only saves the last part of the endpoint wait; a slow decoder waits
             # for the end instead (the queued ones become finals there), and skips partials.
@@ -386,6 +398,56 @@ class DecodeScheduler:
             self._maybe_degrade(utt, len(audio))
             return ("partial", utt, audio, utt.spec_gen)
         return None
+
+    def _merge_queued(self, first: Utterance) -> Utterance:
+        """``first`` with the queued finals of its track and speaker that follow it.
+
+        Each one's audio lands at its own place on the track (the gaps between them silence),
+        up to ``_MERGE_MAX_S``; the merged ones leave the queue and their partials are cleared.
+        """
+        assert first.ended is not None  # noqa: S101 - only ended utterances are queued
+        speaker = self._commit.speaker_key(first)
+        merged = [first]
+        end = first.ended.start_sample + len(first.ended.audio)
+        while self._finals:
+            nxt = self._finals[0]
+            nxt_ended = nxt.ended
+            if (
+                nxt.track != first.track
+                or nxt_ended is None
+                or nxt.spec_result is not None
+                or self._commit.speaker_key(nxt) != speaker
+            ):
+                break
+            nxt_end = nxt_ended.start_sample + len(nxt_ended.audio)
+            if nxt_end - first.ended.start_sample > _MERGE_MAX_S * SAMPLE_RATE:
+                break
+            merged.append(self._finals.popleft())
+            end = max(end, nxt_end)
+        if len(merged) == 1:
+            return first
+        audio = np.zeros(end - first.ended.start_sample, dtype=np.float32)
+        for utt in merged:
+            assert utt.ended is not None  # noqa: S101 - checked above
+            at = utt.ended.start_sample - first.ended.start_sample
+            audio[at : at + len(utt.ended.audio)] = utt.ended.audio
+        last = merged[-1]
+        assert last.ended is not None  # noqa: S101 - checked above
+        for utt in merged[1:]:
+            self._utterances.get(utt.track, {}).pop(utt.number, None)
+            if utt.partial_text is not None:
+                self._commit.clear_partial(utt)
+        self._metrics.finals_merged += len(merged) - 1
+        ended = Ended(
+            utterance=first.number,
+            start_sample=first.ended.start_sample,
+            audio=audio,
+            speculated=False,
+            voiced_s=sum(utt.ended.voiced_s for utt in merged if utt.ended is not None),
+            lead=first.ended.lead,
+            trail=last.ended.trail,
+        )
+        return dataclasses.replace(first, ended=ended, end_wall=last.end_wall)
 
     async def _handle(self, kind: JobKind, utt: Utterance, result: DecodeResult, gen: int) -> None:
         if kind == "final":

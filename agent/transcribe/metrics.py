@@ -33,6 +33,8 @@ class TranscribeMetrics:
         slow_decoder: 1 while decoding is slower than the audio and partials are paused
             (``agent.transcribe.pace``), else 0.
         partials_paused: Partial decodes skipped because the decoder was slow.
+        finals_merged: Ended utterances decoded together with the one before them (a slow
+            decoder's backlog, see ``agent.transcribe.decoding``).
         final_delays_s: Recent delays from speech end (frame clock, as ingested) to emission.
     """
 
@@ -52,6 +54,7 @@ class TranscribeMetrics:
     slow_decoder: int = 0
     partials_paused: int = 0
     final_delays_s: deque[float] = field(default_factory=lambda: deque(maxlen=1000))
+    finals_merged: int = 0
 
     def snapshot(self) -> dict[str, float]:
         """Flat ``name → value`` view (``decodes_final``, ``dropped_no_speech``…)."""
@@ -67,6 +70,7 @@ class TranscribeMetrics:
             "speculation_misses": self.speculation_misses,
             "partial_interval_s": self.partial_interval_s,
             "partial_degradations": self.partial_degradations,
+            "finals_merged": self.finals_merged,
             "slow_decoder": self.slow_decoder,
             "partials_paused": self.partials_paused,
         }
