@@ -16,17 +16,16 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
-from sqlalchemy import event
 
 from control_plane.api.list_gate import LIST_GATE, list_gate
 from control_plane.db.engine import DB
 from control_plane.settings import Settings
 from tests.plugins.api_app import KEY_PREFIX, Caller
+from tests.plugins.statements import creation_tables
 
 pytestmark = pytest.mark.api
 
@@ -137,35 +136,11 @@ async def test_a_list_cancelled_while_waiting_gives_up_its_place() -> None:
 
 
 async def test_a_creation_sends_four_statements(client: Client, owner: Caller) -> None:
-    engine = client.app[DB].engine.sync_engine
-    open_statements: dict[int, list[str]] = {}
-    creations: list[list[str]] = []
-
-    def on_begin(conn: Any) -> None:
-        open_statements[id(conn)] = []
-
-    def on_statement(conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-        if id(conn) in open_statements and not statement.lstrip().upper().startswith("BEGIN"):
-            open_statements[id(conn)].append(statement)
-
-    def on_commit(conn: Any) -> None:
-        statements = open_statements.pop(id(conn), [])
-        if any(s.lstrip().startswith("INSERT INTO meetings") for s in statements):
-            creations.append(statements)
-
-    event.listen(engine, "begin", on_begin)
-    event.listen(engine, "before_cursor_execute", on_statement)
-    event.listen(engine, "commit", on_commit)
-    try:
+    async with creation_tables(client.app[DB].engine.sync_engine) as creations:
         response = await client.post("/api/v1/bots", json=_body(1), headers=owner.headers)
         assert response.status == 201, await response.text()
-    finally:
-        event.remove(engine, "begin", on_begin)
-        event.remove(engine, "before_cursor_execute", on_statement)
-        event.remove(engine, "commit", on_commit)
     assert len(creations) == 1
-    tables = [s.split()[2] if s.lstrip().startswith("INSERT") else "SELECT" for s in creations[0]]
-    assert tables == ["SELECT", "meetings", "bot_status_changes", "webhook_messages"], creations
+    assert creations[0] == ["SELECT", "meetings", "bot_status_changes", "webhook_messages"]
 
 
 async def test_lists_wait_for_a_slot_while_creations_go_through(
