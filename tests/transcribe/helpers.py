@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import time
 import wave
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,7 +13,9 @@ import numpy as np
 import numpy.typing as npt
 
 from agent.audio import SAMPLE_RATE, AudioFrame, SpeakerActivity
+from agent.contracts.bot_config import Task
 from agent.contracts.link import Segment
+from agent.transcribe.engine import DecodeOptions, DecodeResult, WhisperEngine
 from agent.transcribe.realtime import RealtimeTranscriber
 from tests.plugins.paths import need_clip
 
@@ -79,3 +83,36 @@ def interleave(*streams: Sequence[AudioFrame]) -> list[AudioFrame]:
     """Merge per-track frame lists by timestamp (how capture delivers overlapping tracks)."""
     merged = [frame for stream in streams for frame in stream]
     return sorted(merged, key=lambda f: (f.start_time, f.track_id))
+
+
+class SlowedEngine(WhisperEngine):
+    """A loaded model decoding for real, made slower the way a starved or emulated CPU is.
+
+    Each decode lasts at least ``factor`` times its audio, then ``extra_s`` more (a fixed cost
+    per decode, as emulation adds); the result's ``seconds`` counts the wait. Both knobs may be
+    changed between decodes; ``decodes`` counts them.
+    """
+
+    def __init__(self, engine: WhisperEngine, *, factor: float = 0.0, extra_s: float = 0.0) -> None:
+        super().__init__(engine._model, engine.name, engine.multilingual)
+        self.factor = factor
+        self.extra_s = extra_s
+        self.decodes = 0
+
+    def decode(
+        self,
+        audio: npt.NDArray[np.float32],
+        *,
+        language: str | None,
+        task: Task,
+        options: DecodeOptions,
+        prompt: str | None = None,
+    ) -> DecodeResult:
+        """Decode for real, then wait until the slowed length (counted in the result)."""
+        result = super().decode(audio, language=language, task=task, options=options, prompt=prompt)
+        wanted = max(result.seconds, self.factor * len(audio) / SAMPLE_RATE) + self.extra_s
+        self.decodes += 1
+        if wanted > result.seconds:
+            time.sleep(wanted - result.seconds)
+            result = dataclasses.replace(result, seconds=wanted)
+        return result

@@ -2,27 +2,24 @@
 
 A bot VM emulated without KVM takes minutes per Whisper decode (the padded 30 s window costs
 the same whatever is in it). The engine here is the bundled tiny.en, decoding for real, on a
-machine made slower by a fixed cost per decode (``SlowEngine``, as emulation adds); the
+machine made slower by a fixed cost per decode (``SlowedEngine``, as emulation adds); the
 scheduler, segmenter and committer under test are the real ones.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import time
 from pathlib import Path
 
 import numpy as np
-import numpy.typing as npt
 import pytest
 
-from agent.contracts.bot_config import Task
-from agent.transcribe.engine import DecodeOptions, DecodeResult, WhisperEngine
+from agent.transcribe.engine import WhisperEngine
 from agent.transcribe.normalize import word_error_rate
 from agent.transcribe.options import TranscribeOptions
 from agent.transcribe.realtime import RealtimeTranscriber
 from agent.transcribe.vad import SileroSession
 from tests.transcribe.helpers import (
+    SlowedEngine,
     finals,
     frames,
     interleave,
@@ -37,30 +34,6 @@ pytestmark = [pytest.mark.model, pytest.mark.slow]
 JOIN = 1_700_000_000.0
 # Slower than the audio it decodes (the pace's real-time factor above 1): a slow decoder.
 EXTRA_DECODE_S = 3.0
-
-
-class SlowEngine(WhisperEngine):
-    """The same loaded model, each decode ``extra_s`` slower (like a CPU under emulation)."""
-
-    def __init__(self, engine: WhisperEngine, extra_s: float) -> None:
-        super().__init__(engine._model, engine.name, engine.multilingual)
-        self.extra_s = extra_s
-        self.decodes = 0
-
-    def decode(
-        self,
-        audio: npt.NDArray[np.float32],
-        *,
-        language: str | None,
-        task: Task,
-        options: DecodeOptions,
-        prompt: str | None = None,
-    ) -> DecodeResult:
-        """Decode for real, then wait ``extra_s`` (seconds counted in the result)."""
-        result = super().decode(audio, language=language, task=task, options=options, prompt=prompt)
-        time.sleep(self.extra_s)
-        self.decodes += 1
-        return dataclasses.replace(result, seconds=result.seconds + self.extra_s)
 
 
 async def test_a_slow_decoders_backlog_is_decoded_per_speaker_in_one_go(
@@ -79,7 +52,7 @@ async def test_a_slow_decoders_backlog_is_decoded_per_speaker_in_one_go(
     )
     bob = np.concatenate([silence(11.0), load_wav(speech, "jfk.wav"), silence(1.0)])
     stream = interleave(frames(ada, "track-a", JOIN, "Ada"), frames(bob, "track-b", JOIN, "Bob"))
-    engine = SlowEngine(tiny_engine, EXTRA_DECODE_S)
+    engine = SlowedEngine(tiny_engine, extra_s=EXTRA_DECODE_S)
     transcriber = RealtimeTranscriber(
         engine,
         join_time=JOIN,

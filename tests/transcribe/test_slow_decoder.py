@@ -9,7 +9,6 @@ while people talk. First the decoder is slow, then it is fast again.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import time
 from pathlib import Path
@@ -19,15 +18,20 @@ import numpy.typing as npt
 import pytest
 
 from agent.audio import SAMPLE_RATE
-from agent.contracts.bot_config import Task
 from agent.contracts.link import Segment
-from agent.transcribe.engine import DecodeOptions, DecodeResult, WhisperEngine
-from agent.transcribe.models import resolve_model
+from agent.transcribe.engine import WhisperEngine
 from agent.transcribe.normalize import word_error_rate
 from agent.transcribe.options import TranscribeOptions
 from agent.transcribe.realtime import RealtimeTranscriber
 from agent.transcribe.vad import SileroSession
-from tests.transcribe.helpers import finals, frames, load_wav, reference, silence
+from tests.transcribe.helpers import (
+    SlowedEngine,
+    finals,
+    frames,
+    load_wav,
+    reference,
+    silence,
+)
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
@@ -38,32 +42,10 @@ SLOW = [("LJ001-0004.wav", 1.0), ("LJ001-0011.wav", 1.2)]
 FAST = [("LJ001-0001.wav", 1.0), ("LJ001-0005.wav", 1.0), ("LJ001-0003.wav", 1.5)]
 
 
-class SlowedEngine(WhisperEngine):
-    """A real model whose decodes last at least ``factor`` times their audio (0: as they are)."""
-
-    factor: float = 0.0
-
-    def decode(
-        self,
-        audio: npt.NDArray[np.float32],
-        *,
-        language: str | None,
-        task: Task,
-        options: DecodeOptions,
-        prompt: str | None = None,
-    ) -> DecodeResult:
-        wanted = self.factor * len(audio) / SAMPLE_RATE
-        result = super().decode(audio, language=language, task=task, options=options, prompt=prompt)
-        if wanted > result.seconds:
-            time.sleep(wanted - result.seconds)
-            result = dataclasses.replace(result, seconds=wanted)
-        return result
-
-
 @pytest.fixture(scope="module")
-def slowed(models_dir: Path) -> SlowedEngine:
-    """A tiny.en of its own (the factor must not reach the other tests' engine)."""
-    return SlowedEngine.load(resolve_model("tiny.en", models_dir))
+def slowed(tiny_engine: WhisperEngine) -> SlowedEngine:
+    """The shared tiny.en's weights in an engine of its own (its factor reaches no other test)."""
+    return SlowedEngine(tiny_engine)
 
 
 def _pcm(speech: Path, script: list[tuple[str, float]]) -> npt.NDArray[np.int16]:
