@@ -8,6 +8,7 @@ import time
 import wave
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -88,15 +89,17 @@ def interleave(*streams: Sequence[AudioFrame]) -> list[AudioFrame]:
 class SlowedEngine(WhisperEngine):
     """A loaded model decoding for real, made slower the way a starved or emulated CPU is.
 
-    Each decode lasts at least ``factor`` times its audio, then ``extra_s`` more (a fixed cost
-    per decode, as emulation adds); the result's ``seconds`` counts the wait. Both knobs may be
-    changed between decodes; ``decodes`` counts them.
+    Load it with ``SlowedEngine.load`` (a model of its own: the engine wraps its model's encoder,
+    so sharing one would chain two engines' windows). Each decode lasts at least ``factor``
+    times its audio, then ``extra_s`` more (a fixed cost per decode, as emulation adds); the
+    result's ``seconds`` counts the wait. Both knobs may change between decodes; ``decodes``
+    counts them.
     """
 
-    def __init__(self, engine: WhisperEngine, *, factor: float = 0.0, extra_s: float = 0.0) -> None:
-        super().__init__(engine._model, engine.name, engine.multilingual)
-        self.factor = factor
-        self.extra_s = extra_s
+    def __init__(self, model: Any, name: str, multilingual: bool) -> None:
+        super().__init__(model, name, multilingual)
+        self.factor = 0.0
+        self.extra_s = 0.0
         self.decodes = 0
 
     def decode(

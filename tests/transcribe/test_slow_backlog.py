@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agent.transcribe.engine import WhisperEngine
+from agent.transcribe.models import resolve_model
 from agent.transcribe.normalize import word_error_rate
 from agent.transcribe.options import TranscribeOptions
 from agent.transcribe.realtime import RealtimeTranscriber
@@ -37,7 +37,7 @@ EXTRA_DECODE_S = 3.0
 
 
 async def test_a_slow_decoders_backlog_is_decoded_per_speaker_in_one_go(
-    speech: Path, tiny_engine: WhisperEngine, silero: SileroSession
+    speech: Path, models_dir: Path, silero: SileroSession
 ) -> None:
     # Ada reads three sentences with short breaths; Bob talks over her second one.
     ada = np.concatenate(
@@ -52,7 +52,8 @@ async def test_a_slow_decoders_backlog_is_decoded_per_speaker_in_one_go(
     )
     bob = np.concatenate([silence(11.0), load_wav(speech, "jfk.wav"), silence(1.0)])
     stream = interleave(frames(ada, "track-a", JOIN, "Ada"), frames(bob, "track-b", JOIN, "Bob"))
-    engine = SlowedEngine(tiny_engine, extra_s=EXTRA_DECODE_S)
+    engine = SlowedEngine.load(resolve_model("tiny.en", models_dir))
+    engine.extra_s = EXTRA_DECODE_S
     transcriber = RealtimeTranscriber(
         engine,
         join_time=JOIN,

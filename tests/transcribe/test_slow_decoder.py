@@ -19,7 +19,7 @@ import pytest
 
 from agent.audio import SAMPLE_RATE
 from agent.contracts.link import Segment
-from agent.transcribe.engine import WhisperEngine
+from agent.transcribe.models import resolve_model
 from agent.transcribe.normalize import word_error_rate
 from agent.transcribe.options import TranscribeOptions
 from agent.transcribe.realtime import RealtimeTranscriber
@@ -43,9 +43,9 @@ FAST = [("LJ001-0001.wav", 1.0), ("LJ001-0005.wav", 1.0), ("LJ001-0003.wav", 1.5
 
 
 @pytest.fixture(scope="module")
-def slowed(tiny_engine: WhisperEngine) -> SlowedEngine:
-    """The shared tiny.en's weights in an engine of its own (its factor reaches no other test)."""
-    return SlowedEngine(tiny_engine)
+def slowed(models_dir: Path) -> SlowedEngine:
+    """A tiny.en of its own (the factor must not reach the other tests' engine)."""
+    return SlowedEngine.load(resolve_model("tiny.en", models_dir))
 
 
 def _pcm(speech: Path, script: list[tuple[str, float]]) -> npt.NDArray[np.int16]:
