@@ -3,8 +3,12 @@
 Each track has its own VAD state and :class:`UtteranceSegmenter`, so two people talking over
 each other on separate tracks never end up in one segment. Endpointing counts samples, not
 wall time: a gap in a track's frames longer than ``_GAP_TOLERANCE_S`` is pushed as silence,
-and a live track that stops sending mid-utterance (muted, left, stalled) gets silence
-synthesised after ``_IDLE_AFTER_S``, so its utterance still ends.
+and a live track that stops sending mid-utterance (left, ended, its page stalled) gets silence
+synthesised, so its utterance still ends: at once when the other tracks' audio has moved more
+than ``_IDLE_AFTER_S`` past it, or after ``_STALL_AFTER_S`` of wall clock when no track sends
+at all. A capture that is only late (the page or this process starved of CPU, as in a VM
+under software emulation) delivers every track late together, so it gets no silence that
+would cut its speaker's utterance in pieces.
 
 :meth:`Ingest.run` is the ingest task: it takes frames from a bounded queue in batches (all
 that are waiting), analyses each batch in one worker thread call, and hands the resulting
@@ -31,8 +35,12 @@ from agent.transcribe.vad import EnergyVad, SileroSession, VoiceDetector
 # utterance whose track went quiet (muted, left) still ends.
 _GAP_TOLERANCE_S = 0.1
 _MAX_GAP_FILL_S = 1.0
-# A live track silent this long (wall clock) while someone is speaking on it gets silence.
+# A live track whose speaker is mid-utterance gets silence once the other tracks' audio is
+# this far ahead of it (capture time; the page sends every track's blocks together)…
 _IDLE_AFTER_S = 0.3
+# …or, when no track sends anything, after this long by the wall clock. Shorter would cut
+# speech at every stall of a late capture: frames then arrive late, but all together.
+_STALL_AFTER_S = 3.0
 # Frames stamped within this many seconds of the wall clock come from a live capture.
 _LIVE_WITHIN_S = 5.0
 # A speaker change on a mixed track cuts at the quietest moment of the audio up to this long
@@ -57,6 +65,8 @@ class Track:
         expected_next: Epoch seconds at which the next frame should start.
         live: Frame times are close to the wall clock (a live capture, not a file).
         last_arrival: ``time.monotonic()`` of the last frame (real or synthesised).
+        heard_until: Epoch seconds where the track's admitted audio ends (real or
+            synthesised); set on the event loop, ahead of ``expected_next``.
         speakers: Speaker names carried by the track's frames, counted.
         changes: Epoch seconds of active-speaker changes not yet applied (mixed tracks).
     """
@@ -69,6 +79,7 @@ class Track:
     expected_next: float
     live: bool = False
     last_arrival: float = 0.0
+    heard_until: float = 0.0
     speakers: Counter[str] = field(default_factory=Counter)
     changes: list[float] = field(default_factory=list)
 
@@ -117,6 +128,9 @@ class Ingest:
         self._partials = partials
         self._named_tracks = named_tracks
         self._changes: list[float] = []
+        # Newest capture time any live track reached, and when a real frame last came in.
+        self._capture_until = 0.0
+        self._last_frame_wall = time.monotonic()
 
     def speaker_change(self, at: float) -> None:
         """Note that the active speaker changed at epoch ``at`` (on the event loop).
@@ -155,6 +169,8 @@ class Ingest:
                     first = await frames.get()
             except TimeoutError:
                 synthetic = self._idle_frames()
+                for frame in synthetic:
+                    self._admit(frame, real=False)
                 if synthetic:
                     on_batch(
                         await asyncio.to_thread(self._analyse, synthetic, 0, False, partial_done)
@@ -171,23 +187,39 @@ class Ingest:
                     batch.append(nxt)
             for frame in batch:
                 self._admit(frame)
+            if not stop:
+                # A track the others have left behind (its speaker left, its track ended)
+                # gets its silence now: frames of the others keep the timeout from firing.
+                synthetic = self._idle_frames()
+                for frame in synthetic:
+                    self._admit(frame, real=False)
+                batch += synthetic
             self._route_changes()
             every = int(self._metrics.partial_interval_s * SAMPLE_RATE) if self._partials else 0
             on_batch(await asyncio.to_thread(self._analyse, batch, every, stop, partial_done))
             if stop:
                 return
 
-    def _admit(self, frame: AudioFrame) -> None:
-        """Count a frame and note its track's speaker and liveness (on the event loop)."""
+    def _admit(self, frame: AudioFrame, *, real: bool = True) -> None:
+        """Note a frame's track, speaker, liveness and progress (on the event loop).
+
+        Synthesised silence (``real=False``) moves only its track's progress.
+        """
+        track = self._track(frame)
+        track.last_arrival = time.monotonic()
+        track.heard_until = max(track.heard_until, frame.end_time)
+        if not real:
+            return
         self._metrics.frames_in += 1
         self._metrics.audio_seconds_in += frame.duration
         # Tracks are created and named here, on the loop, so the worker thread never adds
         # to what the decode side reads.
-        track = self._track(frame)
         if frame.speaker:
             track.speakers[frame.speaker] += 1
-        track.last_arrival = time.monotonic()
         track.live = abs(time.time() - frame.end_time) < _LIVE_WITHIN_S
+        self._last_frame_wall = track.last_arrival
+        if track.live:
+            self._capture_until = max(self._capture_until, frame.end_time)
 
     def _route_changes(self) -> None:
         """Hand pending speaker changes to the mixed tracks (on the loop, between analyses)."""
@@ -274,15 +306,24 @@ class Ingest:
         return track.segmenter.push(samples, probs)
 
     def _idle_frames(self) -> list[AudioFrame]:
-        """Silence for live tracks that went quiet mid-utterance (muted, left, stalled)."""
+        """Silence for live tracks that stopped sending mid-utterance (on the event loop).
+
+        A track gets silence from where its audio ends up to where the other tracks' audio
+        has reached, when that is more than ``_IDLE_AFTER_S``; if no track has sent anything
+        for ``_STALL_AFTER_S``, it gets as much silence as the wall clock says it missed. At
+        most ``_MAX_GAP_FILL_S`` per call either way (the segmenter needs far less to end).
+        """
         now = time.monotonic()
+        stalled = now - self._last_frame_wall > _STALL_AFTER_S
         out = []
         for track in self.tracks.values():
-            idle = now - track.last_arrival
-            if track.live and track.segmenter.speaking and idle > _IDLE_AFTER_S:
-                samples = int(min(idle, _MAX_GAP_FILL_S) * SAMPLE_RATE)
-                out.append(
-                    AudioFrame(track.track_id, track.expected_next, np.zeros(samples, np.int16))
-                )
-                track.last_arrival = now
+            if not (track.live and track.segmenter.speaking):
+                continue
+            behind = self._capture_until - track.heard_until
+            if behind <= _IDLE_AFTER_S:
+                if not stalled:
+                    continue
+                behind = now - track.last_arrival
+            samples = int(min(behind, _MAX_GAP_FILL_S) * SAMPLE_RATE)
+            out.append(AudioFrame(track.track_id, track.heard_until, np.zeros(samples, np.int16)))
         return out

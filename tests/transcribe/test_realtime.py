@@ -293,3 +293,62 @@ async def test_a_live_track_that_stops_sending_still_gets_its_final(
             await final_seen.wait()
     await collector
     assert "fellow americans" in finals(got)[0].text.lower()
+
+
+async def _live_collect(
+    transcriber: RealtimeTranscriber, got: list[Segment], final_seen: asyncio.Event
+) -> None:
+    async for segment in transcriber.segments():
+        got.append(segment)
+        if segment.completed and segment.text:
+            final_seen.set()
+
+
+async def test_a_late_capture_delivering_in_bursts_does_not_cut_the_utterance(
+    speech: Path, tiny_engine: WhisperEngine, silero: SileroSession
+) -> None:
+    # A starved capture (the page or the agent short of CPU, a VM under emulation) hands
+    # over a second of audio at a time, a second late, every track together. The audio
+    # itself has no pause: it must stay one utterance, not end at each stall.
+    clip = "LJ001-0003.wav"
+    pcm = np.concatenate([load_wav(speech, clip), silence(1.0)])
+    transcriber = _transcriber(tiny_engine, silero)
+    got: list[Segment] = []
+    final_seen = asyncio.Event()
+    async with transcriber:
+        collector = asyncio.create_task(_live_collect(transcriber, got, final_seen))
+        stream = frames(pcm, "t", time.time() - 1.0)
+        for first in range(0, len(stream), 10):
+            for frame in stream[first : first + 10]:
+                await transcriber.feed(frame)
+            await asyncio.sleep(1.0)  # nothing arrives: longer than any endpoint
+    await collector
+    texts = [s.text for s in finals(got)]
+    assert len(texts) == 1, texts
+    assert word_error_rate(reference(speech, clip), texts[0]) <= 0.2, texts
+
+
+async def test_a_track_that_ends_mid_sentence_while_others_send_gets_its_final_at_once(
+    speech: Path, tiny_engine: WhisperEngine, silero: SileroSession
+) -> None:
+    # One participant drops out mid-sentence (their track ends); another track keeps
+    # sending in real time. The leaver's words must not wait for the meeting's end.
+    head = load_wav(speech, "jfk.wav")[: int(2.3 * 16_000)]  # "And so my fellow Americans"
+    transcriber = _transcriber(tiny_engine, silero)
+    got: list[Segment] = []
+    final_seen = asyncio.Event()
+    async with transcriber:
+        collector = asyncio.create_task(_live_collect(transcriber, got, final_seen))
+        now = time.time()
+        for frame in frames(head, "leaver", now - len(head) / 16_000):
+            await transcriber.feed(frame)
+        stayer = frames(silence(30.0), "stayer", now)
+        for frame in stayer:
+            if final_seen.is_set():
+                break
+            await transcriber.feed(frame)
+            await asyncio.sleep(max(0.0, frame.end_time - time.time()))
+        heard_while_others_sent = final_seen.is_set()
+    await collector
+    assert heard_while_others_sent, "the leaver's final waited for the end of the meeting"
+    assert "fellow americans" in finals(got)[0].text.lower()
