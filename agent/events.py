@@ -138,7 +138,16 @@ class BotEvents:
 
     async def artifact(self, frame: ArtifactEvent) -> None:
         """An uploaded artifact; a recording is also announced as ``recording_ready``."""
-        self._observe("artifact", {"kind": frame.kind.value, "storage_key": frame.storage_key})
+        captured = frame.captured_at.isoformat() if frame.captured_at is not None else None
+        self._observe(
+            "artifact",
+            {
+                "kind": frame.kind.value,
+                "storage_key": frame.storage_key,
+                "captured_at": captured,
+                "duration_s": frame.duration_s,
+            },
+        )
         await self._to_link(frame)
         if frame.kind is ArtifactKind.RECORDING:
             await self._to_stream(

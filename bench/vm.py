@@ -236,7 +236,7 @@ async def run(args: argparse.Namespace) -> None:
             agent_teardown_grace_seconds=args.timeout,
         )
         accelerator = cast(Literal["auto", "kvm", "tcg"], args.accelerator)
-        async with TestMeetingServer(scenario=scenarios) as rooms:
+        async with TestMeetingServer(scenario=scenarios, speech_dir=args.speech_dir) as rooms:
             probe = QemuLauncher(args.image.resolve(), root / "probe", accelerator=accelerator)
             used = await probe.accelerator()
             slow = args.slow_vm if args.slow_vm is not None else used != "kvm"

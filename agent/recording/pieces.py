@@ -19,6 +19,7 @@ import shutil
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Generic, Protocol, TypeVar
 
 from agent.artifacts import ArtifactUploader
 from agent.errors import CommandError
@@ -85,25 +86,31 @@ class Piece:
         return ViewFrame(target, at)
 
 
-Ship = Callable[[Piece, float], Awaitable[None]]
-"""Encodes and uploads one piece that ended at the given epoch seconds."""
+class _Numbered(Protocol):
+    @property
+    def index(self) -> int: ...
 
 
-class PieceShipper:
+P = TypeVar("P", bound=_Numbered)
+"""What a piece is: a :class:`Piece` of page audio and views, or a screen capture's piece."""
+
+
+class PieceShipper(Generic[P]):
     """Ships ended pieces one at a time, in order, in a task it owns.
 
     Args:
-        ship: Encodes and uploads one piece (``MeetingRecorder._ship_piece``).
+        ship: Encodes and uploads one piece that ended at the given epoch seconds
+            (``MeetingRecorder._ship_piece`` or ``_ship_screen_piece``).
     """
 
-    def __init__(self, ship: Ship) -> None:
+    def __init__(self, ship: Callable[[P, float], Awaitable[None]]) -> None:
         self._ship = ship
-        self._queue: asyncio.Queue[tuple[Piece, float]] = asyncio.Queue()
+        self._queue: asyncio.Queue[tuple[P, float]] = asyncio.Queue()
         self._task = asyncio.create_task(self._run(), name="recording-pieces")
         self.shipped = 0
         self.failed = 0
 
-    def put(self, piece: Piece, end: float) -> None:
+    def put(self, piece: P, end: float) -> None:
         """Queue a piece that ended at ``end`` (epoch seconds)."""
         self._queue.put_nowait((piece, end))
 
@@ -117,7 +124,11 @@ class PieceShipper:
                 self.failed += 1
                 log.warning(
                     "recording piece failed",
-                    extra={"piece": piece.index, "error": type(exc).__name__, "detail": str(exc)},
+                    extra={
+                        "piece": piece.index,
+                        "error": type(exc).__name__,
+                        "detail": str(exc),
+                    },
                 )
             finally:
                 self._queue.task_done()

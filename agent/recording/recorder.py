@@ -18,14 +18,16 @@ On the bot's own display runtime (a :class:`~agent.recording.screen.ScreenSource
 PulseAudio, the VM's or ``--display``'s) a recording with ``video`` in ``capture_modes`` is the
 screen instead: :class:`~agent.recording.screen.ScreenCapture` runs ffmpeg x11grab with the
 meeting's 48 kHz sound, and nothing is tapped or screenshotted; at the end its file is only
-rewrapped into the requested format.
+rewrapped into the requested format. With pieces, ffmpeg itself cuts the capture every
+``piece_seconds``; each piece it closes is rewrapped and uploaded while the meeting goes on
+(polled every ``SCREEN_PIECE_POLL_S``), and its scratch files removed.
 
 :meth:`MeetingRecorder.finish` mixes and encodes with ffmpeg (``agent.recording.encode``),
 uploads the file (an upload slot from the control plane, three attempts with a doubling pause,
 or the agent's data folder without one) and reports an ``artifact`` event of kind
 ``recording``, which the SSE stream announces as ``recording_ready`` and the control plane as
 the ``recording.ready`` webhook; with pieces, this is the last piece (the others went during
-the meeting, each with its own ``artifact`` event). A screen recording is one file.
+the meeting, each with its own ``artifact`` event).
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ from agent.recording.encode import (
     run_ffmpeg,
 )
 from agent.recording.pieces import Piece, PieceShipper, Shipping
-from agent.recording.screen import ScreenCapture, ScreenSource, finalize_args
+from agent.recording.screen import ScreenCapture, ScreenPiece, ScreenSource, finalize_args
 from agent.transcribe.audio_io import TrackAudio
 
 log = logging.getLogger(__name__)
@@ -87,6 +89,8 @@ MIN_PIECE_S = 0.5
 QUEUE_FRAMES = 600
 """Audio frames (100 ms each) waiting for the disk writer; beyond it frames are dropped."""
 SCREENSHOT_TIMEOUT_MS = 5_000
+SCREEN_PIECE_POLL_S = 2.0
+"""How often the screen capture's list of closed pieces is read."""
 UPLOAD_ATTEMPTS = 3
 UPLOAD_RETRY_S = 2.0
 """First pause between upload attempts (doubling): a control plane restarting at the meeting's
@@ -134,12 +138,17 @@ class MeetingRecorder:
         self._piece_s = piece_seconds if shipping is not None else 0.0
         self._shipping = shipping
         self._piece = Piece(1, work_dir / "piece-0001", 0.0)
-        self._shipper: PieceShipper | None = None
+        self._shipper: PieceShipper[Piece] | None = None
+        self._screen_shipper: PieceShipper[ScreenPiece] | None = None
+        self._screen_queued = 0
+        self._screen_watch: asyncio.Task[None] | None = None
         self._writer: asyncio.Task[None] | None = None
         self._viewer: asyncio.Task[None] | None = None
         self._screen: ScreenCapture | None = None
         if screen is not None and self._video:
-            self._screen = ScreenCapture(screen, self._format, work_dir / "screen.mkv")
+            self._screen = ScreenCapture(
+                screen, self._format, work_dir / "screen.mkv", piece_seconds=self._piece_s
+            )
         self._screen_start: asyncio.Task[None] | None = None
         self.started_at: float | None = None
         self.stopped_at: float | None = None
@@ -163,6 +172,11 @@ class MeetingRecorder:
         self._piece = Piece(1, self._dir / "piece-0001", self.started_at)
         if self._screen is not None:
             self._screen_start = asyncio.create_task(self._start_screen(), name="recording-screen")
+            if self._piece_s > 0:
+                self._screen_shipper = PieceShipper(self._ship_screen_piece)
+                self._screen_watch = asyncio.create_task(
+                    self._watch_screen_pieces(), name="recording-screen-pieces"
+                )
             log.info("recording started", extra={"format": self._format.value, "screen": True})
             return
         self._capture.taps.append(self._on_frame)
@@ -184,6 +198,33 @@ class MeetingRecorder:
             await self._screen.start(ffmpeg)
         except OSError as exc:
             log.warning("recording failed", extra={"error": type(exc).__name__, "detail": str(exc)})
+
+    async def _watch_screen_pieces(self) -> None:
+        """Hand each screen piece ffmpeg closes to the shipper, in order (until cancelled)."""
+        while True:
+            await asyncio.sleep(SCREEN_PIECE_POLL_S)
+            await self._queue_screen_pieces(last_too=False)
+
+    async def _queue_screen_pieces(self, *, last_too: bool) -> ScreenPiece | None:
+        """Queue the closed screen pieces not queued yet; return the one left for the end.
+
+        With ``last_too`` false every closed piece goes. With it true (the capture stopped)
+        the last piece on disk, closed or cut short by a crash, is returned instead of queued.
+        """
+        screen, shipper = self._screen, self._screen_shipper
+        assert screen is not None and shipper is not None  # noqa: S101 - pieces on the screen only
+        closed = await asyncio.to_thread(screen.closed_pieces)
+        pieces = list(closed)
+        if last_too:
+            # A piece ffmpeg could not close (it died) is on disk but not in the list.
+            for path in (await asyncio.to_thread(screen.written_pieces))[len(closed) :]:
+                start = pieces[-1].end_s if pieces else 0.0
+                pieces.append(ScreenPiece(len(pieces), path, start, start))
+        last = pieces.pop() if last_too and pieces else None
+        for piece in pieces[self._screen_queued :]:
+            shipper.put(piece, piece.end_s)
+        self._screen_queued = max(self._screen_queued, len(pieces))
+        return last
 
     def _on_frame(self, frame: AudioFrame) -> None:
         if self._queue.full():
@@ -261,6 +302,10 @@ class MeetingRecorder:
             await self._screen_start
             assert self._screen is not None  # noqa: S101 - set with _screen_start
             await self._screen.stop()
+            if self._screen_watch is not None:
+                self._screen_watch.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._screen_watch
             return
         with contextlib.suppress(ValueError):
             self._capture.taps.remove(self._on_frame)
@@ -312,6 +357,8 @@ class MeetingRecorder:
             log.warning("recording failed", extra={"error": type(exc).__name__, "detail": str(exc)})
             return None
         finally:
+            if self._screen_shipper is not None:
+                await self._screen_shipper.close()  # also when the capture failed
             await asyncio.to_thread(shutil.rmtree, self._dir, True)
 
     async def _ship_piece(self, piece: Piece, end: float) -> None:
@@ -336,11 +383,11 @@ class MeetingRecorder:
         events: BotEvents,
         control_plane_url: str | None,
         bot_id: str,
-    ) -> ArtifactEvent:
+    ) -> ArtifactEvent | None:
         assert self.started_at is not None and self.stopped_at is not None  # noqa: S101 - checked by finish
         if self._screen is not None:
-            return await self._finish_screen(
-                self._screen, uploader, events, control_plane_url, bot_id, str(uuid.uuid4())
+            return await self._finish_screen_capture(
+                self._screen, uploader, events, control_plane_url, bot_id
             )
         return await self._encode_piece(
             self._piece, self.stopped_at, uploader, events, control_plane_url, bot_id
@@ -379,38 +426,102 @@ class MeetingRecorder:
             artifact_id,
         )
 
-    async def _finish_screen(
+    async def _finish_screen_capture(
         self,
         screen: ScreenCapture,
         uploader: ArtifactUploader,
         events: BotEvents,
         control_plane_url: str | None,
         bot_id: str,
-        artifact_id: str,
-    ) -> ArtifactEvent:
-        """Rewrap the screen capture into the requested format, upload and report it.
+    ) -> ArtifactEvent | None:
+        """The screen recording's last (or only) file, after the pieces before it went.
 
         Raises:
             EncodeError: The capture failed or left no file, or ffmpeg/ffprobe failed.
         """
+        if screen.started_at is None or screen.error is not None:
+            raise EncodeError(screen.error or "the screen recording never started")
+        if self._screen_shipper is None:
+            return await self._finish_screen(
+                screen, screen.path, 0.0, uploader, events, control_plane_url, bot_id
+            )
+        last = await self._queue_screen_pieces(last_too=True)
+        await self._screen_shipper.close()  # the pieces before it, in order
+        if last is None:
+            raise EncodeError("the screen recording left no file")
+        if last.index > 0 and self.stopped_at is not None:
+            # Stopped right at a cut: the last piece holds next to nothing.
+            if self.stopped_at - (screen.started_at + last.start_s) < MIN_PIECE_S:
+                return None
+        return await self._finish_screen(
+            screen, last.path, last.start_s, uploader, events, control_plane_url, bot_id
+        )
+
+    async def _ship_screen_piece(self, piece: ScreenPiece, end: float) -> None:
+        """Finish and upload a screen piece ffmpeg closed during the meeting (the shipper's)."""
+        shipping, screen = self._shipping, self._screen
+        assert shipping is not None and screen is not None  # noqa: S101 - pieces need both
+        del end  # the piece knows its span
+        try:
+            await self._finish_screen(
+                screen,
+                piece.path,
+                piece.start_s,
+                shipping.uploader,
+                shipping.events(),
+                shipping.control_plane_url,
+                shipping.bot_id,
+            )
+        finally:
+            await asyncio.to_thread(piece.path.unlink, True)
+
+    async def _finish_screen(
+        self,
+        screen: ScreenCapture,
+        capture: Path,
+        offset_s: float,
+        uploader: ArtifactUploader,
+        events: BotEvents,
+        control_plane_url: str | None,
+        bot_id: str,
+    ) -> ArtifactEvent:
+        """Rewrap one screen capture file into the requested format, upload and report it.
+
+        Args:
+            screen: The capture.
+            capture: Its file (the whole capture, or one piece).
+            offset_s: Where that file begins, seconds from the capture's start.
+            uploader: Where the file goes.
+            events: Where its ``artifact`` event goes.
+            control_plane_url: Asked for an upload slot; None keeps it local.
+            bot_id: The bot's id.
+
+        Raises:
+            EncodeError: ffmpeg or ffprobe are missing or failed.
+        """
         ffmpeg, ffprobe = shutil.which("ffmpeg"), shutil.which("ffprobe")
         if ffmpeg is None or ffprobe is None:
             raise EncodeError("ffmpeg and ffprobe are needed to finish a recording")
-        if screen.started_at is None or screen.error is not None:
-            raise EncodeError(screen.error or "the screen recording never started")
+        assert screen.started_at is not None  # noqa: S101 - only finished once started
+        artifact_id = str(uuid.uuid4())
         output = self._dir / f"{artifact_id}.{self._format.value}"
-        await run_ffmpeg(
-            ffmpeg, finalize_args(screen.path, self._format, output, screen.audio_delay_s)
-        )
-        duration = await probe_duration(ffprobe, output)
-        return await self._report(
-            _Finished(output, duration, screen.started_at, with_video=True, screen=True),
-            uploader,
-            events,
-            control_plane_url,
-            bot_id,
-            artifact_id,
-        )
+        # A piece shipped mid-meeting is finished before stop() read the log: read it now.
+        delay = screen.audio_delay_s or await asyncio.to_thread(screen.audio_delay)
+        try:
+            await run_ffmpeg(ffmpeg, finalize_args(capture, self._format, output, delay))
+            duration = await probe_duration(ffprobe, output)
+            return await self._report(
+                _Finished(
+                    output, duration, screen.started_at + offset_s, with_video=True, screen=True
+                ),
+                uploader,
+                events,
+                control_plane_url,
+                bot_id,
+                artifact_id,
+            )
+        finally:
+            await asyncio.to_thread(output.unlink, True)
 
     async def _report(
         self,

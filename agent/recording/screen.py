@@ -29,6 +29,12 @@ into the format asked for:
 | webm | H.264 + Opus 96 kb/s | picture re-encoded to VP8 (libvpx realtime), sound copied |
 | mp3 | MP3 256 kb/s, no picture | rewrapped |
 
+With ``piece_seconds`` (a long meeting; issue 19) ffmpeg's segment muxer writes the capture
+as consecutive Matroska pieces of that many seconds (``screen-0000.mkv``, …; a key frame is
+forced at each cut, timestamps restart at zero in each) and lists each one in
+``screen-pieces.csv`` as it closes, so every closed piece can be finished and uploaded while
+the meeting goes on (:meth:`ScreenCapture.closed_pieces`).
+
 ffmpeg is stopped with ``q`` on its stdin (it finishes the file); SIGINT after
 :data:`STOP_WAIT_S`, SIGKILL after twice that. It runs in a session of its own, so a Ctrl-C in
 the agent's terminal does not cut the recording before the bot has left.
@@ -38,6 +44,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import csv
+import io
 import logging
 import os
 import re
@@ -77,11 +85,39 @@ class ScreenSource:
     fps: int = 15
 
 
-def capture_args(source: ScreenSource, fmt: RecordingFormat, output: Path) -> list[str]:
+@dataclass(frozen=True, slots=True)
+class ScreenPiece:
+    """One closed piece of a screen capture in pieces.
+
+    Attributes:
+        index: 0 for the first piece.
+        path: Its Matroska file.
+        start_s: Where it begins, seconds from the capture's start.
+        end_s: Where it ends, seconds from the capture's start.
+    """
+
+    index: int
+    path: Path
+    start_s: float
+    end_s: float
+
+
+def piece_files(output: Path) -> tuple[Path, Path]:
+    """``(file name pattern, list file)`` of a capture into ``output`` in pieces."""
+    return (
+        output.with_name(f"{output.stem}-%04d.mkv"),
+        output.with_name(f"{output.stem}-pieces.csv"),
+    )
+
+
+def capture_args(
+    source: ScreenSource, fmt: RecordingFormat, output: Path, piece_seconds: float = 0.0
+) -> list[str]:
     """The ffmpeg arguments (without the program) to record ``source`` into ``output``.
 
     ``output`` is Matroska with the codecs of ``fmt`` (module docstring); mp3 records sound
-    only.
+    only. With ``piece_seconds`` > 0 the capture goes into pieces of that many seconds named
+    after ``output`` (:func:`piece_files`) instead of ``output`` itself.
     """
     # Info level for the inputs' start times (input_starts); -nostats keeps the log small.
     args = ["-hide_banner", "-v", "info", "-nostats", "-y"]
@@ -112,8 +148,18 @@ def capture_args(source: ScreenSource, fmt: RecordingFormat, output: Path) -> li
         args += ["-c:a", "libopus", "-b:a", "96k"]
     else:
         args += ["-c:a", "libmp3lame", "-b:a", "256k"]
-    args += ["-ar", str(AUDIO_RATE), "-f", "matroska", str(output)]
-    return args
+    args += ["-ar", str(AUDIO_RATE)]
+    if piece_seconds <= 0:
+        return [*args, "-f", "matroska", str(output)]
+    pattern, listing = piece_files(output)
+    if video:
+        # A cut needs a key frame: force one at each piece's start rather than wait for the
+        # next of the regular ones.
+        args += ["-force_key_frames", f"expr:gte(t,n_forced*{piece_seconds:g})"]
+    args += ["-f", "segment", "-segment_format", "matroska"]
+    args += ["-segment_time", f"{piece_seconds:g}", "-reset_timestamps", "1"]
+    args += ["-segment_list", str(listing), "-segment_list_type", "csv"]
+    return [*args, str(pattern)]
 
 
 _INPUT = re.compile(r"^Input #(\d+), ")
@@ -186,10 +232,13 @@ class ScreenCapture:
         path: The Matroska file to write; its folder must exist.
     """
 
-    def __init__(self, source: ScreenSource, fmt: RecordingFormat, path: Path) -> None:
+    def __init__(
+        self, source: ScreenSource, fmt: RecordingFormat, path: Path, piece_seconds: float = 0.0
+    ) -> None:
         self.source = source
         self.format = fmt
         self.path = path
+        self.piece_seconds = piece_seconds
         self.started_at: float | None = None
         self.stopped_at: float | None = None
         self.error: str | None = None
@@ -202,7 +251,7 @@ class ScreenCapture:
         Raises:
             OSError: ffmpeg could not be run.
         """
-        args = capture_args(self.source, self.format, self.path)
+        args = capture_args(self.source, self.format, self.path, self.piece_seconds)
         with self.path.with_suffix(".log").open("ab") as err:
             self._process = await asyncio.create_subprocess_exec(
                 ffmpeg,
@@ -218,6 +267,44 @@ class ScreenCapture:
             "screen recording started",
             extra={"display": self.source.display, "fps": self.source.fps, "format": self.format},
         )
+
+    def closed_pieces(self) -> list[ScreenPiece]:
+        """The pieces ffmpeg has closed so far, in order (blocking: reads the list file).
+
+        Empty when the capture is not in pieces or none has closed yet.
+        """
+        _, listing = piece_files(self.path)
+        try:
+            text = listing.read_text()
+        except OSError:
+            return []
+        pieces: list[ScreenPiece] = []
+        # One ``name,start,end`` row per closed piece (ffmpeg's csv segment list); a row
+        # without its newline is still being written.
+        complete = text[: text.rfind("\n") + 1]
+        for row in csv.reader(io.StringIO(complete)):
+            if len(row) != 3:
+                continue  # a row still being written
+            try:
+                start, end = float(row[1]), float(row[2])
+            except ValueError:
+                continue
+            pieces.append(ScreenPiece(len(pieces), self.path.with_name(row[0]), start, end))
+        return pieces
+
+    def written_pieces(self) -> list[Path]:
+        """Every piece file on disk, in order, closed or not (blocking)."""
+        return sorted(self.path.parent.glob(f"{self.path.stem}-[0-9]*.mkv"))
+
+    def audio_delay(self) -> float:
+        """How much later than the picture the sound began, from ffmpeg's log (blocking).
+
+        0 until both inputs' starts are logged, and for mp3 (no picture).
+        """
+        starts = input_starts(_read(self.path.with_suffix(".log")))
+        if self.format is RecordingFormat.MP3 or 0 not in starts or 1 not in starts:
+            return 0.0
+        return round(starts[1] - starts[0], 3)
 
     @property
     def pid(self) -> int | None:
@@ -254,7 +341,8 @@ class ScreenCapture:
         # ffmpeg exits 0 after ``q``, 255 when stopped by a signal. An ffmpeg that died
         # mid-meeting (its sound server gone) still leaves a readable Matroska file: that part
         # of the meeting is kept.
-        size = self.path.stat().st_size if self.path.exists() else 0
+        written = [self.path] if self.piece_seconds <= 0 else self.written_pieces()
+        size = sum(path.stat().st_size for path in written if path.exists())
         detail = f"ffmpeg exited {process.returncode}: {text.strip()[-400:]}"
         if size == 0:
             self.error = detail
@@ -264,9 +352,7 @@ class ScreenCapture:
             log.warning(
                 "screen recording ended early; keeping what it wrote", extra={"detail": detail}
             )
-        starts = input_starts(text)
-        if self.format is not RecordingFormat.MP3 and 0 in starts and 1 in starts:
-            self.audio_delay_s = round(starts[1] - starts[0], 3)
+        self.audio_delay_s = await asyncio.to_thread(self.audio_delay)
         log.info(
             "screen recording stopped",
             extra={

@@ -22,6 +22,7 @@ import asyncio
 import subprocess
 import uuid
 from collections.abc import AsyncIterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +78,7 @@ async def _attend(
     meeting_id: str,
     end_at: float,
     bot_settings: BotSettings,
+    piece_seconds: float = 600.0,
 ) -> tuple[Bot, Seen, BotStatus, Room]:
     room = await server.create_room(
         parse_scenario(
@@ -109,6 +111,7 @@ end_at: {end_at}
         headless=False,
         display=runtime.display,
         pulse_server=runtime.pulse_server,
+        recording_piece_seconds=piece_seconds,
     )
     seen = Seen()
     bot = Bot(config, settings, observer=seen)
@@ -186,6 +189,63 @@ async def test_headful_bot_on_its_own_display_transcribes_and_records_the_screen
     assert data.index(b"moov") < data.index(b"mdat")  # fast-start
     heard = await transcribe(file, tmp_path.parent / "models")
     assert wer(reference, heard) <= MAX_WER, heard
+
+
+async def test_a_screen_recording_longer_than_a_piece_goes_in_whole_consecutive_pieces(
+    server: TestMeetingServer, runtime: Runtime, speech: Path, tmp_path: Path
+) -> None:
+    # Issue 19: pieces of 5 s, so a crash late in the meeting would keep the earlier ones.
+    piece_s = 5.0
+    _, seen, status, room = await _attend(
+        server,
+        runtime,
+        speech,
+        tmp_path,
+        "dsp-test-pcs",
+        end_at=13.0,
+        bot_settings=BotSettings(
+            bot_name="Notetaker",
+            transcribe_enabled=False,
+            recording_enabled=True,
+            capture_modes=[CaptureMode.AUDIO, CaptureMode.VIDEO],
+            recording_format=RecordingFormat.MP4,
+        ),
+        piece_seconds=piece_s,
+    )
+    assert status is BotStatus.COMPLETED
+    artifacts = seen.of("artifact")
+    assert len(artifacts) >= 3, artifacts
+    files = [tmp_path / "agent" / "artifacts" / a["storage_key"] for a in artifacts]
+    lengths: list[float] = []
+    for number, file in enumerate(files):
+        probed = probe(file)
+        assert codecs(probed) == {"video": "h264", "audio": "aac"}, file
+        video = _video_stream(probed)
+        assert (video["width"], video["height"]) == (1280, 720)
+        video_s = float(video["duration"])
+        assert _counted_frames(file) / video_s >= MIN_FPS - 0.05, (file, video_s)
+        if number < len(files) - 1:
+            assert abs(video_s - piece_s) <= 0.2, (number, video_s)  # cut where asked
+        lengths.append(video_s)
+    # In order and back to back: each begins where the one before ended.
+    starts = [datetime.fromisoformat(a["captured_at"]).timestamp() for a in artifacts]
+    for before, after, length in zip(starts, starts[1:], lengths, strict=False):
+        assert abs(after - (before + length)) <= 0.2, (starts, lengths)
+    timeline = room.timeline()
+    joined = next(e.t for e in timeline if e.type == "joined" and e.name == "Notetaker")
+    ended = next(e.t for e in timeline if e.type == "meeting_ended")
+    assert abs(sum(lengths) - (ended - joined)) <= 3.0, (lengths, ended - joined)
+    # Together they hold the meeting's sound: the sentence said across the cuts.
+    listing = tmp_path / "pieces.txt"
+    listing.write_text("".join(f"file '{file}'\n" for file in files))
+    joined_wav = tmp_path / "joined.wav"
+    concat = ["-f", "concat", "-safe", "0", "-i", str(listing), "-vn", "-ac", "1", "-ar", "16000"]
+    joining = await asyncio.create_subprocess_exec(
+        "ffmpeg", "-v", "error", *concat, str(joined_wav)
+    )
+    assert await joining.wait() == 0
+    heard = await transcribe(joined_wav, tmp_path.parent / "models")
+    assert wer((speech / f"{UTTERANCE}.txt").read_text(), heard) <= MAX_WER, heard
 
 
 async def test_the_silence_check_reports_meeting_sound_that_misses_the_device(

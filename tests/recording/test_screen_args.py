@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 from agent.contracts.bot_config import RecordingFormat
-from agent.recording.screen import ScreenSource, capture_args, finalize_args, input_starts
+from agent.recording.screen import (
+    ScreenCapture,
+    ScreenPiece,
+    ScreenSource,
+    capture_args,
+    finalize_args,
+    input_starts,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -81,3 +88,43 @@ def test_finalize_delays_the_later_stream_and_copies() -> None:
     assert _after(early_sound, "-c:v") == "libvpx" and _after(early_sound, "-c:a") == "copy"
     mp3 = finalize_args(capture, RecordingFormat.MP3, out, 1.0)
     assert "-itsoffset" not in mp3 and _after(mp3, "-f") == "mp3"
+
+
+@pytest.mark.parametrize("fmt", [RecordingFormat.MP4, RecordingFormat.MP3])
+def test_a_capture_in_pieces_is_cut_by_ffmpegs_segment_muxer_at_forced_key_frames(
+    fmt: RecordingFormat,
+) -> None:
+    args = capture_args(SOURCE, fmt, Path("/w/screen.mkv"), piece_seconds=600)
+    assert args[-1] == "/w/screen-%04d.mkv" and "/w/screen.mkv" not in args
+    assert _after(args, "-segment_time") == "600" and _after(args, "-reset_timestamps") == "1"
+    assert _after(args, "-segment_format") == "matroska"
+    assert _after(args, "-segment_list") == "/w/screen-pieces.csv"
+    assert _after(args, "-segment_list_type") == "csv"
+    if fmt is RecordingFormat.MP3:
+        assert "-force_key_frames" not in args
+    else:
+        assert _after(args, "-force_key_frames") == "expr:gte(t,n_forced*600)"
+    assert capture_args(SOURCE, fmt, Path("/w/screen.mkv"), piece_seconds=0)[-1] == "/w/screen.mkv"
+
+
+def test_closed_pieces_are_the_complete_rows_of_ffmpegs_list(tmp_path: Path) -> None:
+    capture = ScreenCapture(SOURCE, RecordingFormat.MP4, tmp_path / "screen.mkv", 600)
+    assert capture.closed_pieces() == []  # no list yet
+    listing = tmp_path / "screen-pieces.csv"
+    # As ffmpeg writes it: one row per closed piece; the last row is still being written.
+    listing.write_text("screen-0000.mkv,0.000000,600.000000\nscreen-0001.mkv,600.000000,1200")
+    assert capture.closed_pieces() == [ScreenPiece(0, tmp_path / "screen-0000.mkv", 0.0, 600.0)]
+    listing.write_text(
+        "screen-0000.mkv,0.000000,600.000000\nscreen-0001.mkv,600.000000,1200.066667\n"
+    )
+    assert [(p.index, p.path.name, p.end_s) for p in capture.closed_pieces()] == [
+        (0, "screen-0000.mkv", 600.0),
+        (1, "screen-0001.mkv", 1200.066667),
+    ]
+    for name in ("screen-0001.mkv", "screen-0000.mkv", "screen-0002.mkv", "screen.log"):
+        (tmp_path / name).write_bytes(b"")
+    assert [p.name for p in capture.written_pieces()] == [
+        "screen-0000.mkv",
+        "screen-0001.mkv",
+        "screen-0002.mkv",
+    ]
