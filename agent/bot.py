@@ -148,6 +148,7 @@ class Bot:
                 deferred_model=config.deferred_transcription_model,
                 cpu_threads=settings.transcribe_cpu_threads,
                 models_dir=settings.models_dir,
+                tracks_per_participant=self.adapter.audio_per_participant,
             ),
             self.bot_id,
             refine_after_meeting=config.refine_after_meeting,

@@ -38,6 +38,14 @@ class SpeakerTimeline:
         if len(changes) > 1 and changes[-2][0] > activity.at:
             changes.sort(key=lambda change: change[0])
 
+    def names(self) -> list[str]:
+        """Every name whose indicator changed (and is still remembered)."""
+        return list(self._changes)
+
+    def changes_of(self, name: str) -> list[tuple[float, bool]]:
+        """``(epoch, speaking)`` changes of ``name``'s indicator, in time order."""
+        return list(self._changes.get(name, []))
+
     def intervals(self, name: str, until: float) -> list[tuple[float, float]]:
         """Closed speaking intervals of ``name``; an open one is closed at ``until``."""
         out: list[tuple[float, float]] = []
@@ -117,3 +125,115 @@ class FloorChanges:
                 changed = activity.at
                 self._holder = max(self._on, key=lambda name: self._on[name])
         return changed
+
+
+def floor_holding(timeline: SpeakerTimeline, start: float, end: float) -> dict[str, float]:
+    """Seconds of ``[start, end]`` (epoch) each participant held the floor.
+
+    The floor holder is whoever lit up last among those whose indicator is on: a backchannel
+    said over the speaker holds the floor while its indicator is on, and the speaker it
+    interrupted holds it again after.
+    """
+    changes = sorted(
+        (at, speaking, name)
+        for name in timeline.names()
+        for at, speaking in timeline.changes_of(name)
+        if at < end
+    )
+    lit: dict[str, float] = {}
+    held: dict[str, float] = {}
+    holder: str | None = None
+    since = start
+    for at, speaking, name in [*changes, (end, False, "")]:
+        if holder is not None and at > since:
+            held[holder] = held.get(holder, 0.0) + min(at, end) - since
+        since = max(since, at)
+        if not name:
+            break
+        if speaking:
+            lit[name] = at
+        else:
+            lit.pop(name, None)
+        holder = max(lit, key=lambda n: lit[n]) if lit else None
+    return held
+
+
+def floor_holder_for(timeline: SpeakerTimeline, start: float, end: float) -> str | None:
+    """Who held the floor longest inside ``[start, end]`` (a mixed track's segment), or None.
+
+    See :func:`floor_holding`. Naming by indicator time alone would give a backchannel to the
+    speaker under it, whose indicator is on all through it (issue 12). Where indicators never
+    overlap this is the same answer as :meth:`SpeakerTimeline.speaker_for`.
+    """
+    held = floor_holding(timeline, start, end)
+    return max(held, key=lambda n: (held[n], n)) if held else None
+
+
+class TrackNames:
+    """Names of per-participant tracks (Google Meet) learned from the speaking indicators.
+
+    The page does not say which remote track is whose; its tiles say who is speaking. Each
+    final on a track adds *solo evidence*: the seconds of its span during which exactly one
+    name was lit. A name belongs to the track with the most solo evidence for it (at least
+    ``_MIN_OWN_S``: an indicator lights up to a poll late, so a backchannel's first moments
+    show only the speaker under it), and a track is named after the name it owns with the most
+    evidence. A segment is named after its
+    track's owner when that owner was lit during it (or nobody was); otherwise, or before the
+    track owns a name, after whoever held the floor longest during it (:func:`floor_holding`)
+    among the names no other track owns. A backchannel said over the speaker is then named
+    after the one who said it, also before the speaker's first final: the speaker's name, lit
+    all through it, belongs to the speaker's own track, and the backchannel holds the floor
+    while it lasts (issue 12).
+
+    Args:
+        timeline: The meeting's indicator intervals.
+    """
+
+    _STEP_S = 0.05
+    _MIN_OWN_S = 1.0
+
+    def __init__(self, timeline: SpeakerTimeline) -> None:
+        self._timeline = timeline
+        self._solo: dict[str, dict[str, float]] = {}
+
+    def observe(self, track: str, start: float, end: float) -> None:
+        """Add the solo evidence of a final spanning ``[start, end]`` (epoch) on ``track``."""
+        evidence = self._solo.setdefault(track, {})
+        spans = {n: self._timeline.intervals(n, until=end) for n in self._timeline.names()}
+        at = start
+        while at < end:
+            lit = [n for n, ivs in spans.items() if any(lo <= at < hi for lo, hi in ivs)]
+            if len(lit) == 1:
+                evidence[lit[0]] = evidence.get(lit[0], 0.0) + self._STEP_S
+            at += self._STEP_S
+
+    def owner(self, track: str) -> str | None:
+        """The name ``track`` owns (see class docstring), or None."""
+        best: tuple[float, str] | None = None
+        for name, seconds in self._solo.get(track, {}).items():
+            rival = max(
+                (ev.get(name, 0.0) for other, ev in self._solo.items() if other != track),
+                default=0.0,
+            )
+            if seconds < self._MIN_OWN_S or seconds <= rival:
+                continue
+            if best is None or (seconds, name) > best:
+                best = (seconds, name)
+        return best[1] if best else None
+
+    def name(self, track: str, start: float, end: float) -> str | None:
+        """The speaker of a segment spanning ``[start, end]`` (epoch) on ``track``."""
+        own = self.owner(track)
+        lit = {
+            n: seconds
+            for n in self._timeline.names()
+            if (seconds := self._timeline.overlap(n, start, end)) > 0
+        }
+        if own is not None and (own in lit or not lit):
+            return own
+        owned = {self.owner(other) for other in self._solo if other != track}
+        held = floor_holding(self._timeline, start, end)
+        free = {n: s for n, s in held.items() if n not in owned} or held
+        if not free:
+            return own
+        return max(free, key=lambda n: (free[n], n))
