@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -20,6 +21,8 @@ from agent.transcribe.filters import judge
 from agent.transcribe.metrics import TranscribeMetrics
 from agent.transcribe.speakers import SpeakerTimeline, TrackNames, floor_holder_for
 from agent.transcribe.utterance import Utterance
+
+log = logging.getLogger(__name__)
 
 # Active-speaker history kept behind the latest final (utterances are at most ~25 s).
 _TIMELINE_KEEP_S = 300.0
@@ -123,6 +126,20 @@ class SegmentCommitter:
         self._metrics.finals += 1
         if utt.end_wall is not None:
             self._metrics.final_delays_s.append(time.monotonic() - utt.end_wall)
+        # Where a final's time goes: voice end → the segmenter ended it (the endpoint's silence,
+        # or a speaker change seen, plus capture) → committed (decode, queue); one line a final.
+        now, voice_end = time.time(), final.absolute_end_time.timestamp()
+        ended = now - (time.monotonic() - utt.ended_wall) if utt.ended_wall else now
+        log.info(
+            "final committed",
+            extra={
+                "track": utt.track,
+                "speaker": final.speaker,
+                "speculated": utt.ended.speculated,
+                "ended_after_s": round(ended - voice_end, 3),
+                "committed_after_s": round(now - voice_end, 3),
+            },
+        )
 
     def clear_partial(self, utt: Utterance) -> None:
         """Emit an empty partial: the utterance whose partials were shown is no speech."""
