@@ -117,6 +117,8 @@ class SegmentCommitter:
         if self._track_names is not None:
             self._track_names.observe(utt.track, *self._span(utt))
         final = self._segment(utt, verdict.text, result, completed=True)
+        if self._track_names is not None:
+            self._track_names.remember(utt.track, final.speaker, *self._span(utt))
         await self._out.put(final)
         # Speaker intervals older than any utterance still open are no longer needed.
         self._timeline.forget_before(final.absolute_start_time.timestamp() - _TIMELINE_KEEP_S)

@@ -10,6 +10,7 @@ timeline is not consulted.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable
 
 from agent.audio import SpeakerActivity
@@ -177,13 +178,15 @@ class TrackNames:
     name was lit. A name belongs to the track with the most solo evidence for it (at least
     ``_MIN_OWN_S``: an indicator lights up to a poll late, so a backchannel's first moments
     show only the speaker under it), and a track is named after the name it owns with the most
-    evidence. A segment is named after its
-    track's owner when that owner was lit during it (or nobody was); otherwise, or before the
-    track owns a name, after whoever held the floor longest during it (:func:`floor_holding`)
-    among the names no other track owns. A backchannel said over the speaker is then named
-    after the one who said it, also before the speaker's first final: the speaker's name, lit
-    all through it, belongs to the speaker's own track, and the backchannel holds the floor
-    while it lasts (issue 12).
+    evidence. A segment is named after its track's owner when that owner was lit within
+    ``_OWNER_NEAR_S`` of it (or nobody was lit during it). Otherwise, or before the track owns
+    a name, after the first name no other track owns (or was given for an overlapping final)
+    to light up around its start (a voice and its tile start together; under load both are
+    read late, but in order), else after
+    whoever held the floor longest during it (:func:`floor_holding`) among those names. A
+    backchannel said over the speaker is then named after the one who said it, also before
+    the speaker's first final: the speaker's name, lit all through it, belongs to the
+    speaker's own track, and the backchannel's tile lights up as it starts (issue 12).
 
     Args:
         timeline: The meeting's indicator intervals.
@@ -191,10 +194,22 @@ class TrackNames:
 
     _STEP_S = 0.05
     _MIN_OWN_S = 1.0
+    # The owner's indicator this near the segment names it (indicators are read late).
+    _OWNER_NEAR_S = 1.0
+    # A free name lit this soon around the start of a segment of a track nobody owns yet.
+    _ONSET_BEFORE_S = 0.5
+    _ONSET_AFTER_S = 1.0
+    _GIVEN_KEPT = 8
 
     def __init__(self, timeline: SpeakerTimeline) -> None:
         self._timeline = timeline
         self._solo: dict[str, dict[str, float]] = {}
+        self._given: dict[str, deque[tuple[str, float, float]]] = {}
+
+    def remember(self, track: str, name: str | None, start: float, end: float) -> None:
+        """Note the name a final of ``track`` spanning ``[start, end]`` was given."""
+        if name is not None:
+            self._given.setdefault(track, deque(maxlen=self._GIVEN_KEPT)).append((name, start, end))
 
     def observe(self, track: str, start: float, end: float) -> None:
         """Add the solo evidence of a final spanning ``[start, end]`` (epoch) on ``track``."""
@@ -224,14 +239,36 @@ class TrackNames:
     def name(self, track: str, start: float, end: float) -> str | None:
         """The speaker of a segment spanning ``[start, end]`` (epoch) on ``track``."""
         own = self.owner(track)
-        lit = {
-            n: seconds
-            for n in self._timeline.names()
-            if (seconds := self._timeline.overlap(n, start, end)) > 0
-        }
-        if own is not None and (own in lit or not lit):
+        near = (start - self._OWNER_NEAR_S, end + self._OWNER_NEAR_S)
+        if own is not None and (
+            self._timeline.overlap(own, *near) > 0
+            or not any(self._timeline.overlap(n, start, end) > 0 for n in self._timeline.names())
+        ):
             return own
         owned = {self.owner(other) for other in self._solo if other != track}
+        # Someone else's track was named for this moment: two voices at once are two people.
+        owned |= {
+            n
+            for other, given in self._given.items()
+            if other != track
+            for n, lo, hi in given
+            if lo < end and hi > start
+        }
+        onsets = {
+            n: min(on)
+            for n in self._timeline.names()
+            if n not in owned
+            and (
+                on := [
+                    at
+                    for at, speaking in self._timeline.changes_of(n)
+                    if speaking
+                    and start - self._ONSET_BEFORE_S <= at <= start + self._ONSET_AFTER_S
+                ]
+            )
+        }
+        if onsets:
+            return min(onsets, key=lambda n: (onsets[n], n))
         held = floor_holding(self._timeline, start, end)
         free = {n: s for n, s in held.items() if n not in owned} or held
         if not free:

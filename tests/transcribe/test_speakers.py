@@ -78,3 +78,27 @@ def test_per_participant_tracks_are_named_by_who_the_indicators_tie_to_them() ->
     assert names.owner("track-l") == "Linda"
     assert names.name("track-l", 13.0, 16.5) == "Linda"  # her own, Chris lit or not
     assert names.name("track-c", 14.0, 16.2) == "Chris"  # Linda's name is her track's
+
+
+def test_a_new_track_is_named_after_whose_tile_lit_up_as_it_started_even_late() -> None:
+    """Fay speaks 46.0-47.8 s on her track, Chris says "Firefox" over her at 46.7-47.3 s on
+    his; a loaded page reads both tiles 0.8 s late, so Fay's tile is read lit all through
+    Chris's words. Her tile lit up as her voice started: her track's first final is hers, and
+    Chris's, at the same time on another track, is not.
+    """
+    lag = 0.8
+    timeline = SpeakerTimeline(
+        [
+            SpeakerActivity("Fay", True, 46.0 + lag),
+            SpeakerActivity("Chris", True, 46.7 + lag),
+            SpeakerActivity("Chris", False, 47.6 + lag),
+            SpeakerActivity("Fay", False, 48.1 + lag),
+        ]
+    )
+    names = TrackNames(timeline)
+    assert timeline.speaker_for(46.7, 47.3) == "Fay"
+    assert names.name("track-f", 46.0, 47.8) == "Fay"
+    names.observe("track-f", 46.0, 47.8)
+    names.remember("track-f", "Fay", 46.0, 47.8)
+    assert names.owner("track-f") is None  # 0.7 s of evidence: not yet
+    assert names.name("track-c", 46.7, 47.3) == "Chris"
