@@ -77,8 +77,11 @@ class SegmentCommitter:
         On a mixed track the name is the active speaker of the utterance's audio so far, so
         each participant's language is detected and kept apart.
         """
-        samples = len(utt.ended.audio) if utt.ended is not None else utt.partial_samples
-        end = utt.start_epoch + max(samples, SAMPLE_RATE) / SAMPLE_RATE
+        if utt.ended is not None:
+            # Its own span: a backchannel's half second widened to one would be the floor
+            # holder's around it, and a slow decoder would merge it into their final.
+            return self._speaker(utt, *self._span(utt)) or utt.track
+        end = utt.start_epoch + max(utt.partial_samples, SAMPLE_RATE) / SAMPLE_RATE
         return self._speaker(utt, utt.start_epoch, end) or utt.track
 
     def _speaker(self, utt: Utterance, start: float, end: float) -> str | None:

@@ -180,9 +180,8 @@ class TrackNames:
     show only the speaker under it), and a track is named after the name it owns with the most
     evidence. A segment is named after its track's owner when that owner was lit within
     ``_OWNER_NEAR_S`` of it (or nobody was lit during it). Otherwise, or before the track owns
-    a name, after the first name no other track owns (or was given for an overlapping final)
-    to light up around its start (a voice and its tile start together; under load both are
-    read late, but in order), else after
+    a name, after the name no other track owns (or was given for an overlapping final) that lit
+    up nearest its start (a voice and its tile start together), else after
     whoever held the floor longest during it (:func:`floor_holding`) among those names. A
     backchannel said over the speaker is then named after the one who said it, also before
     the speaker's first final: the speaker's name, lit all through it, belongs to the
@@ -255,7 +254,7 @@ class TrackNames:
             if lo < end and hi > start
         }
         onsets = {
-            n: min(on)
+            n: min(abs(at - start) for at in on)
             for n in self._timeline.names()
             if n not in owned
             and (
