@@ -148,6 +148,7 @@ class Bot:
                 deferred_model=config.deferred_transcription_model,
                 cpu_threads=settings.transcribe_cpu_threads,
                 models_dir=settings.models_dir,
+                tracks_per_participant=self.adapter.audio_per_participant,
             ),
             self.bot_id,
             refine_after_meeting=config.refine_after_meeting,
@@ -524,7 +525,29 @@ class Bot:
             expired = self.timers.expired(_now())
             if expired is not None:
                 raise MeetingLeft(expired)
-            await self._pause(self.settings.poll_interval_seconds)
+            await self._pause_reading_speakers(page, self.settings.poll_interval_seconds)
+
+    async def _pause_reading_speakers(self, page: Page, seconds: float) -> None:
+        """Pause ``seconds``; on a mixed-audio platform, read the speaking indicators meanwhile.
+
+        A mixed track's utterance ends where the floor changes hands, so when the change is
+        seen bounds how soon a turn said without a pause is final (issue 12): they are read
+        every ``speaker_poll_seconds``. Per-participant tracks end on their own silence.
+        """
+        step = self.settings.speaker_poll_seconds
+        if self.adapter.audio_per_participant or step >= seconds:
+            await self._pause(seconds)
+            return
+        until = _now() + seconds
+        while (left := until - _now()) > step / 2:
+            due = self.timers.next_deadline()
+            if due is not None and due <= _now():
+                return
+            await self._pause(min(left, step))
+            try:
+                await self.watch.speakers(page)
+            except BrowserError:
+                return  # the main loop reports a slow page
 
     # ---- commands -------------------------------------------------------------------
 

@@ -174,6 +174,9 @@ class AgentSettings(BaseSettings):
 
     # How often the page is probed for meeting state, participants and chat.
     poll_interval_seconds: float = Field(default=0.25, gt=0)
+    # How often the speaking indicators are read on a mixed-audio platform (Zoom, Teams), where
+    # a turn said without a pause ends when the next speaker's indicator is seen (issue 12).
+    speaker_poll_seconds: float = Field(default=0.1, gt=0)
     # Time allowed to load the meeting page and reach its join button.
     join_timeout_seconds: float = Field(default=60.0, gt=0)
     # How often the watchdog checks the page for end, denial and not-found screens (the bot

@@ -16,7 +16,8 @@ voice end → the SSE arrival of its last final is one latency sample (a monolog
 too); ``heard_as_own_speaker`` is the share of turns whose finals carry only their speaker.
 
 Usage: ``python -m bench.e2e_latency [--platforms google_meet,zoom,teams] [--seconds 40]
-[--styles turns,polite,conversation]``.
+[--styles turns,polite,conversation] [--keep DIR]``. ``speaker_word_accuracy`` is the
+share of final words whose speaker was voicing when they were said (``meetbot.demo.report``).
 """
 
 from __future__ import annotations
@@ -107,6 +108,11 @@ def run_once(platform: str, seconds: float | None, workdir: Path, style: str = "
         turns=len(summary["turns"]),
         turns_without_final=len(summary["turns"]) - len(latencies),
         heard_as_own_speaker=round(len(own) / max(1, len(summary["turns"])), 3),
+        speaker_word_accuracy=(
+            round(summary["speaker_words_right"] / summary["speaker_words_total"], 4)
+            if summary.get("speaker_words_total")
+            else None
+        ),
     )
     emit(
         platform=platform,
@@ -132,13 +138,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="turns",
         help="demo styles, comma-separated: turns, polite, conversation",
     )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="folder to keep each run's summary and data in (default: a temporary one)",
+    )
     args = parser.parse_args(argv)
     emit(metric="machine", cpus=os.cpu_count(), load=[round(x, 2) for x in os.getloadavg()])
     worst = 0
     with tempfile.TemporaryDirectory(prefix="e2e-latency-") as tmp:
+        workdir = args.keep or Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
         for style in args.styles.split(","):
             for platform in args.platforms.split(","):
-                worst = max(worst, run_once(platform, args.seconds, Path(tmp), style))
+                worst = max(worst, run_once(platform, args.seconds, workdir, style))
     return worst
 
 

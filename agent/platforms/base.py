@@ -250,6 +250,11 @@ class PlatformAdapter(Protocol):
         """The platform this adapter drives."""
         ...
 
+    @property
+    def audio_per_participant(self) -> bool:
+        """Whether each remote audio track carries one participant (else one mixed track)."""
+        ...
+
     def meeting_url(self, url: str, passcode: str | None = None) -> str:
         """The URL the browser opens for a meeting URL (and passcode) of this platform."""
         ...
@@ -323,6 +328,8 @@ class SelectorAdapter:
 
     platform: ClassVar[Platform]
     selectors: ClassVar[PlatformSelectors]
+    # One remote audio track per participant (Google Meet), or one mixed track (Zoom, Teams).
+    audio_per_participant: ClassVar[bool] = False
     # () => [name, ...] of every participant the page shows, the bot included.
     participants_js: ClassVar[str] = ""
     # () => [name, ...] of lit active-speaker indicators.

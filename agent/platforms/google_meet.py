@@ -224,6 +224,8 @@ class GoogleMeetAdapter(SelectorAdapter):
     """Google Meet web client (``https://meet.google.com/<abc-defg-hij>``)."""
 
     platform: ClassVar[Platform] = Platform.GOOGLE_MEET
+    # Meet sends each participant's audio on a track of its own (platforms.md, "Audio capture").
+    audio_per_participant: ClassVar[bool] = True
     selectors: ClassVar[PlatformSelectors] = SELECTORS
     participants_js: ClassVar[str] = _PARTICIPANTS_JS
     speakers_js: ClassVar[str] = _SPEAKERS_JS

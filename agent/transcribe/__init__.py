@@ -40,7 +40,10 @@ Feed::
 
 Each ``track_id`` gets its own VAD and segmenter, so overlapping speakers on separate tracks
 become separate segments. A segment's speaker is, in order: ``track_speakers[track_id]``, the
-frames' ``speaker``, else the participant whose active-speaker intervals overlap it most.
+frames' ``speaker``, else, in the realtime tier, the participant who held the floor longest
+during it (the last to light up among those lit: a backchannel is its speaker's) or, with
+``options.tracks_per_participant`` (Meet), the name the indicators tie to its track
+(``speakers.TrackNames``); the deferred tier takes whose intervals overlap it most.
 Endpointing runs on frame timestamps (a gap in a track's frames counts as silence).
 
 Receive (run concurrently with feeding, until it ends)::

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -18,8 +19,10 @@ from agent.contracts.link import Segment
 from agent.transcribe.engine import DecodeResult
 from agent.transcribe.filters import judge
 from agent.transcribe.metrics import TranscribeMetrics
-from agent.transcribe.speakers import SpeakerTimeline
+from agent.transcribe.speakers import SpeakerTimeline, TrackNames, floor_holder_for
 from agent.transcribe.utterance import Utterance
+
+log = logging.getLogger(__name__)
 
 # Active-speaker history kept behind the latest final (utterances are at most ~25 s).
 _TIMELINE_KEEP_S = 300.0
@@ -33,6 +36,10 @@ class SegmentCommitter:
         metrics: Counts partials, finals, drops and final delays.
         timeline: Active-speaker intervals; names segments of tracks without a speaker.
         frame_speaker: Track id → the speaker its frames carry, if any.
+        track_names: Set when each track carries one participant the platform does not name
+            (Google Meet): segments are named after the name the indicators tie to their
+            track. None: tracks without a speaker are mixed, and a segment is named after
+            who held the floor during it (``floor_holder_for``).
         join_time: Epoch seconds when the bot joined; ``start``/``end`` count from it.
         language: Fixed language code, or None (each result's detected language is used).
         context_words: Words of a track's previous final kept as its prompt (0: none).
@@ -48,8 +55,10 @@ class SegmentCommitter:
         join_time: float,
         language: str | None,
         context_words: int,
+        track_names: TrackNames | None = None,
     ) -> None:
         self._out = out
+        self._track_names = track_names
         self._metrics = metrics
         self._timeline = timeline
         self._frame_speaker = frame_speaker
@@ -68,14 +77,21 @@ class SegmentCommitter:
         On a mixed track the name is the active speaker of the utterance's audio so far, so
         each participant's language is detected and kept apart.
         """
+        if utt.ended is not None:
+            # Its own span: a backchannel's half second widened to one would be the floor
+            # holder's around it, and a slow decoder would merge it into their final.
+            return self._speaker(utt, *self._span(utt)) or utt.track
+        end = utt.start_epoch + max(utt.partial_samples, SAMPLE_RATE) / SAMPLE_RATE
+        return self._speaker(utt, utt.start_epoch, end) or utt.track
+
+    def _speaker(self, utt: Utterance, start: float, end: float) -> str | None:
+        """Who said ``[start, end]`` (epoch) of an utterance (see the class arguments)."""
         named = utt.speaker_hint or self._frame_speaker(utt.track)
         if named:
             return named
-        samples = len(utt.ended.audio) if utt.ended is not None else utt.partial_samples
-        active = self._timeline.speaker_for(
-            utt.start_epoch, utt.start_epoch + max(samples, SAMPLE_RATE) / SAMPLE_RATE
-        )
-        return active or utt.track
+        if self._track_names is not None:
+            return self._track_names.name(utt.track, start, end)
+        return floor_holder_for(self._timeline, start, end)
 
     async def partial(self, utt: Utterance, result: DecodeResult) -> None:
         """Emit a partial hypothesis unless it is no speech, unchanged, or the consumer lags."""
@@ -101,7 +117,11 @@ class SegmentCommitter:
                 # Partials were shown for what turned out to be no speech: clear them.
                 await self._out.put(self._segment(utt, "", result, completed=False))
             return
+        if self._track_names is not None:
+            self._track_names.observe(utt.track, *self._span(utt))
         final = self._segment(utt, verdict.text, result, completed=True)
+        if self._track_names is not None:
+            self._track_names.remember(utt.track, final.speaker, *self._span(utt))
         await self._out.put(final)
         # Speaker intervals older than any utterance still open are no longer needed.
         self._timeline.forget_before(final.absolute_start_time.timestamp() - _TIMELINE_KEEP_S)
@@ -111,6 +131,20 @@ class SegmentCommitter:
         self._metrics.finals += 1
         if utt.end_wall is not None:
             self._metrics.final_delays_s.append(time.monotonic() - utt.end_wall)
+        # Where a final's time goes: voice end → the segmenter ended it (the endpoint's silence,
+        # or a speaker change seen, plus capture) → committed (decode, queue); one line a final.
+        now, voice_end = time.time(), final.absolute_end_time.timestamp()
+        ended = now - (time.monotonic() - utt.ended_wall) if utt.ended_wall else now
+        log.info(
+            "final committed",
+            extra={
+                "track": utt.track,
+                "speaker": final.speaker,
+                "speculated": utt.ended.speculated,
+                "ended_after_s": round(ended - voice_end, 3),
+                "committed_after_s": round(now - voice_end, 3),
+            },
+        )
 
     def clear_partial(self, utt: Utterance) -> None:
         """Emit an empty partial: the utterance whose partials were shown is no speech."""
@@ -129,9 +163,8 @@ class SegmentCommitter:
         with contextlib.suppress(asyncio.QueueFull):
             self._out.put_nowait(cleared)
 
-    def _segment(
-        self, utt: Utterance, text: str, result: DecodeResult, *, completed: bool
-    ) -> Segment:
+    def _span(self, utt: Utterance) -> tuple[float, float]:
+        """Epoch seconds of an utterance's voice (pre-roll and kept silence left out)."""
         if utt.ended is not None:
             lead, audio_len, trail = utt.ended.lead, len(utt.ended.audio), utt.ended.trail
         else:
@@ -140,9 +173,13 @@ class SegmentCommitter:
         end_epoch = utt.start_epoch + max(lead, audio_len - trail) / SAMPLE_RATE
         if utt.ended is None:
             end_epoch = max(start_epoch, utt.start_epoch + utt.partial_samples / SAMPLE_RATE)
-        speaker = utt.speaker_hint or self._frame_speaker(utt.track)
-        if speaker is None:
-            speaker = self._timeline.speaker_for(start_epoch, end_epoch)
+        return start_epoch, end_epoch
+
+    def _segment(
+        self, utt: Utterance, text: str, result: DecodeResult, *, completed: bool
+    ) -> Segment:
+        start_epoch, end_epoch = self._span(utt)
+        speaker = self._speaker(utt, start_epoch, end_epoch)
         return Segment(
             id=utt.segment_id,
             start=round(start_epoch - self._join_time, 3),

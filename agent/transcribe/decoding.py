@@ -227,6 +227,7 @@ class DecodeScheduler:
         if utt is None:
             return
         utt.ended = event
+        utt.ended_wall = wall
         speech_end_s = (len(event.audio) - event.trail) / SAMPLE_RATE
         silence_heard = (event.trail if event.speculated else 0) / SAMPLE_RATE
         # Wall time when the last voiced sample arrived, as far as this batch tells.

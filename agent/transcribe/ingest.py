@@ -48,8 +48,11 @@ _LIVE_WITHIN_S = 5.0
 _CHANGE_SEARCH_S = 0.6
 # …once this much audio after the change has been heard (so the cut never waits long)…
 _CHANGE_LOOKAHEAD_S = 0.1
-# …and only when both sides keep at least this much audio.
+# …and only when the part before keeps at least this much audio. The rest goes on as an open
+# utterance, so it needs only this much: requiring the same 0.5 s confined the cut to 0.4-0.6 s
+# before the (poll-late) change, often inside the last word of the speaker before (issue 12).
 _CHANGE_MIN_PART_S = 0.5
+_CHANGE_MIN_REST_S = 0.1
 
 
 @dataclass(slots=True)
@@ -241,6 +244,7 @@ class Ingest:
                 round((at - track.epoch0) * SAMPLE_RATE),
                 round(_CHANGE_SEARCH_S * SAMPLE_RATE),
                 round(_CHANGE_MIN_PART_S * SAMPLE_RATE),
+                round(_CHANGE_MIN_REST_S * SAMPLE_RATE),
             )
         return events
 

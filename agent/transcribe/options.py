@@ -42,6 +42,10 @@ class TranscribeOptions(BaseModel):
         segment_queue_size: Segments buffered for the consumer; partials are skipped, finals
             wait, when it is full.
         language_lock_probability: Detection confidence that fixes a speaker's language.
+        tracks_per_participant: Each remote track carries one participant whom the platform
+            does not name (Google Meet): tracks are never cut at active-speaker changes, and
+            are named from the indicators (``agent.transcribe.speakers.TrackNames``). False:
+            a track without a name is a mixed one (Zoom, Teams).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -63,6 +67,7 @@ class TranscribeOptions(BaseModel):
     frame_queue_size: int = Field(default=256, ge=1)
     segment_queue_size: int = Field(default=1024, ge=1)
     language_lock_probability: float = Field(default=0.8, gt=0, le=1)
+    tracks_per_participant: bool = False
 
     def deferred_model_for(self, language: str | None, translate: bool) -> str:
         """The model the deferred pass loads for this bot's language and task."""

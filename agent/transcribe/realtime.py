@@ -35,7 +35,7 @@ from agent.transcribe.ingest import Ingest
 from agent.transcribe.languages import LanguageMemory
 from agent.transcribe.metrics import TranscribeMetrics
 from agent.transcribe.options import TranscribeOptions
-from agent.transcribe.speakers import FloorChanges, SpeakerTimeline
+from agent.transcribe.speakers import FloorChanges, SpeakerTimeline, TrackNames
 from agent.transcribe.vad import SileroSession
 
 log = logging.getLogger(__name__)
@@ -89,6 +89,7 @@ class RealtimeTranscriber:
         self._frames: asyncio.Queue[AudioFrame | None] = asyncio.Queue(opts.frame_queue_size)
         self._out: asyncio.Queue[Segment | None] = asyncio.Queue(opts.segment_queue_size)
         self._floor = FloorChanges()
+        self._cut_at_changes = not opts.tracks_per_participant
         self._ingest = Ingest(
             opts.segmenter,
             vad_session,
@@ -107,6 +108,7 @@ class RealtimeTranscriber:
                 join_time=join_time,
                 language=language,
                 context_words=opts.context_words,
+                track_names=TrackNames(self.timeline) if opts.tracks_per_participant else None,
             ),
             LanguageMemory(opts.language_lock_probability),
             self.metrics,
@@ -191,13 +193,14 @@ class RealtimeTranscriber:
     def speaker_activity(self, activity: SpeakerActivity) -> None:
         """Record an active-speaker change.
 
-        It names segments of tracks without a speaker of their own (mixed tracks), and when
-        the floor changes hands such tracks end their open utterance there, so no segment
-        spans two speakers.
+        It names segments of tracks without a speaker of their own. On mixed tracks, when the
+        floor changes hands, the open utterance ends there, so no segment spans two speakers;
+        tracks of one participant each (``options.tracks_per_participant``) are never cut
+        there: someone else's voice is not on them.
         """
         self.timeline.add(activity)
         changed = self._floor.observe(activity)
-        if changed is not None:
+        if changed is not None and self._cut_at_changes:
             self._ingest.speaker_change(changed)
 
     async def segments(self) -> AsyncIterator[Segment]:

@@ -277,7 +277,9 @@ class UtteranceSegmenter:
             Ended(utt.number, utt.start_sample, audio[:length], speculated, voiced, utt.lead, trail)
         )
 
-    def cut(self, at_sample: int, search_before: int, min_part: int) -> list[SegmenterEvent]:
+    def cut(
+        self, at_sample: int, search_before: int, min_part: int, min_rest: int | None = None
+    ) -> list[SegmenterEvent]:
         """End the open utterance at its quietest window before ``at_sample`` (a speaker change).
 
         The cut falls in ``[at_sample - search_before, at_sample]``; the rest carries on as a new
@@ -290,6 +292,9 @@ class UtteranceSegmenter:
             at_sample: Track sample of the change (must already be pushed).
             search_before: Samples before ``at_sample`` where the cut may fall.
             min_part: Least samples of audio on each side of the cut.
+            min_rest: Least samples after the cut, when not ``min_part``: the rest goes on
+                as an open utterance, so it may start short, and the cut need not wait
+                ``min_part`` of audio past the change to fall where the voices meet.
 
         Returns:
             ``Ended`` of the first part and ``Started`` of the rest, or nothing.
@@ -299,7 +304,8 @@ class UtteranceSegmenter:
             return []
         hi = min(len(utt.probs), (at_sample - utt.start_sample) // WINDOW)
         lo = max(-(-min_part // WINDOW), (at_sample - search_before - utt.start_sample) // WINDOW)
-        hi = min(hi, len(utt.probs) - -(-min_part // WINDOW))
+        rest = min_part if min_rest is None else min_rest
+        hi = min(hi, len(utt.probs) - -(-rest // WINDOW))
         if hi <= lo:
             return []
         probs = np.asarray(utt.probs[lo:hi], dtype=np.float32)

@@ -30,6 +30,7 @@ class Utterance:
         spec_result: Result of the speculative decode (``done``).
         ended: The segmenter's end event, once it ended.
         end_wall: ``time.monotonic()`` when its last voiced sample arrived (for delays).
+        ended_wall: ``time.monotonic()`` when the segmenter ended it (for the debug log).
         partial_text: Text of the last partial emitted.
         partial_samples: Samples the last partial decode covered.
     """
@@ -46,5 +47,6 @@ class Utterance:
     spec_result: DecodeResult | None = None
     ended: Ended | None = None
     end_wall: float | None = None
+    ended_wall: float | None = None
     partial_text: str | None = None
     partial_samples: int = 0

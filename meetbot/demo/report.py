@@ -5,13 +5,16 @@ arrival times, the simulator's ground-truth timeline, verified webhook deliverie
 :class:`DemoSummary`; :func:`render` prints it with ``rich``; ``--json-summary`` writes
 ``DemoSummary.model_dump_json()``.
 
-Matching segments to turns: each final segment goes to the scripted utterance its absolute
-time span overlaps most (the utterance widened by ``MATCH_SLACK_S`` for the WebRTC and capture
-delay), else to the nearest one. A turn's end-of-utterance latency is the SSE arrival of the
-last final segment given to it minus the end of the utterance's voice: its start on the
-simulator's timeline plus the clip's last voiced frame (clips end in up to 2.4 s of silence,
-which would otherwise count as negative latency). Both are UNIX epoch seconds on this
-machine's clock. WER pools every turn with a known reference and
+Matching segments to turns: each final segment goes to the scripted utterance *of the
+speaker it is named after* whose absolute time span it overlaps most (the utterance widened by
+``MATCH_SLACK_S`` for the WebRTC and capture delay); when it overlaps none of theirs (a
+misnamed segment), to the utterance of anyone it overlaps most, else to the nearest one. Without
+the speaker, a backchannel's segment, which lies wholly inside the turn it was said over,
+went to that turn, and the backchannel counted as lost (issue 12). A turn's end-of-utterance
+latency is the SSE arrival of the last final segment given to it minus the end of the
+utterance's voice: its start on the simulator's timeline plus the clip's last voiced frame
+(clips end in up to 2.4 s of silence, which would otherwise count as negative latency). Both
+are UNIX epoch seconds on this machine's clock. WER pools every turn with a known reference and
 uses the benchmark's normaliser (``agent.transcribe.normalize``), so figures compare.
 """
 
@@ -26,7 +29,7 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
-from agent.transcribe.normalize import word_errors
+from agent.transcribe.normalize import normalize_text, word_errors
 from testmeeting import TimelineEvent
 
 MATCH_SLACK_S = 1.0
@@ -96,6 +99,9 @@ class DemoSummary(BaseModel):
     reference_words: int
     latency_p50_s: float | None
     latency_p95_s: float | None
+    speaker_words_right: int = 0
+    """Final words whose speaker was voicing when they were said (:func:`speaker_words`)."""
+    speaker_words_total: int = 0
     webhooks: WebhookOut
     transcript_url: str | None
     stream_url: str | None
@@ -121,15 +127,64 @@ def _match(segment: dict[str, Any], speech: list[TimelineEvent]) -> int | None:
     def distance(event: TimelineEvent) -> float:
         return min(abs(start - event.t), abs(end - (event.end or event.t)))
 
-    best = max(range(len(speech)), key=lambda i: overlap(speech[i]))
-    if overlap(speech[best]) > 0:
-        return best
+    theirs = [i for i, event in enumerate(speech) if event.name == segment.get("speaker")]
+    for candidates in (theirs, range(len(speech))):
+        best = max(candidates, key=lambda i: overlap(speech[i]), default=None)
+        if best is not None and overlap(speech[best]) > 0:
+            return best
     return min(range(len(speech)), key=lambda i: distance(speech[i]))
 
 
 def percentile(values: list[float], q: float) -> float | None:
     """The ``q``-th percentile (linear interpolation), ``None`` for no values."""
     return float(np.percentile(values, q)) if values else None
+
+
+HOLD_FLOOR_S = 1.0
+"""A speaker's next clip after a pause shorter than this continues their turn."""
+BACKCHANNEL_MARGIN_S = 0.5
+"""A clip with another speaker's voice this close before and after it was said over them."""
+
+
+def group_turns(
+    speech: list[TimelineEvent],
+    voiced_ends: tuple[float, ...] = (),
+    voiced_starts: tuple[float, ...] = (),
+) -> tuple[list[TimelineEvent], tuple[float, ...]]:
+    """Clips of one speaker separated by pauses under :data:`HOLD_FLOOR_S` joined as one turn.
+
+    A monologue's sentences are one turn: its end is the end of the last one (issue 12;
+    ``testmeeting.conversation.Turn``). A clip said while another speaker holds the floor
+    (their voice within :data:`BACKCHANNEL_MARGIN_S` before it starts and after it ends, and
+    going on after it: a backchannel) is a turn of its own and does not break theirs.
+
+    Returns:
+        The turns as speech events (text joined, ``end`` the last clip's) and, per turn, the
+        seconds from its start to its last voiced frame.
+    """
+    voice = []
+    for i, event in enumerate(speech):
+        lo = event.t + (voiced_starts[i] if i < len(voiced_starts) else 0.0)
+        hi = event.t + voiced_ends[i] if i < len(voiced_ends) else (event.end or event.t)
+        voice.append((lo, hi))
+    turns: list[tuple[TimelineEvent, float]] = []  # (event, absolute voiced end)
+    floor: int | None = None  # index in turns of the last turn not said over someone
+    for i, event in enumerate(speech):
+        lo, hi = voice[i]
+        others = [(speech[j].name, voice[j]) for j in range(len(speech)) if j != i]
+        before = {n for n, (a, b) in others if a < lo and b > lo - BACKCHANNEL_MARGIN_S}
+        after = {n for n, (a, b) in others if b > hi and a < hi + BACKCHANNEL_MARGIN_S}
+        over = bool((before & after) - {event.name})
+        if not over and floor is not None:
+            held, held_end = turns[floor]
+            if held.name == event.name and lo - held_end < HOLD_FLOOR_S:
+                text = " ".join(x for x in (held.text, event.text) if x) or None
+                turns[floor] = (held.model_copy(update={"end": event.end, "text": text}), hi)
+                continue
+        turns.append((event, hi))
+        if not over:
+            floor = len(turns) - 1
+    return [e for e, _ in turns], tuple(hi - e.t for e, hi in turns)
 
 
 def build_turns(
@@ -141,7 +196,7 @@ def build_turns(
 
     Args:
         finals: Final segments (SSE payloads) with their arrival epoch, in any order.
-        speech: The simulator's ``speech`` timeline events, in order.
+        speech: The simulator's ``speech`` timeline events (or turns), in order.
         voiced_ends: Per turn (same order), seconds from the clip's start to its last voiced
             frame; a turn without one counts from the clip's end.
     """
@@ -176,6 +231,52 @@ def build_turns(
         )
     pooled = errors / words if words else None
     return turns, pooled, words
+
+
+SPEAKING_MARGIN_S = 0.25
+"""Seconds a voice is widened by when judging a word's speaker (transport delay, edges)."""
+
+
+def speaker_words(
+    finals: list[dict[str, Any]],
+    speech: list[TimelineEvent],
+    voiced: tuple[tuple[float, float], ...] = (),
+) -> tuple[int, int]:
+    """Words of the finals attributed to someone whose voice was heard then: ``(right, all)``.
+
+    A final's words are spread evenly over its span; a word is right when the final's speaker
+    was voicing at that time (± :data:`SPEAKING_MARGIN_S`), or, in a silence, when the final's
+    speaker is the one whose voice was nearest.
+
+    Args:
+        finals: Final segments (SSE payloads).
+        speech: The simulator's ``speech`` timeline events, in order.
+        voiced: Per event (same order), ``(first, last)`` voiced seconds from the clip's
+            start; an event without one counts as voiced from its start to its end.
+    """
+    spans = []
+    for index, event in enumerate(speech):
+        lo, hi = event.t, event.end or event.t
+        if index < len(voiced):
+            lo, hi = event.t + voiced[index][0], event.t + voiced[index][1]
+        spans.append((event.name, lo, hi))
+    right = total = 0
+    for segment in finals:
+        tokens = normalize_text(str(segment.get("text", ""))).split()
+        start = _epoch(segment["absolute_start_time"])
+        end = max(_epoch(segment["absolute_end_time"]), start + 1e-3)
+        for i in range(len(tokens)):
+            at = start + (end - start) * (i + 0.5) / len(tokens)
+            who = {
+                name
+                for name, lo, hi in spans
+                if lo - SPEAKING_MARGIN_S <= at <= hi + SPEAKING_MARGIN_S
+            }
+            if not who and spans:
+                who = {min(spans, key=lambda s: min(abs(at - s[1]), abs(at - s[2])))[0]}
+            right += segment.get("speaker") in who
+            total += 1
+    return right, total
 
 
 def render(summary: DemoSummary, console: Console) -> None:

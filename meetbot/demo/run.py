@@ -39,7 +39,9 @@ from meetbot.demo.report import (
     StatusChange,
     WebhookOut,
     build_turns,
+    group_turns,
     percentile,
+    speaker_words,
 )
 from meetbot.demo.scenario import MEETING_IDS, PASSCODES, DemoScenario
 from meetbot.demo.services import ControlPlane, bootstrap, control_plane_env, free_port
@@ -304,9 +306,11 @@ class DemoRun:
             timeline = self.server.timeline(platform, MEETING_IDS[platform])
             speech = [event for event in timeline if event.type == "speech"]
         finals = sorted(self.observed.finals.values(), key=lambda item: item[1])
-        turns, wer, words = build_turns(
-            [(s, arrived) for s, arrived, _ in finals], speech, self.demo.voiced_ends
-        )
+        starts = self.demo.voiced_starts or (0.0,) * len(self.demo.voiced_ends)
+        spans = tuple(zip(starts, self.demo.voiced_ends, strict=True))
+        right, said = speaker_words([s for s, _, _ in finals], speech, spans)
+        grouped, ends = group_turns(speech, self.demo.voiced_ends, starts)
+        turns, wer, words = build_turns([(s, arrived) for s, arrived, _ in finals], grouped, ends)
         latencies = [t.latency_s for t in turns if t.latency_s is not None]
         bot_id = str(self.bot["bot_id"]) if self.bot else None
         changes = self.receiver.status_changes(bot_id) if bot_id else []
@@ -349,6 +353,8 @@ class DemoRun:
             reference_words=words,
             latency_p50_s=percentile(latencies, 50),
             latency_p95_s=percentile(latencies, 95),
+            speaker_words_right=right,
+            speaker_words_total=said,
             webhooks=WebhookOut(
                 verified=len(self.receiver.verified()),
                 rejected=self.receiver.rejected,

@@ -92,6 +92,8 @@ class DemoScenario:
         references: Reference text per turn in speaking order (``None`` where unknown).
         voiced_ends: Per turn, seconds from the clip's start to its last voiced 20 ms frame
             (clips carry trailing silence; latency counts from the end of the voice).
+        voiced_starts: Per turn, seconds from the clip's start to its first voiced frame
+            (empty: from the clip's start); word-level speaker accuracy uses both.
     """
 
     scenario: Scenario
@@ -99,6 +101,7 @@ class DemoScenario:
     speech_seconds: float
     references: tuple[str | None, ...]
     voiced_ends: tuple[float, ...]
+    voiced_starts: tuple[float, ...] = ()
 
 
 VOICE_FRAME_S = 0.02
@@ -296,6 +299,7 @@ def build_conversation_scenario(platform: str, speech_dir: Path, style: str) -> 
         speech_seconds=sum(p.end - p.start for p in pieces),
         references=tuple(p.text for p in pieces),
         voiced_ends=tuple(p.voiced_end - p.start for p in pieces),
+        voiced_starts=tuple(p.voiced_start - p.start for p in pieces),
     )
 
 

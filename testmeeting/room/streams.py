@@ -21,7 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from testmeeting import media
+from testmeeting.conversation import voiced_span
 from testmeeting.errors import MediaNotFound, ParticipantNotFound
 from testmeeting.room.state import ParticipantState, RoomState
 from testmeeting.scenario import Scenario, Utterance
@@ -179,11 +182,15 @@ class RoomMedia:
             text=prepared.text,
             file=prepared.file,
         )
+        # Platforms light a speaker's indicator while their voice is heard, not through the
+        # silence a recording starts and ends with: the page lights it over the voiced span.
+        voiced = voiced_span(np.frombuffer(prepared.pcm, dtype="<i2"))
         header = {
             "type": "speech",
             "participant_id": participant.id,
             "slot": slot,
             "sample_rate": media.SAMPLE_RATE,
+            "voiced": [round(voiced[0], 3), round(voiced[1], 3)],
         }
         message = speech_message(header, prepared.pcm)
         for _pid, link in self._state.meeting_pages():

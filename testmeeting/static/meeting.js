@@ -545,15 +545,29 @@
       playStream(header.participant_id, source, samples);
       return;
     }
+    // The speaker's indicator is lit while the clip's voice plays (header.voiced: seconds
+    // from its start), plus a short hangover, as platforms light it from the audio level.
     const id = header.participant_id;
-    source.addEventListener("ended", () => {
-      state.speaking.set(id, Math.max(0, (state.speaking.get(id) || 1) - 1));
+    const [voiceOn, voiceOff] = header.voiced || [0, clip.duration];
+    let lit = false;
+    const light = (on) => {
+      if (on === lit || state.over) return;
+      lit = on;
+      state.speaking.set(id, Math.max(0, (state.speaking.get(id) || 0) + (on ? 1 : -1)));
       paintSpeaking(id);
+    };
+    const timers = [
+      setTimeout(() => light(true), voiceOn * 1000),
+      setTimeout(() => light(false), Math.min(voiceOff + INDICATOR_HANGOVER_S, clip.duration) * 1000),
+    ];
+    source.addEventListener("ended", () => {
+      for (const timer of timers) clearTimeout(timer);
+      light(false);
     });
-    state.speaking.set(id, (state.speaking.get(id) || 0) + 1);
     source.start();
-    paintSpeaking(id);
   }
+
+  const INDICATOR_HANGOVER_S = 0.3;
 
   // Another browser's microphone arrives in 100 ms blocks: play them back to back behind a
   // small jitter buffer, and light the speaker while the blocks are loud.

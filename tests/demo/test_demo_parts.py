@@ -18,7 +18,7 @@ from aiohttp_sse import sse_response
 from standardwebhooks.webhooks import Webhook
 
 from meetbot.demo.client import read_stream
-from meetbot.demo.report import build_turns, percentile
+from meetbot.demo.report import build_turns, group_turns, percentile, speaker_words
 from meetbot.demo.scenario import (
     END_TAIL_S,
     FIRST_TURN_AT_S,
@@ -152,6 +152,51 @@ def test_a_turn_nobody_transcribed_has_no_latency() -> None:
     turns, wer, words = build_turns([], speech)
     assert turns[0].hypothesis == "" and turns[0].latency_s is None
     assert wer == 1.0 and words == 2
+
+
+def _final(speaker: str, text: str, start: float, end: float) -> dict[str, Any]:
+    return {
+        "id": f"{speaker}-{start}",
+        "text": text,
+        "speaker": speaker,
+        "absolute_start_time": _iso(start),
+        "absolute_end_time": _iso(end),
+    }
+
+
+def test_a_backchannel_is_its_own_turn_and_its_final_goes_to_it_by_name() -> None:
+    """Linda's two sentences (a 0.4 s pause) are one turn; Chris's "yeah" over her is another.
+
+    His final lies wholly inside her turn: matched by time alone it went to her turn and his
+    counted as lost (issue 12).
+    """
+    speech = [
+        TimelineEvent(type="speech", t=100.0, end=106.0, name="Linda", text="one two three"),
+        TimelineEvent(type="speech", t=103.0, end=104.0, name="Chris", text="yeah"),
+        TimelineEvent(type="speech", t=106.4, end=109.0, name="Linda", text="four five"),
+        TimelineEvent(type="speech", t=109.2, end=111.0, name="Mary", text="six"),
+    ]
+    turns, ends = group_turns(speech, (5.9, 0.8, 2.5, 1.7), (0.0, 0.2, 0.0, 0.0))
+    assert [(t.name, t.text) for t in turns] == [
+        ("Linda", "one two three four five"),
+        ("Chris", "yeah"),
+        ("Mary", "six"),
+    ]
+    assert ends == pytest.approx((8.9, 0.8, 1.7))
+    finals = [
+        (_final("Linda", "one two three four five", 100.0, 108.9), 109.5),
+        (_final("Chris", "yeah", 103.2, 103.8), 104.5),
+        (_final("Mary", "six", 109.2, 110.9), 111.5),
+    ]
+    out, wer, _ = build_turns(finals, turns, ends)
+    assert [t.speakers_heard for t in out] == [["Linda"], ["Chris"], ["Mary"]]
+    assert out[1].latency_s == pytest.approx(0.7)  # 104.5 - (103 + 0.8)
+    assert wer == 0.0
+    voiced = ((0.0, 5.9), (0.2, 0.8), (0.0, 2.5), (0.0, 1.7))
+    assert speaker_words([f for f, _ in finals], speech, voiced) == (7, 7)
+    misnamed = [_final("Linda", "yeah", 103.2, 103.8)]
+    assert speaker_words(misnamed, speech, voiced) == (1, 1)  # Linda was talking too
+    assert speaker_words([_final("Chris", "four five", 106.5, 108.8)], speech, voiced) == (0, 2)
 
 
 OTHER_SECRET = "whsec_" + "QUJDREVGR0hJSktMTU5PUFFSU1RVVldY"
