@@ -147,7 +147,11 @@ class DeliveryWorker:
         self._relay_now = True
         if self._wake_timer is not None:
             return  # a relay is already due at the end of the gap
-        clock = asyncio.get_running_loop()
+        try:
+            clock = asyncio.get_running_loop()
+        except RuntimeError:  # not on the worker's loop: no timer to arm, wake as before
+            self._loop.wake()
+            return
         delay = self._last_relay + self._wake_gap - clock.time()
         if delay <= 0:
             self._loop.wake()
