@@ -49,7 +49,7 @@ from pathlib import Path
 
 import aiohttp
 from aiohttp import web
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -399,6 +399,28 @@ async def _commands(
                 statuses.append(response.status)
 
 
+async def _commits(database_url: str) -> int:
+    """Transactions committed in the bench's database so far (``pg_stat_database``).
+
+    Their count per stored frame says how well the frames are batched, whatever the machine's
+    load (a backend reports its counts within a second or so: a close reading).
+    """
+    database = create_database(database_url)
+    try:
+        async with database.engine.connect() as conn:
+            row = (
+                await conn.execute(
+                    text(
+                        "SELECT xact_commit FROM pg_stat_database"
+                        " WHERE datname = current_database()"
+                    )
+                )
+            ).one()
+    finally:
+        await database.dispose()
+    return int(row[0])
+
+
 async def _check(database_url: str, agents: list[SimAgent]) -> dict[str, object]:
     """Losses and duplicates, from the database once every outbox drained."""
     database = create_database(database_url)
@@ -476,6 +498,7 @@ async def _run(args: argparse.Namespace, tmp: Path) -> dict[str, object]:
             latencies.clear()
             store_before = {port: await _store_buckets(http, [port]) for port in ports}
             acked_before = sum(agent.outbox.acked for agent in agents)
+            commits_before = await _commits(database_url)
             cpu_before = [_cpu_seconds(p.pid) for p in replicas]
             waited_before = [_waited_seconds(p.pid) for p in replicas]
             self_waited_before = _waited_seconds(os.getpid())
@@ -518,6 +541,7 @@ async def _run(args: argparse.Namespace, tmp: Path) -> dict[str, object]:
                 for p, before in zip(replicas, cpu_before, strict=True)
             ]
             self_cpu = _self_cpu() - self_before
+            commits = await _commits(database_url) - commits_before
             waited = [
                 killed_waited if p.pid == killed else _waited_seconds(p.pid) - before
                 for p, before in zip(replicas, waited_before, strict=True)
@@ -561,6 +585,8 @@ async def _run(args: argparse.Namespace, tmp: Path) -> dict[str, object]:
             "read_to_commit_ms_p99": _bucket_quantile(store_start, store_after, 0.99),
             "replica_cpu_s": [round(c, 1) for c in cpu],
             "cpu_ms_per_frame_replicas": round(sum(cpu) / max(acked, 1) * 1000, 2),
+            # Every transaction of the window (the bench's few included) per frame stored.
+            "db_commits_per_frame": round(commits / max(acked, 1), 3),
             "agents_process_cpu_s": round(self_cpu, 1),
             # Time runnable but not running (the machine's other work had the CPUs).
             "replica_cpu_wait_s": [round(w, 1) for w in waited],

@@ -153,9 +153,11 @@ class Settings(BaseSettings):
     # A finished bot whose VM/process still runs this long after its end is torn down.
     agent_teardown_grace_seconds: float = Field(default=120.0, gt=0)
     # Agent-link frames are stored many links per transaction (control_plane/agent_link/batch.py):
-    # at most this many frames per transaction, this many transactions in flight at once.
+    # at most this many frames per transaction, this many transactions in flight at once, and
+    # a batch waits at most this long for more frames before its transaction starts.
     link_batch_max_frames: int = Field(default=500, ge=1)
     link_batch_writers: int = Field(default=2, ge=1)
+    link_batch_max_wait_seconds: float = Field(default=0.02, ge=0)
 
     # Artifact storage: "local" (files under data_dir, signed URLs served by this process) or
     # "s3" (presigned URLs of an S3-compatible bucket; empty credentials = boto3's chain).

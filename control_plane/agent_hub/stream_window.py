@@ -5,6 +5,12 @@ every replica serves the same ids. A window holds a contiguous run ``base < seq 
 within a byte budget; older events are dropped from its front (a client replaying further back
 fetches them from the agent). An event that skips ahead (missed messages) restarts the window
 there: clients behind it fetch the gap the same way.
+
+Events are held as ``(seq, event, data)`` tuples, not as the frame's model: a tuple of an int
+and two strings drops out of the garbage collector's sight after its first collection, while a
+model (with its dict and set) stays tracked. A thousand bots' windows hold up to millions of
+events, and each full collection of the replica walked all of them while the agent links'
+frames waited.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ class StreamWindow:
 
     def __init__(self, max_bytes: int) -> None:
         self._max_bytes = max_bytes
-        self._items: deque[StreamItem] = deque()
+        self._items: deque[tuple[int, str, str]] = deque()
         self._bytes = 0
         self.base = 0
         """Sequence number just before the oldest held event."""
@@ -66,11 +72,11 @@ class StreamWindow:
             return False
         if item.seq > self.last + 1:
             self._restart(item.seq - 1)
-        self._items.append(item)
+        self._items.append((item.seq, item.event, item.data))
         self._bytes += len(item.data)
         while len(self._items) > 1 and self._bytes > self._max_bytes:
             dropped = self._items.popleft()
-            self._bytes -= len(dropped.data)
+            self._bytes -= len(dropped[2])
             self.base += 1
         self._wake()
         return True
@@ -97,7 +103,11 @@ class StreamWindow:
             return []
         if cursor < self.base:
             return None
-        return list(self._items)[cursor - self.base :]
+        held = list(self._items)[cursor - self.base :]
+        # Validated when they arrived: rebuilt without validating again.
+        return [
+            StreamItem.model_construct(seq=seq, event=event, data=data) for seq, event, data in held
+        ]
 
     async def wait(self, cursor: int, within: float) -> None:
         """Return when an event after ``cursor`` is held, the window changed, or ``within`` s."""

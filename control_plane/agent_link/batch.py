@@ -2,10 +2,17 @@
 
 Every link's frames with effects (and the frames that only refresh ``last_seen_at``) are
 stored through one :class:`FrameBatcher`. A link hands it a group (what it read since its last
-group, in order) and waits; a writer takes every group queued at that moment, up to
-``max_frames`` frames across links, and stores them in one transaction
+group, in order) and waits; a writer takes the groups queued until the oldest of them is
+``max_wait`` seconds old or ``max_frames`` frames are queued across links, whichever comes
+first, and stores them in one transaction
 (:func:`~control_plane.agent_link.frames.store_batch`). The link acks its frames only once the
 answer came, i.e. after the commit, so an agent never forgets a frame that is not stored.
+
+Flushing by age as well as by size bounds a frame's wait before its transaction starts, and it
+keeps the transactions few: a writer that committed as soon as anything was queued made one
+small transaction (and its round trips to the database, the replica's largest CPU cost) for
+every few frames. One writer gathers at a time; up to ``writers`` gathered batches commit at
+once, so the next batch gathers while the last one commits.
 
 A link has at most one group in flight, so its frames are stored in the order it sent them
 even with several writers. When a batch's transaction fails, nothing of it was written; its
@@ -21,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -54,6 +62,7 @@ class GroupOutcome:
 @dataclass(slots=True)
 class _Group:
     entries: Sequence[Entry]
+    queued_at: float = field(default_factory=time.monotonic)
     done: asyncio.Future[GroupOutcome] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
@@ -70,14 +79,22 @@ class FrameBatcher:
         db: The control plane's database.
         max_frames: Most frames in one transaction (a group is never split, so one group
             larger than this goes alone).
-        writers: Transactions in flight at once (each takes the groups queued when it starts).
+        writers: Transactions in flight at once.
+        max_wait: Seconds the oldest queued group waits for others before its transaction
+            starts (0: a free writer takes what is queued at once).
     """
 
-    def __init__(self, db: Database, *, max_frames: int = 500, writers: int = 2) -> None:
+    def __init__(
+        self, db: Database, *, max_frames: int = 500, writers: int = 2, max_wait: float = 0.0
+    ) -> None:
         self._db = db
         self._max_frames = max_frames
         self._writers = writers
+        self._max_wait = max_wait
         self._queue: asyncio.Queue[_Group] = asyncio.Queue()
+        self._queued_frames = 0
+        self._full = asyncio.Event()  # max_frames are queued: the gathering writer goes now
+        self._gathering = asyncio.Lock()  # one writer gathers a batch at a time
         self._tasks: list[asyncio.Task[None]] = []
         self.batches = 0  # transactions committed (batches of several groups included)
 
@@ -99,6 +116,8 @@ class FrameBatcher:
                 await task
         while not self._queue.empty():
             self._queue.get_nowait().settle(GroupOutcome([], ConnectionError("shutting down")))
+        self._queued_frames = 0
+        self._full.clear()
 
     async def store(self, entries: Sequence[Entry]) -> GroupOutcome:
         """Store one link's frames (in order) with other links' in a shared transaction.
@@ -110,17 +129,40 @@ class FrameBatcher:
             raise RuntimeError("the link batcher is not running")
         group = _Group(entries)
         self._queue.put_nowait(group)
+        self._queued_frames += len(entries)
+        if self._queued_frames >= self._max_frames:
+            self._full.set()
         return await group.done
 
     async def _write(self) -> None:
         while True:
-            groups = [await self._queue.get()]
-            count = len(groups[0].entries)
-            while count < self._max_frames and not self._queue.empty():
-                group = self._queue.get_nowait()
-                groups.append(group)
-                count += len(group.entries)
+            async with self._gathering:
+                groups = await self._gather()
             await self._commit(groups)
+
+    async def _gather(self) -> list[_Group]:
+        """The next batch: queued groups until the oldest is ``max_wait`` old or it is full."""
+        first = await self._queue.get()
+        if self._max_wait > 0 and self._queued_frames < self._max_frames:
+            remaining = first.queued_at + self._max_wait - time.monotonic()
+            if remaining > 0:
+                try:
+                    await asyncio.wait_for(self._full.wait(), remaining)
+                except TimeoutError:
+                    pass
+                except asyncio.CancelledError:  # shutting down: the group in hand is answered
+                    first.settle(GroupOutcome([], ConnectionError("shutting down")))
+                    raise
+        groups = [first]
+        count = len(first.entries)
+        while count < self._max_frames and not self._queue.empty():
+            group = self._queue.get_nowait()
+            groups.append(group)
+            count += len(group.entries)
+        self._queued_frames -= count
+        if self._queued_frames < self._max_frames:
+            self._full.clear()
+        return groups
 
     async def _commit(self, groups: list[_Group]) -> None:
         now = datetime.now(UTC)

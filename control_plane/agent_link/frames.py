@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Table, func, insert, select, tuple_, update
+from sqlalchemy import ColumnElement, Table, any_, func, insert, literal, select, tuple_, update
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
@@ -512,6 +513,42 @@ class FrameStore:
         )
 
 
+def _among(session: AsyncSession, column: Any, values: Sequence[Any]) -> ColumnElement[bool]:
+    """``column IN values``; on PostgreSQL ``column = ANY(:array)``, one parameter.
+
+    An ``IN`` list renders one placeholder per value, so every batch size is a statement of its
+    own: asyncpg prepares it again (a round trip) and SQLAlchemy renders it again. The array
+    form is one statement for every size, prepared once per connection.
+    """
+    if session.get_bind().dialect.name == "postgresql":
+        return cast(ColumnElement[bool], column == any_(literal(list(values), ARRAY(column.type))))
+    return cast(ColumnElement[bool], column.in_(values))
+
+
+async def _receipts_of(session: AsyncSession, keys: list[tuple[int, str]]) -> set[tuple[int, str]]:
+    """Which of ``keys`` (meeting id, frame id) have a receipt already."""
+    if session.get_bind().dialect.name == "postgresql":
+        # Both columns by array (one statement for every size); the pairs are checked here.
+        found = await session.execute(
+            select(AgentFrameReceipt.meeting_id, AgentFrameReceipt.frame_id).where(
+                _among(session, AgentFrameReceipt.frame_id, [frame_id for _, frame_id in keys]),
+                _among(session, AgentFrameReceipt.meeting_id, sorted({m for m, _ in keys})),
+            )
+        )
+    else:
+        found = await session.execute(
+            select(AgentFrameReceipt.meeting_id, AgentFrameReceipt.frame_id).where(
+                tuple_(AgentFrameReceipt.meeting_id, AgentFrameReceipt.frame_id).in_(keys)
+            )
+        )
+    wanted = set(keys)
+    return {
+        key
+        for key in ((int(meeting_id), str(frame_id)) for meeting_id, frame_id in found.all())
+        if key in wanted
+    }
+
+
 async def _register_all(
     session: AsyncSession, registers: Sequence[tuple[FrameStore, Register]], now: datetime
 ) -> None:
@@ -528,19 +565,18 @@ async def _register_all(
     for version, ids in sorted(versions.items()):
         await session.execute(
             update(AgentLink)
-            .where(AgentLink.meeting_id.in_(sorted(ids)))
+            .where(_among(session, AgentLink.meeting_id, sorted(ids)))
             .values(
                 agent_version=version,
                 registered_at=func.coalesce(AgentLink.registered_at, now),
             )
             .execution_options(synchronize_session=False)
         )
+    registered = sorted({store.meeting_id for store, _ in registers})
     statuses = dict(
         (
             await session.execute(
-                select(Meeting.id, Meeting.status).where(
-                    Meeting.id.in_(sorted({store.meeting_id for store, _ in registers}))
-                )
+                select(Meeting.id, Meeting.status).where(_among(session, Meeting.id, registered))
             )
         ).all()
     )
@@ -558,7 +594,7 @@ async def _lock_meetings(session: AsyncSession, meeting_ids: set[int]) -> None:
         return
     rows = await session.scalars(
         select(Meeting)
-        .where(Meeting.id.in_(sorted(meeting_ids)))
+        .where(_among(session, Meeting.id, sorted(meeting_ids)))
         .order_by(Meeting.id)
         .with_for_update()
     )
@@ -585,7 +621,7 @@ async def store_batch(
     # evaluation of the WHERE against its identity map showed in the profile).
     await session.execute(
         update(AgentLink)
-        .where(AgentLink.meeting_id.in_(meeting_ids))
+        .where(_among(session, AgentLink.meeting_id, meeting_ids))
         .values(last_seen_at=now)
         .execution_options(synchronize_session=False)
     )
@@ -597,14 +633,8 @@ async def store_batch(
     stored = [(store, frame) for store, frame in entries if isinstance(frame, _STORED_TYPES)]
     seen: set[tuple[int, str]] = set()
     if stored:
-        found = await session.execute(
-            select(AgentFrameReceipt.meeting_id, AgentFrameReceipt.frame_id).where(
-                tuple_(AgentFrameReceipt.meeting_id, AgentFrameReceipt.frame_id).in_(
-                    [(store.meeting_id, frame.id) for store, frame in stored]
-                )
-            )
-        )
-        seen = {(int(meeting_id), str(frame_id)) for meeting_id, frame_id in found.all()}
+        keys = [(store.meeting_id, frame.id) for store, frame in stored]
+        seen = await _receipts_of(session, keys)
     await _lock_meetings(
         session,
         {

@@ -1,7 +1,8 @@
 """Reconciliation: a launcher's machines against the bots that should be live.
 
 For a launcher that lists its machines (:class:`~control_plane.launchers.base.Listing`:
-``ec2``, ``qemu``) a loop compares, every ``interval`` seconds and once at the start:
+``local``, ``qemu``, ``ec2``, ``kubernetes``) a loop compares, every ``interval`` seconds and
+once at the start:
 
 - a machine whose bot is not live (final, deleted, never stored), or that is not the machine
   the bot's row names (a second one for the same bot), is terminated;

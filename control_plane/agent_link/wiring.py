@@ -83,7 +83,10 @@ async def agent_link_ctx(app: web.Application) -> AsyncIterator[None]:
     signer = await asyncio.to_thread(StreamTokenSigner.load_or_create, settings.data_dir)
     app[STREAM_SIGNER] = signer
     batcher = FrameBatcher(
-        app[DB], max_frames=settings.link_batch_max_frames, writers=settings.link_batch_writers
+        app[DB],
+        max_frames=settings.link_batch_max_frames,
+        writers=settings.link_batch_writers,
+        max_wait=settings.link_batch_max_wait_seconds,
     )
     app[FRAME_BATCHER] = batcher
     app[AGENT_COMMANDS] = agent_commander(hub)

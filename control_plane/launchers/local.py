@@ -19,18 +19,29 @@ claim lapsed because the control plane died between its claim and storing the ha
 the instant between the start and the pid file, a ``launching`` marker is written before the
 start; a launch that finds the marker without a pid file looks for a running agent of this
 bot's config among the processes before starting one.
+
+The launcher lists its agents for the reconciliation loop
+(:class:`~control_plane.launchers.base.Listing`): beside ``agent.pid`` each bot's folder holds
+``agent.process.json`` (pid, the process's start time as psutil reports it, bot id), and
+:meth:`LocalLauncher.machines` lists the folders whose recorded process still runs (same pid,
+same start time, the bot's config on its command line). The agents run in their own session,
+so they outlive a control plane that crashed or was killed; the next one lists them, ends those
+whose bot is no longer live and fails (``agent_lost``) the live bots whose agent is gone. A
+graceful stop (:meth:`LocalLauncher.aclose`) still stops the agents it started.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import signal
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from uuid import UUID
 
 import psutil
 
@@ -41,6 +52,8 @@ from control_plane.settings import Settings
 logger = logging.getLogger(__name__)
 
 CONTAINER_PREFIX = "local-"
+PROCESS_FILE = "agent.process.json"
+"""In a bot's folder: the agent process started for it (``pid``, ``started_at``, ``bot_id``)."""
 
 # Control-plane secrets stay out of agents, which browse untrusted meeting pages: MEETBOT_*
 # settings other than the agent's own, and cloud credentials (uploads use presigned URLs).
@@ -159,6 +172,7 @@ class LocalLauncher:
         await asyncio.to_thread(
             config_path.with_name("agent.pid").write_text, str(process.pid), "ascii"
         )
+        await asyncio.to_thread(_record_process, config_path.parent, process.pid, config.bot_id)
         container_id = f"{CONTAINER_PREFIX}{process.pid}"
         self._processes[container_id] = process
         logger.info(
@@ -222,10 +236,61 @@ class LocalLauncher:
         except psutil.TimeoutExpired:
             process.kill()
 
+    async def machines(self) -> dict[str, UUID]:
+        """The agents that run, also those started before a restart: handle id → bot id.
+
+        An agent is listed when the process its bot's folder records runs with the same start
+        time (a recycled pid is not it) and that bot's config on its command line.
+        """
+        return await asyncio.to_thread(self._listed)
+
+    def _listed(self) -> dict[str, UUID]:
+        listed: dict[str, UUID] = {}
+        try:
+            folders = list((self._data_dir / "bots").iterdir())
+        except FileNotFoundError:
+            return listed
+        for folder in folders:
+            found = _recorded_agent(folder)
+            if found is not None:
+                listed[f"{CONTAINER_PREFIX}{found[0]}"] = found[1]
+        return listed
+
     async def aclose(self) -> None:
         """Terminate every agent this launcher started and still runs."""
         ids = list(self._processes)
         await asyncio.gather(*(self.terminate(LaunchHandle(id=item)) for item in ids))
+
+
+def _record_process(folder: Path, pid: int, bot_id: UUID) -> None:
+    """Write ``agent.process.json``: which process runs the bot, told apart from a recycled pid."""
+    try:
+        started_at = psutil.Process(pid).create_time()
+    except psutil.NoSuchProcess:  # it ended at once; nothing is left to list
+        return
+    record = {"pid": pid, "started_at": started_at, "bot_id": str(bot_id)}
+    (folder / PROCESS_FILE).write_text(json.dumps(record), "utf-8")
+
+
+def _recorded_agent(folder: Path) -> tuple[int, UUID] | None:
+    """(pid, bot id) of the agent ``folder`` records when it still runs, else None."""
+    try:
+        record = json.loads((folder / PROCESS_FILE).read_text("utf-8"))
+        pid, started_at, bot_id = int(record["pid"]), float(record["started_at"]), record["bot_id"]
+        bot = UUID(bot_id)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    try:
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return None
+        same = abs(process.create_time() - started_at) < 0.01
+        cmdline = process.cmdline() if same else []
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+    if str(folder / "bot.json") not in cmdline:
+        return None
+    return pid, bot
 
 
 def create(settings: Settings) -> LocalLauncher:

@@ -102,6 +102,9 @@ class DeliveryWorker:
         poll_interval: Seconds between looks at the database when idle.
         concurrency: Attempts in flight at once.
         metrics: Where to count relayed messages and attempts (none when omitted).
+        wake_gap: Seconds between two relays that wake-ups ask for: the wake-ups of the
+            commits in between are answered together by one relay (a busy agent link commits
+            a batch with an event many times a second; one pass for each cost a transaction).
     """
 
     def __init__(
@@ -113,6 +116,7 @@ class DeliveryWorker:
         poll_interval: float = 0.25,
         concurrency: int = 32,
         metrics: WebhookMetrics | None = None,
+        wake_gap: float = 0.1,
     ) -> None:
         self._sessionmaker = sessionmaker
         self._metrics = metrics
@@ -126,6 +130,9 @@ class DeliveryWorker:
         self._results: list[_Result] = []
         self._relay_now = True
         self._next_relay = 0.0
+        self._wake_gap = wake_gap
+        self._last_relay = float("-inf")  # loop time of the last relay
+        self._wake_timer: asyncio.TimerHandle | None = None
         self._next_sweep = 0.0
         # Set while run() runs: the attempts' HTTP session and the group owning their tasks.
         self._http: aiohttp.ClientSession | None = None
@@ -133,8 +140,26 @@ class DeliveryWorker:
         self._loop = BackgroundLoop("webhook-delivery", self.step, interval=poll_interval)
 
     def wake(self) -> None:
-        """Look at the outbox and the due deliveries now instead of at the next poll."""
+        """Look at the outbox and the due deliveries now instead of at the next poll.
+
+        "Now" is at most ``wake_gap`` after the last relay: the wake-ups in between share one.
+        """
         self._relay_now = True
+        if self._wake_timer is not None:
+            return  # a relay is already due at the end of the gap
+        try:
+            clock = asyncio.get_running_loop()
+        except RuntimeError:  # not on the worker's loop: no timer to arm, wake as before
+            self._loop.wake()
+            return
+        delay = self._last_relay + self._wake_gap - clock.time()
+        if delay <= 0:
+            self._loop.wake()
+            return
+        self._wake_timer = clock.call_later(delay, self._wake_after_gap)
+
+    def _wake_after_gap(self) -> None:
+        self._wake_timer = None
         self._loop.wake()
 
     async def run(self) -> None:
@@ -152,6 +177,9 @@ class DeliveryWorker:
                     await self._loop.run()
                 finally:
                     self._http = self._group = None
+                    if self._wake_timer is not None:
+                        self._wake_timer.cancel()
+                        self._wake_timer = None
             if self._results:
                 await self._store(self._take_results())
 
@@ -186,6 +214,7 @@ class DeliveryWorker:
             relayed = 0
             if self._relay_now or clock.time() >= self._next_relay - _TIMER_SLACK:
                 self._relay_now = False
+                self._last_relay = clock.time()
                 relayed = await self._relay()
                 self._next_relay = clock.time() + (0 if relayed else self._poll_interval)
             free = self._concurrency - len(self._inflight)

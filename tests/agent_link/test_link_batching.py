@@ -298,3 +298,34 @@ async def _workspace(client: Client, bot: LaunchedBot) -> uuid.UUID:
         )
     assert workspace_id is not None
     return workspace_id
+
+
+async def test_a_batch_waits_for_more_groups_until_it_is_full_or_its_oldest_is_old_enough(
+    client: Client, launch_bot: LaunchBot
+) -> None:
+    first, second = await launch_bot(), await launch_bot()
+    workspace_id = await _workspace(client, first)
+    a, b = _store(client, first, workspace_id), _store(client, second, workspace_id)
+    # An hour's wait: only a full batch (four frames) is stored, in one transaction.
+    batcher = FrameBatcher(client.app[DB], max_frames=4, writers=1, max_wait=3600.0)
+    batcher.start()
+    try:
+        early = asyncio.ensure_future(batcher.store([(a, _segment(1)), (a, _segment(2))]))
+        for _ in range(5):  # the writer takes the group and waits for more
+            await asyncio.sleep(0)
+        assert not early.done()
+        late = await batcher.store([(b, _segment(1)), (b, _segment(2))])
+        assert (await early).outcomes == late.outcomes == ["stored", "stored"]
+        assert batcher.batches == 1
+    finally:
+        await batcher.aclose()
+    # A short wait: a lone group is stored once its wait is over.
+    batcher = FrameBatcher(client.app[DB], max_frames=4, writers=1, max_wait=0.01)
+    batcher.start()
+    try:
+        alone = await batcher.store([(a, _segment(3))])
+        assert alone.outcomes == ["stored"] and batcher.batches == 1
+    finally:
+        await batcher.aclose()
+    assert await _segments(client, first) == ["s1", "s2", "s3"]
+    assert await _segments(client, second) == ["s1", "s2"]
