@@ -21,6 +21,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from agent import heap
 from agent.actions.settings import ActionSettings
 from agent.bot import Bot
 from agent.browser.session import tune_driver_environment
@@ -89,6 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The launcher's per-bot folder (beside bot.json) keeps the outbox with the bot.
         settings = settings.model_copy(update={"data_dir": args.config.resolve().parent})
     tune_driver_environment(os.environ)
+    heap.tune()  # fewer malloc arenas, before the decode threads (agent/heap.py)
 
     def make_bot(host: AgentSettings) -> Bot:
         return Bot(config, host, action_settings=action_settings)

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
+from agent import heap
 from agent.__main__ import run_bot, run_on_display
 from agent.actions.settings import ActionSettings
 from agent.bot import Bot
@@ -114,6 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return Bot(config, host, observer=_print_event, action_settings=action_settings)
 
     tune_driver_environment(os.environ)
+    heap.tune()  # fewer malloc arenas, before the decode threads (agent/heap.py)
     try:
         if args.display:
             status = asyncio.run(run_on_display(settings, make_bot))

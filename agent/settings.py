@@ -42,12 +42,20 @@ QUIET_CHROMIUM_ARGS: tuple[str, ...] = (
 # self-view or effects pipeline; the testmeeting's 1 Hz camera grab) stayed in a software
 # rendering cache of ~450 MB: the renderer grew by ~0.9 MB per 640x360 frame until that was
 # full (issue 19; tests/agent/test_long_meeting.py holds it flat).
+#
+# Three minutes after any start Chromium (156 here) launches its on-device AI model service
+# (``OnDeviceModelService``, ~110 MB PSS, and it stays) to rate the machine for on-device
+# models, unless it knows the machine's performance class: a fresh profile, as Playwright's,
+# never does. Feature switches do not stop it; this switch gives the class (2: very low, which
+# is true of a bot VM), so nothing is measured (components/optimization_guide/core/
+# model_execution/performance_class.cc, ``optimization-guide-performance-class``).
 LEAN_CHROMIUM_ARGS: tuple[str, ...] = (
     "--enable-low-end-device-mode",
     "--renderer-process-limit=1",
     "--no-zygote",
     "--in-process-gpu",
     "--disable-site-isolation-trials",
+    "--optimization-guide-performance-class=2",
 )
 
 # Chromium keeps only the last ``--disable-features`` and the last ``--enable-features``

@@ -8,10 +8,10 @@ synthesised) that memory is free inside the process but still counted in its PSS
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import gc
 import logging
+
+from agent import heap
 
 log = logging.getLogger(__name__)
 
@@ -23,16 +23,6 @@ def trim_heap() -> bool:
         Whether ``malloc_trim`` ran and released memory.
     """
     gc.collect()
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return False
-    try:
-        libc = ctypes.CDLL(name)
-        trim = libc.malloc_trim
-    except (OSError, AttributeError):
-        return False
-    trim.argtypes = [ctypes.c_size_t]
-    trim.restype = ctypes.c_int
-    released = bool(trim(0))
+    released = heap.trim()
     log.info("heap trimmed", extra={"released": released})
     return released

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from agent import heap
 from agent.contracts.bot_config import BotSettings, Task, TranscriptionTier
 from agent.contracts.whisper_models import check_model_supports, realtime_models_for
 from agent.transcribe.base import Transcriber
@@ -28,7 +29,11 @@ async def load_engine(model: str, options: TranscribeOptions) -> WhisperEngine:
     from agent.transcribe.models import resolve_model
 
     resolved = await asyncio.to_thread(resolve_model, model, options.models_dir)
-    return await asyncio.to_thread(WhisperEngine.load, resolved, options.cpu_threads)
+    engine = await asyncio.to_thread(WhisperEngine.load, resolved, options.cpu_threads)
+    # The load leaves the model file's converted buffers free but kept in the heap (about
+    # 65 MB for tiny.en and base together; agent/heap.py).
+    await asyncio.to_thread(heap.trim)
+    return engine
 
 
 async def open_transcriber(

@@ -3,6 +3,8 @@ Playwright's names, and a launched browser without the processes the lean flags 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
 from pathlib import Path
 
@@ -104,3 +106,42 @@ def test_driver_node_options_apply_unless_the_operator_set_their_own() -> None:
     own = {"NODE_OPTIONS": "--max-old-space-size=256"}
     tune_driver_environment(own)
     assert own == {"NODE_OPTIONS": "--max-old-space-size=256"}
+
+
+# Chromium rates the machine for on-device models this long after start (3 minutes unless
+# this feature parameter says otherwise), in a utility process that then stays.
+_RATE_SOON = "--enable-features=LogOnDeviceMetricsOnStartup:on_device_startup_metric_delay/1s"
+
+
+async def _on_device_model_service_seen(tmp_path: Path, extra: list[str], watch_s: float) -> bool:
+    from agent.browser.session import BrowserSession
+
+    settings = AgentSettings(data_dir=tmp_path, extra_browser_args=[_RATE_SOON, *extra])
+    session = BrowserSession(settings, "Notetaker", AudioCapture())
+    await session.start()
+    try:
+        loop = asyncio.get_running_loop()
+        until = loop.time() + watch_s
+        while loop.time() < until:
+            for process in psutil.Process().children(recursive=True):
+                with contextlib.suppress(psutil.Error):
+                    if "OnDeviceModelService" in " ".join(process.cmdline()):
+                        return True
+            await asyncio.sleep(0.5)
+        return False
+    finally:
+        await session.close()
+
+
+async def test_chromium_rates_the_machine_in_a_model_service_when_the_class_is_unknown(
+    tmp_path: Path,
+) -> None:
+    # The control: class 0 (unknown) overrides ours (Chromium keeps a switch's last value),
+    # so the rating runs and the test can see its process.
+    assert await _on_device_model_service_seen(
+        tmp_path, ["--optimization-guide-performance-class=0"], watch_s=60
+    )
+
+
+async def test_lean_chromium_never_starts_the_on_device_model_service(tmp_path: Path) -> None:
+    assert not await _on_device_model_service_seen(tmp_path, [], watch_s=10)
