@@ -87,13 +87,17 @@ class AudioCapture:
     """The Python end of the page's capture bindings.
 
     Args:
-        queue_seconds: Audio kept for a slow consumer, in seconds of one track; older frames
-            are dropped (and counted) beyond it.
+        queue_seconds: Audio kept for a slow consumer, in seconds of ``queue_tracks`` tracks
+            (100 ms frames); older frames are dropped (and counted) beyond it.
+        queue_tracks: How many tracks' worth of ``queue_seconds`` the queue holds. The page
+            sends every block that waited for a slow agent in one call (up to a minute of
+            every track, ``MAX_PENDING_MS`` in inject.js), all put here at once, so the queue
+            must hold a minute of every track or that call loses its oldest audio.
     """
 
-    def __init__(self, queue_seconds: float = 120.0) -> None:
+    def __init__(self, queue_seconds: float = 120.0, queue_tracks: int = 8) -> None:
         self.frames: asyncio.Queue[AudioFrame] = asyncio.Queue(
-            maxsize=max(1, int(queue_seconds * 10))
+            maxsize=max(1, int(queue_seconds * 10 * queue_tracks))
         )
         self.stats = CaptureStats()
         # Extra consumers of every frame (the recorder); each must return at once.

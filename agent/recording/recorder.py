@@ -86,8 +86,13 @@ ROTATION_GRACE_S = 2.0
 page's frames arrive a little after their capture time)."""
 MIN_PIECE_S = 0.5
 """A last piece shorter than this (the bot stopped right at a piece's end) is not encoded."""
-QUEUE_FRAMES = 600
-"""Audio frames (100 ms each) waiting for the disk writer; beyond it frames are dropped."""
+QUEUE_FRAMES = 9_600
+"""Audio frames (100 ms each) waiting for the disk writer; beyond it frames are dropped.
+
+Two minutes of 8 tracks (at most about 31 MB, held only while the writer lags): the page sends
+every block that waited for a slow agent in one call, up to a minute of every track, and the
+tap puts that call's frames here all at once. With 600 (stop 13) a soak at load 47 dropped
+126,612 frames, three quarters of its meeting's audio."""
 SCREENSHOT_TIMEOUT_MS = 5_000
 SCREEN_PIECE_POLL_S = 2.0
 """How often the screen capture's list of closed pieces is read."""

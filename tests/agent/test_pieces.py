@@ -28,7 +28,7 @@ def _b64(samples: np.ndarray) -> str:
 
 
 def test_capture_decodes_blocks_measures_levels_and_fills_silence() -> None:
-    capture = AudioCapture(queue_seconds=1.0)
+    capture = AudioCapture(queue_seconds=1.0, queue_tracks=1)
     tone = (np.sin(np.arange(1600) / 5.0) * 8000).astype(np.int16)
     capture.on_pcm("t1", 1_700_000_000_000.0, _b64(tone), 1600)
     capture.on_pcm("t1", 1_700_000_000_100.0, "", 1600)
@@ -45,7 +45,7 @@ def test_capture_decodes_blocks_measures_levels_and_fills_silence() -> None:
 
 
 def test_capture_rejects_garbage_and_drops_oldest_when_nobody_reads() -> None:
-    capture = AudioCapture(queue_seconds=0.2)  # two blocks
+    capture = AudioCapture(queue_seconds=0.2, queue_tracks=1)  # two blocks
     capture.on_pcm("t", 0.0, "***", 0)
     capture.on_pcm("t", 0.0, "", 10**9)
     capture.on_pcm("t", 0.0, base64.b64encode(b"\x01").decode(), 0)
@@ -58,7 +58,7 @@ def test_capture_rejects_garbage_and_drops_oldest_when_nobody_reads() -> None:
 
 
 def test_a_batch_carries_blocks_of_several_tracks_and_bad_entries_are_counted() -> None:
-    capture = AudioCapture(queue_seconds=1.0)
+    capture = AudioCapture(queue_seconds=1.0, queue_tracks=1)
     tone = (np.sin(np.arange(1600) / 5.0) * 8000).astype(np.int16)
     capture.on_pcm_batch(
         [

@@ -151,3 +151,29 @@ async def test_each_format_has_its_codecs_and_the_recordings_length(
 
 def test_video_capture_is_a_capture_mode() -> None:
     assert CaptureMode.VIDEO in BotSettings(capture_modes=("audio", "video")).capture_modes
+
+
+async def test_a_minute_of_four_tracks_in_one_page_call_is_recorded_whole(
+    speech: Path, tmp_path: Path
+) -> None:
+    # An agent that lagged gets everything the page held back in one call: here a minute of
+    # four tracks (2,400 blocks), put into the capture and the recorder's tap at once.
+    capture = AudioCapture()
+    recorder = _recorder(capture, tmp_path, RecordingFormat.MP3)
+    voice = _pcm(speech, FIRST)
+    began = time.time() - 61.0
+    recorder.start(at=began)
+    blocks: list[list[object]] = []
+    for number in range(4):
+        pcm = np.resize(voice, 60 * SAMPLE_RATE)  # the sentence, over and over, for 60 s
+        for i in range(0, len(pcm), BLOCK):
+            stamp = (began + 0.5 + i / SAMPLE_RATE) * 1000.0
+            data = base64.b64encode(pcm[i : i + BLOCK].astype("<i2").tobytes()).decode()
+            blocks.append([f"track-{number}", stamp, data, BLOCK])
+    capture.on_pcm_batch(blocks)
+    assert capture.stats.dropped == 0 and capture.frames.qsize() == 2_400
+    frame = await recorder.finish(
+        ArtifactUploader(None, tmp_path / "artifacts"), BotEvents(EventLog()), None, "bot-1"
+    )
+    assert recorder.dropped == 0
+    assert frame is not None and frame.duration_s is not None and frame.duration_s >= 60.0
