@@ -57,7 +57,7 @@ from agent.transcribe.options import TranscribeOptions
 from agent.transcribe.realtime import RealtimeTranscriber
 from agent.transcribe.vad import SileroSession
 from bench.conversation import Final, Layout, score, stream_items
-from testmeeting.conversation import build_conversation
+from testmeeting.conversation import Conversation, build_conversation
 
 REPO = Path(__file__).resolve().parent.parent
 CLIPS = [
@@ -253,6 +253,51 @@ async def run_model(
     emit(model=model, metric="peak_rss_mb", value=round(peak_rss_mb(), 1))
 
 
+def conversation_row(
+    model: str,
+    style: str,
+    layout: Layout,
+    talk: Conversation,
+    finals: Sequence[Final],
+    cpu: float,
+) -> dict[str, Any]:
+    """The section 5 figures of one run, scored by :func:`bench.conversation.score`.
+
+    Shared by our transcriber's rows and bench.whisperlive's, so both are scored alike.
+
+    Args:
+        model: Model name (or the system's, e.g. ``whisperlive:tiny.en``).
+        style: ``polite`` or ``conversation``.
+        layout: The track layout streamed.
+        talk: The conversation.
+        finals: Final segments with their arrival (seconds from the stream's start).
+        cpu: CPU seconds the transcribing process spent on it.
+
+    Returns:
+        The row's fields (``metric="conversation"``), ready for :func:`emit`.
+    """
+    result = score(talk, finals, layout)
+    return {
+        "model": model,
+        "metric": "conversation",
+        "style": style,
+        "layout": layout,
+        "audio_s": round(talk.duration, 1),
+        "turns": result.turns,
+        "turns_without_final": [t.speaker for t in result.lost],
+        "turn_end_to_final_p50_s": pct(result.delays, 50),
+        "turn_end_to_final_p95_s": pct(result.delays, 95),
+        "turn_end_to_final_max_s": pct(result.delays, 100),
+        "goal_p50_s": 0.8,
+        "goal_p95_s": 2.5,
+        "wer": round(result.wer, 4),
+        "speaker_word_accuracy": round(result.speaker_accuracy, 4),
+        "finals_spanning_two_speakers": len(result.spanning),
+        "finals": len(finals),
+        "cpu_s_per_audio_s": round(cpu / talk.duration, 3),
+    }
+
+
 async def conversations(
     engine: WhisperEngine,
     silero: SileroSession,
@@ -281,26 +326,9 @@ async def conversations(
                 for s, at in got
                 if s.completed and s.text
             ]
-            result = score(talk, finals, layout)
             metrics = transcriber.metrics.snapshot()
             emit(
-                model=model,
-                metric="conversation",
-                style=style,
-                layout=layout,
-                audio_s=round(talk.duration, 1),
-                turns=result.turns,
-                turns_without_final=[t.speaker for t in result.lost],
-                turn_end_to_final_p50_s=pct(result.delays, 50),
-                turn_end_to_final_p95_s=pct(result.delays, 95),
-                turn_end_to_final_max_s=pct(result.delays, 100),
-                goal_p50_s=0.8,
-                goal_p95_s=2.5,
-                wer=round(result.wer, 4),
-                speaker_word_accuracy=round(result.speaker_accuracy, 4),
-                finals_spanning_two_speakers=len(result.spanning),
-                finals=len(finals),
-                cpu_s_per_audio_s=round(cpu / talk.duration, 3),
+                **conversation_row(model, style, layout, talk, finals, cpu),
                 decodes={k[8:]: v for k, v in metrics.items() if k.startswith("decodes_")},
                 # The floor under any latency: one decode, slower the busier the machine.
                 mean_decode_s=round(
