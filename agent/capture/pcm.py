@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from agent.audio import SAMPLE_RATE, AudioFrame
+from agent.logs import LossReport
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +101,7 @@ class AudioCapture:
             maxsize=max(1, int(queue_seconds * 10 * queue_tracks))
         )
         self.stats = CaptureStats()
+        self._losses = LossReport(log, "capture dropped audio frames nobody read in time")
         # Extra consumers of every frame (the recorder); each must return at once.
         self.taps: list[Callable[[AudioFrame], None]] = []
 
@@ -157,6 +159,7 @@ class AudioCapture:
         if self.frames.full():
             self.frames.get_nowait()
             self.stats.dropped += 1
+            self._losses.lost()
         self.frames.put_nowait(frame)
 
     def on_track(self, track_id: str, event: str, origin: str) -> None:

@@ -54,6 +54,7 @@ from agent.contracts.bot_config import BotSettings, CaptureMode
 from agent.contracts.link import ArtifactEvent, ArtifactKind, UploadSlot
 from agent.errors import CommandError
 from agent.events import BotEvents
+from agent.logs import LossReport
 from agent.recording.encode import (
     EncodeError,
     EncodeJob,
@@ -158,6 +159,7 @@ class MeetingRecorder:
         self.started_at: float | None = None
         self.stopped_at: float | None = None
         self.dropped = 0
+        self._losses = LossReport(log, "recording dropped audio frames the disk writer missed")
 
     @property
     def running(self) -> bool:
@@ -234,6 +236,7 @@ class MeetingRecorder:
     def _on_frame(self, frame: AudioFrame) -> None:
         if self._queue.full():
             self.dropped += 1
+            self._losses.lost()
             return
         self._queue.put_nowait(frame)
 
@@ -328,7 +331,7 @@ class MeetingRecorder:
         while self._shipper is not None and self.stopped_at >= self._piece_end():
             self._rotate()
         if self.dropped:
-            log.warning("recording dropped audio frames", extra={"dropped": self.dropped})
+            log.warning("recording dropped audio frames in all", extra={"dropped": self.dropped})
 
     async def finish(
         self,

@@ -26,16 +26,15 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from agent.bot import Bot
-from agent.contracts.bot_config import BotConfig, BotSettings
+from agent.contracts.bot_config import BotSettings
 from agent.contracts.link import Segment
 from agent.contracts.status import BotStatus
-from agent.settings import AgentSettings
 from agent.transcribe.normalize import normalize_text
 from testmeeting import TestMeetingServer
 from testmeeting.conversation import Script, build_conversation
 from testmeeting.scenario import Scenario
 from tests.agent.link_peer import LinkPeer
+from tests.agent.linked_bot import linked_bot
 from tests.plugins.paths import need_clip
 
 pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="module")]
@@ -89,26 +88,15 @@ async def test_a_backchannel_over_another_speaker_gets_its_own_final_under_its_n
     room = await server.create_room(scenario)
     peer = LinkPeer(str(uuid.uuid4()), TOKEN)
     await peer.start()
-    config = BotConfig(
-        bot_id=uuid.UUID(peer.bot_id),
-        meeting_id=1,
-        platform=platform,
-        meeting_url=server.meeting_url(platform, MEETING_IDS[platform]),
-        native_meeting_id=MEETING_IDS[platform],
-        settings=BotSettings(bot_name="Notetaker", transcribe_enabled=True),
-        control_plane_url=peer.url,
-        agent_token=TOKEN,
-    )
-    settings = AgentSettings(
-        extra_browser_args=server.browser_args(),
-        ignore_https_errors=True,
-        data_dir=tmp_path,
-        heartbeat_interval_seconds=1.0,
-        join_timeout_seconds=30.0,
+    bot = linked_bot(
+        peer,
+        TOKEN,
+        server,
+        (platform, MEETING_IDS[platform]),
+        BotSettings(bot_name="Notetaker", transcribe_enabled=True),
+        tmp_path,
         drain_timeout_seconds=30.0,
-        models_dir=tmp_path / "models",
     )
-    bot = Bot(config, settings)
     task = asyncio.create_task(bot.run())
     try:
         await peer.wait_for(

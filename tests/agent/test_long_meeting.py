@@ -38,11 +38,10 @@ import psutil
 import pytest
 import pytest_asyncio
 
-from agent.bot import Bot
-from agent.contracts.bot_config import BotConfig, BotSettings
-from agent.settings import AgentSettings
+from agent.contracts.bot_config import BotSettings
 from testmeeting import TestMeetingServer, parse_scenario
 from tests.agent.link_peer import LinkPeer
+from tests.agent.linked_bot import linked_bot
 
 pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="module")]
 
@@ -119,25 +118,14 @@ async def test_the_renderer_stays_flat_through_minutes_of_talk_with_the_camera_o
                 f"{_talk(speech, MEETING_SECONDS)}"
             )
         )
-        config = BotConfig(
-            bot_id=uuid.UUID(peer.bot_id),
-            meeting_id=1,
-            platform="google_meet",
-            meeting_url=server.meeting_url("google_meet", "lng-meet-ing"),
-            native_meeting_id="lng-meet-ing",
-            settings=BotSettings(bot_name="Soak", transcribe_enabled=False),
-            control_plane_url=peer.url,
-            agent_token=TOKEN,
+        bot = linked_bot(
+            peer,
+            TOKEN,
+            server,
+            ("google_meet", "lng-meet-ing"),
+            BotSettings(bot_name="Soak", transcribe_enabled=False),
+            tmp_path,
         )
-        settings = AgentSettings(
-            extra_browser_args=server.browser_args(),
-            ignore_https_errors=True,
-            data_dir=tmp_path,
-            heartbeat_interval_seconds=1.0,
-            join_timeout_seconds=30.0,
-            models_dir=tmp_path / "models",
-        )
-        bot = Bot(config, settings)
         task = asyncio.create_task(bot.run())
         try:
             await peer.wait_for(

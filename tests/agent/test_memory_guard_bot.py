@@ -18,13 +18,12 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from agent.bot import Bot
-from agent.contracts.bot_config import BotConfig, BotSettings
+from agent.contracts.bot_config import BotSettings
 from agent.contracts.link import MemoryReport
 from agent.contracts.status import BotStatus
-from agent.settings import AgentSettings
 from testmeeting import TestMeetingServer, parse_scenario
 from tests.agent.link_peer import LinkPeer
+from tests.agent.linked_bot import linked_bot
 
 pytestmark = pytest.mark.browser
 
@@ -52,29 +51,18 @@ async def test_over_the_limit_the_bot_relieves_reports_and_stays(
 ) -> None:
     async with TestMeetingServer(speech_dir=speech) as server:
         await server.create_room(parse_scenario(SCENARIO))
-        config = BotConfig(
-            bot_id=uuid.UUID(peer.bot_id),
-            meeting_id=1,
-            platform="google_meet",
-            meeting_url=server.meeting_url("google_meet", "mem-guar-dss"),
-            native_meeting_id="mem-guar-dss",
-            settings=BotSettings(bot_name="Guarded", transcribe_enabled=False),
-            control_plane_url=peer.url,
-            agent_token=TOKEN,
-        )
-        settings = AgentSettings(
-            extra_browser_args=server.browser_args(),
-            ignore_https_errors=True,
-            data_dir=tmp_path,
-            heartbeat_interval_seconds=1.0,
-            join_timeout_seconds=30.0,
-            models_dir=tmp_path / "models",
+        bot = linked_bot(
+            peer,
+            TOKEN,
+            server,
+            ("google_meet", "mem-guar-dss"),
+            BotSettings(bot_name="Guarded", transcribe_enabled=False),
+            tmp_path,
             memory_warn_mb=1,
             memory_limit_mb=2,
             memory_interval_seconds=1.0,
             memory_relief_cooldown_seconds=3600,
         )
-        bot = Bot(config, settings)
         task = asyncio.create_task(bot.run())
         try:
             await peer.wait_for(lambda: peer.events_of("memory"), within=90)

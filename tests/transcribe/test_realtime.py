@@ -269,6 +269,15 @@ async def test_a_gap_in_frames_ends_the_utterance_and_keeps_the_clock(
     assert "country" in " ".join(s.text for s in rest).lower()
 
 
+async def _live_collect(
+    transcriber: RealtimeTranscriber, got: list[Segment], final_seen: asyncio.Event
+) -> None:
+    async for segment in transcriber.segments():
+        got.append(segment)
+        if segment.completed and segment.text:
+            final_seen.set()
+
+
 async def test_a_live_track_that_stops_sending_still_gets_its_final(
     speech: Path, tiny_engine: WhisperEngine, silero: SileroSession
 ) -> None:
@@ -276,15 +285,8 @@ async def test_a_live_track_that_stops_sending_still_gets_its_final(
     transcriber = _transcriber(tiny_engine, silero)
     got: list[Segment] = []
     final_seen = asyncio.Event()
-
-    async def collect() -> None:
-        async for segment in transcriber.segments():
-            got.append(segment)
-            if segment.completed:
-                final_seen.set()
-
     async with transcriber:
-        collector = asyncio.create_task(collect())
+        collector = asyncio.create_task(_live_collect(transcriber, got, final_seen))
         # Stamped as live capture: the speech ends now, then the track goes silent.
         for frame in frames(head, "t", time.time() - len(head) / 16_000):
             await transcriber.feed(frame)
@@ -293,15 +295,6 @@ async def test_a_live_track_that_stops_sending_still_gets_its_final(
             await final_seen.wait()
     await collector
     assert "fellow americans" in finals(got)[0].text.lower()
-
-
-async def _live_collect(
-    transcriber: RealtimeTranscriber, got: list[Segment], final_seen: asyncio.Event
-) -> None:
-    async for segment in transcriber.segments():
-        got.append(segment)
-        if segment.completed and segment.text:
-            final_seen.set()
 
 
 async def test_a_late_capture_delivering_in_bursts_does_not_cut_the_utterance(

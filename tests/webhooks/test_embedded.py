@@ -392,14 +392,16 @@ async def test_bot_launch_and_stop_through_the_api_reach_the_receiver(
     assert stopped.status == 202
     got = await receiver.wait_for("/bots", 2)
     verifier = Webhook(await secret_of(client, owner, endpoint["id"]))
+    order = ["requested", "stopping", "completed"]
     events = sorted(
         (verifier.verify(item.body, item.headers)["data"] for item in got),
-        key=lambda data: data["previous_status"] is not None,
+        key=lambda data: order.index(data["status"]),
     )
-    assert [(e["previous_status"], e["status"]) for e in events] == [
-        (None, "requested"),
-        ("requested", "stopping"),
-    ]
+    changes = [(e["previous_status"], e["status"]) for e in events]
+    assert changes[:2] == [(None, "requested"), ("requested", "stopping")], changes
+    # A bot stopped before any agent ran ends at once; the worker delivers in batches, so
+    # that last change may come in the same pass as the first two.
+    assert changes[2:] in ([], [("stopping", "completed")]), changes
     assert {e["bot_id"] for e in events} == {bot["bot_id"]}
     assert {e["meeting_id"] for e in events} == {bot["id"]}
 
