@@ -301,7 +301,11 @@ class ScreenCapture:
 
         0 until both inputs' starts are logged, and for mp3 (no picture).
         """
-        starts = input_starts(_read(self.path.with_suffix(".log")))
+        return self._delay_in(_read(self.path.with_suffix(".log")))
+
+    def _delay_in(self, log_text: str) -> float:
+        """:meth:`audio_delay` from the log's text already read."""
+        starts = input_starts(log_text)
         if self.format is RecordingFormat.MP3 or 0 not in starts or 1 not in starts:
             return 0.0
         return round(starts[1] - starts[0], 3)
@@ -352,7 +356,7 @@ class ScreenCapture:
             log.warning(
                 "screen recording ended early; keeping what it wrote", extra={"detail": detail}
             )
-        self.audio_delay_s = await asyncio.to_thread(self.audio_delay)
+        self.audio_delay_s = self._delay_in(text)
         log.info(
             "screen recording stopped",
             extra={

@@ -516,7 +516,7 @@ class FrameStore:
 def _among(session: AsyncSession, column: Any, values: Sequence[Any]) -> ColumnElement[bool]:
     """``column IN values``; on PostgreSQL ``column = ANY(:array)``, one parameter.
 
-    An ``IN`` list renders one placeholder per value, so every batch size is a statement of its
+    An ``IN`` list renders one bound parameter per value, so every batch size is a statement of its
     own: asyncpg prepares it again (a round trip) and SQLAlchemy renders it again. The array
     form is one statement for every size, prepared once per connection.
     """
