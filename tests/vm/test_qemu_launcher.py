@@ -242,8 +242,11 @@ async def test_a_vm_killed_from_outside_is_dead_and_its_overlay_removed(
     handle = await launcher.launch(_config())
     folder = launcher.vm_dir(handle.id)
     pid = int((folder / "qemu.pid").read_text())
-    psutil.Process(pid).kill()
-    await asyncio.to_thread(psutil.Process(pid).wait, 10)
+    # One Process object for both calls: qemu is the launcher's child, and its reaper may
+    # collect it between the kill and a second lookup, which would then find no such pid.
+    qemu = psutil.Process(pid)
+    qemu.kill()
+    await asyncio.to_thread(qemu.wait, 10)
     assert not await launcher.is_alive(handle)
     assert not folder.exists()
     await launcher.terminate(handle)
