@@ -28,8 +28,9 @@ until it is locked (:class:`~agent.transcribe.languages.LanguageMemory`); Englis
 go to the fast English model, the others stay on the multilingual one. Once two speakers are
 locked to English, a new speaker is tried on the English model first and sent to detection
 only when that decode is unsure (``_FOREIGN_LOGPROB``) or loops: in an English meeting each
-newcomer then costs no multilingual decode. No partials are decoded for a speaker still being
-detected.
+newcomer then costs no multilingual decode, and the idle multilingual model is released until
+a decode needs it again (:class:`~agent.transcribe.standby.MultilingualStandby`). No partials
+are decoded for a speaker still being detected.
 
 Partials are decoded every ``partial_interval_s`` of an open utterance (never during a pause,
 when the speculation may be about to need the decoder), and only when no final or speculative
@@ -67,6 +68,7 @@ from agent.transcribe.metrics import TranscribeMetrics
 from agent.transcribe.options import TranscribeOptions
 from agent.transcribe.pace import PROBE_SECONDS, DecoderPace
 from agent.transcribe.segmenter import Discarded, Ended, Resume, Speculate, Started
+from agent.transcribe.standby import Loader, MultilingualStandby
 from agent.transcribe.utterance import Utterance
 
 log = logging.getLogger(__name__)
@@ -127,7 +129,9 @@ class DecodeScheduler:
         multilingual: WhisperEngine | None = None,
     ) -> None:
         self._engine = engine
-        self._multilingual = multilingual
+        self._multilingual = MultilingualStandby(metrics, options.multilingual_idle_s)
+        if multilingual is not None:
+            self._multilingual.attach(multilingual, None, 0.0)
         self._ingest = ingest
         self._commit = committer
         self._languages = languages
@@ -149,6 +153,9 @@ class DecodeScheduler:
         self._partial_due: dict[str, tuple[Utterance, npt.NDArray[np.float32]]] = {}
         self._wake = asyncio.Event()
         self._ingest_done = False
+        # The meeting's time as the decoder has got to it (epoch seconds): the end of the
+        # utterance it decodes, or the audio heard so far while it waits.
+        self._clock = 0.0
 
     # ---- from the ingest (event loop) ----------------------------------------------------
 
@@ -253,44 +260,62 @@ class DecodeScheduler:
         """Decode until the ingest finished and every final is out."""
         await self._probe()
         while True:
+            await self._multilingual.release_if_idle(self._clock, self._languages.prior() == "en")
             job = self._next_job()
             if job is None:
                 if self._ingest_done and not self._finals and not self._speculative:
                     return
+                self._clock = max(self._clock, self._ingest.audio_clock)
                 self._wake.clear()
                 await self._wake.wait()
                 continue
-            kind, utt, audio, gen = job
-            if kind == "final" and utt.spec_result is not None:
-                await self._final(utt, utt.spec_result)
-                continue
-            engine, language, tentative = self._route(utt)
-            result = await self._decode(kind, engine, audio, language, utt)
-            key = self._commit.speaker_key(utt)
-            if tentative and kind != "partial":
-                if (
-                    result.stats.avg_logprob < _FOREIGN_LOGPROB
-                    or result.stats.compression_ratio > _FOREIGN_COMPRESSION
-                ):
-                    # Unsure in English: detect this speaker's language after all.
-                    assert self._multilingual is not None  # noqa: S101 - tentative needs it
-                    engine, language = self._multilingual, None
+            await self._run_job(*job)
+
+    async def _run_job(
+        self, kind: JobKind, utt: Utterance, audio: npt.NDArray[np.float32], gen: int
+    ) -> None:
+        """Decode one job and hand its result on (the engines it used are not kept)."""
+        self._clock = max(self._clock, utt.start_epoch + len(audio) / SAMPLE_RATE)
+        if kind == "final" and utt.spec_result is not None:
+            await self._final(utt, utt.spec_result)
+            return
+        multilingual, language, tentative = self._route(utt)
+        engine = await self._engine_of(multilingual)
+        result = await self._decode(kind, engine, audio, language, utt)
+        key = self._commit.speaker_key(utt)
+        if tentative and kind != "partial":
+            if (
+                result.stats.avg_logprob < _FOREIGN_LOGPROB
+                or result.stats.compression_ratio > _FOREIGN_COMPRESSION
+            ):
+                # Unsure in English: detect this speaker's language after all.
+                detector = await self._multilingual.get(self._clock)
+                if detector is not None:
+                    engine, language = detector, None
                     result = await self._decode("detect", engine, audio, None, utt)
-                else:
-                    self._languages.observe(key, "en", 1.0)
-            if self._language is None and language is None and engine.multilingual:
-                self._languages.observe(key, result.language, result.language_probability)
-            if kind == "speculative" and gen == utt.spec_gen and self._doubtful(result, 1.0):
-                # Likely the final: check it in the full window during the endpoint wait.
-                result = await self._redecode(
-                    "full_window",
-                    utt,
-                    result,
-                    audio,
-                    without_timestamps=self._opts.realtime_without_timestamps,
-                    window_s=None,
-                )
-            await self._handle(kind, utt, result, gen)
+            else:
+                self._languages.observe(key, "en", 1.0)
+        if self._language is None and language is None and engine.multilingual:
+            self._languages.observe(key, result.language, result.language_probability)
+        if kind == "speculative" and gen == utt.spec_gen and self._doubtful(result, 1.0):
+            # Likely the final: check it in the full window during the endpoint wait.
+            result = await self._redecode(
+                "full_window",
+                utt,
+                result,
+                audio,
+                without_timestamps=self._opts.realtime_without_timestamps,
+                window_s=None,
+            )
+        await self._handle(kind, utt, result, gen)
+
+    async def _engine_of(self, multilingual: bool) -> WhisperEngine:
+        """The English (or only) engine, or the multilingual one, loaded again if released."""
+        if multilingual:
+            engine = await self._multilingual.get(self._clock)
+            if engine is not None:
+                return engine
+        return self._engine
 
     async def _decode(
         self,
@@ -335,38 +360,48 @@ class DecodeScheduler:
         self._pace.observe(result.seconds, audio_s, finals_waiting=bool(self._finals))
 
     @property
-    def multilingual(self) -> WhisperEngine | None:
-        """The multilingual model beside the English one, if any (yet)."""
-        return self._multilingual
+    def detects_languages(self) -> bool:
+        """Whether a multilingual model detects languages (loaded, or released until needed)."""
+        return self._multilingual.available
 
-    def attach_multilingual(self, engine: WhisperEngine) -> None:
-        """Use ``engine`` for detection and non-English speakers from now on."""
+    @property
+    def multilingual_loaded(self) -> WhisperEngine | None:
+        """The multilingual model while it is in memory."""
+        return self._multilingual.loaded
+
+    def attach_multilingual(self, engine: WhisperEngine, loader: Loader | None = None) -> None:
+        """Use ``engine`` for detection and non-English speakers from now on.
+
+        Args:
+            engine: The loaded multilingual model.
+            loader: Loads it again; given, the model is released while the meeting is English
+                (``options.multilingual_idle_s``).
+        """
         if self._language is None and self._task is Task.TRANSCRIBE:
-            self._multilingual = engine
+            self._multilingual.attach(engine, loader, self._clock)
 
-    def _route(self, utt: Utterance) -> tuple[WhisperEngine, str | None, bool]:
+    def _route(self, utt: Utterance) -> tuple[bool, str | None, bool]:
         """Choose the model that decodes ``utt`` and its language.
 
-        Returns the engine, the language (None: detect it), and whether the language is only
-        the meeting's so far (tentative: checked on the result).
+        Returns whether the multilingual model decodes it (else the English one), the language
+        (None: detect it), and whether the language is only the meeting's so far (tentative:
+        checked on the result).
         """
         if self._language is not None:
-            return self._engine, self._language, False
+            return False, self._language, False
         known = self._languages.language_for(self._commit.speaker_key(utt))
-        if known is not None or self._multilingual is None:
-            return self._engine_for(known), known, False
+        if known is not None or not self._multilingual.available:
+            return self._multilingual_for(known), known, False
         if self._task is Task.TRANSCRIBE and self._languages.prior() == "en":
             # Everyone so far spoke English: try the fast English model first.
-            return self._engine, "en", True
-        return self._multilingual, None, False
+            return False, "en", True
+        return True, None, False
 
-    def _engine_for(self, language: str | None) -> WhisperEngine:
-        """The fast English model for English transcription, else the multilingual one."""
-        if self._multilingual is None:
-            return self._engine
-        if language == "en" and self._task is Task.TRANSCRIBE:
-            return self._engine
-        return self._multilingual
+    def _multilingual_for(self, language: str | None) -> bool:
+        """Whether ``language`` needs the multilingual model (all but English transcription)."""
+        if not self._multilingual.available:
+            return False
+        return not (language == "en" and self._task is Task.TRANSCRIBE)
 
     def _next_job(self) -> tuple[JobKind, Utterance, npt.NDArray[np.float32], int] | None:
         if self._finals:
@@ -392,7 +427,7 @@ class DecodeScheduler:
         while self._partial_due:
             track_id = next(iter(self._partial_due))
             utt, audio = self._partial_due.pop(track_id)
-            if self._multilingual is not None and self._route(utt)[1] is None:
+            if self._multilingual.available and self._route(utt)[1] is None:
                 # The speaker's language is still being detected: a partial would cost a
                 # multilingual decode (2-3 times tiny.en's) that only delays their final.
                 continue
@@ -521,8 +556,9 @@ class DecodeScheduler:
     ) -> DecodeResult:
         """Decode an utterance's audio again, in the language its first decode used."""
         language = self._language or first.language
+        engine = await self._engine_of(self._multilingual_for(language))
         again = await asyncio.to_thread(
-            self._engine_for(language).decode,
+            engine.decode,
             audio,
             language=language,
             task=self._task,

@@ -7,6 +7,7 @@ ONNX runtime, no model files touched.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -108,7 +109,7 @@ async def open_transcriber(
         multilingual=multilingual,
     )
     if detector is not None and multilingual is None:
-        realtime.load_multilingual(load_engine(detector, options))
+        realtime.load_multilingual(functools.partial(load_engine, detector, options))
     if not refine_after_meeting:
         realtime.start()
         return realtime

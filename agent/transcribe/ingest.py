@@ -224,6 +224,11 @@ class Ingest:
         if track.live:
             self._capture_until = max(self._capture_until, frame.end_time)
 
+    @property
+    def audio_clock(self) -> float:
+        """Epoch seconds where the furthest track's admitted audio ends (0.0 before any)."""
+        return max((track.heard_until for track in self.tracks.values()), default=0.0)
+
     def _route_changes(self) -> None:
         """Hand pending speaker changes to the mixed tracks (on the loop, between analyses)."""
         if not self._changes:

@@ -36,6 +36,9 @@ class TranscribeMetrics:
         finals_merged: Ended utterances decoded together with the one before them (a slow
             decoder's backlog, see ``agent.transcribe.decoding``).
         final_delays_s: Recent delays from speech end (frame clock, as ingested) to emission.
+        multilingual_releases: Times the idle multilingual model was released
+            (``agent.transcribe.standby``).
+        multilingual_loads: Times it was loaded again because a decode needed it.
     """
 
     frames_in: int = 0
@@ -55,6 +58,8 @@ class TranscribeMetrics:
     partials_paused: int = 0
     final_delays_s: deque[float] = field(default_factory=lambda: deque(maxlen=1000))
     finals_merged: int = 0
+    multilingual_releases: int = 0
+    multilingual_loads: int = 0
 
     def snapshot(self) -> dict[str, float]:
         """Flat ``name → value`` view (``decodes_final``, ``dropped_no_speech``…)."""
@@ -73,6 +78,8 @@ class TranscribeMetrics:
             "finals_merged": self.finals_merged,
             "slow_decoder": self.slow_decoder,
             "partials_paused": self.partials_paused,
+            "multilingual_releases": self.multilingual_releases,
+            "multilingual_loads": self.multilingual_loads,
         }
         out.update({f"decodes_{kind}": n for kind, n in self.decodes.items()})
         out.update({f"dropped_{rule}": n for rule, n in self.dropped.items()})

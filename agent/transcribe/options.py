@@ -42,6 +42,10 @@ class TranscribeOptions(BaseModel):
         segment_queue_size: Segments buffered for the consumer; partials are skipped, finals
             wait, when it is full.
         language_lock_probability: Detection confidence that fixes a speaker's language.
+        multilingual_idle_s: Seconds of meeting audio without a multilingual decode after
+            which a bot with no ``language`` releases its multilingual model while every
+            locked speaker speaks English (about 180 MB; ``agent.transcribe.standby``); it is
+            loaded again when a decode needs it. None: keep it loaded.
         tracks_per_participant: Each remote track carries one participant whom the platform
             does not name (Google Meet): tracks are never cut at active-speaker changes, and
             are named from the indicators (``agent.transcribe.speakers.TrackNames``). False:
@@ -67,6 +71,7 @@ class TranscribeOptions(BaseModel):
     frame_queue_size: int = Field(default=256, ge=1)
     segment_queue_size: int = Field(default=1024, ge=1)
     language_lock_probability: float = Field(default=0.8, gt=0, le=1)
+    multilingual_idle_s: float | None = Field(default=60.0, gt=0)
     tracks_per_participant: bool = False
 
     def deferred_model_for(self, language: str | None, translate: bool) -> str:

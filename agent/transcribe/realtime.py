@@ -20,9 +20,8 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncIterator, Coroutine, Mapping
+from collections.abc import AsyncIterator, Mapping
 from types import TracebackType
-from typing import Any
 
 from agent.audio import AudioFrame, SpeakerActivity
 from agent.contracts.bot_config import Task
@@ -36,6 +35,7 @@ from agent.transcribe.languages import LanguageMemory
 from agent.transcribe.metrics import TranscribeMetrics
 from agent.transcribe.options import TranscribeOptions
 from agent.transcribe.speakers import FloorChanges, SpeakerTimeline, TrackNames
+from agent.transcribe.standby import Loader
 from agent.transcribe.vad import SileroSession
 
 log = logging.getLogger(__name__)
@@ -150,29 +150,38 @@ class RealtimeTranscriber:
     @property
     def detects_languages(self) -> bool:
         """True once a multilingual model detects the speakers' languages."""
-        return self._decoder.multilingual is not None
+        return self._decoder.detects_languages
 
-    def load_multilingual(self, loading: Coroutine[Any, Any, WhisperEngine]) -> None:
+    def load_multilingual(self, load: Loader) -> None:
         """Bring the multilingual model in the background (``language=None`` only).
 
         Loading (and, the first time, assembling) ``base`` takes seconds to a minute on a busy
         machine; the meeting must not wait for it. Until it is there every speaker is decoded
         by the English model and no language is locked; from then on languages are detected
         as with ``multilingual`` given at construction. A model that fails to load is logged
-        and the tier stays English-only.
+        and the tier stays English-only. While the meeting is English the model is released
+        and ``load`` brings it back when needed (``options.multilingual_idle_s``,
+        ``agent.transcribe.standby``).
 
         Args:
-            loading: Coroutine returning the loaded multilingual engine.
+            load: Returns a coroutine that loads the multilingual engine; called again after
+                each release.
         """
-        self._loader = asyncio.create_task(self._attach(loading), name="transcribe-load-base")
+        self._loader = asyncio.create_task(self._attach(load), name="transcribe-load-base")
 
-    async def _attach(self, loading: Coroutine[Any, Any, WhisperEngine]) -> None:
+    async def multilingual_ready(self) -> bool:
+        """Wait for the load :meth:`load_multilingual` started; True when languages are detected."""
+        if self._loader is not None:
+            await asyncio.shield(self._loader)
+        return self.detects_languages
+
+    async def _attach(self, load: Loader) -> None:
         try:
-            engine = await loading
+            engine = await load()
         except TranscribeError as exc:  # logged; transcription goes on in English
             log.error("multilingual model unavailable", extra={"error": type(exc).__name__})
             return
-        self._decoder.attach_multilingual(engine)
+        self._decoder.attach_multilingual(engine, load)
 
     async def _ingest_task(self) -> None:
         try:

@@ -7,6 +7,7 @@ English speakers then go to tiny.en, the others stay on ``base``.
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 
 from agent.contracts.link import Segment
 from agent.transcribe.engine import WhisperEngine
+from agent.transcribe.factory import load_engine
 from agent.transcribe.normalize import word_error_rate
 from agent.transcribe.options import TranscribeOptions
 from agent.transcribe.realtime import RealtimeTranscriber
@@ -94,3 +96,46 @@ async def test_a_spanish_speaker_joining_an_english_meeting_is_detected(
     }
     assert languages == {"John": {"en"}, "Mary": {"en"}, "Lucía": {"es"}}, got
     assert transcriber.metrics.decodes["detect"] >= 1
+
+
+async def test_an_english_meeting_releases_the_multilingual_model_and_loads_it_for_a_newcomer(
+    speech: Path, tiny_engine: WhisperEngine, models_dir: Path, silero: SileroSession
+) -> None:
+    """base is released once two speakers are locked to English and it sat idle; a Spanish
+    newcomer's unsure English decode loads it again and is detected as Spanish; with Spanish
+    in the meeting it is never released, however long the silence after."""
+    john = np.concatenate(
+        [load_wav(speech, "jfk.wav"), quiet(22.0), load_wav(speech, "LJ001-0004.wav"), quiet(45.0)]
+    )
+    mary = np.concatenate(
+        [quiet(12.0), load_wav(speech, "ls_testclean_1995-1837-0001.wav"), quiet(60.0)]
+    )
+    lucia = np.concatenate([quiet(48.0), load_wav(speech, SPANISH), quiet(30.0)])
+    stream = interleave(
+        frames(john, "a", JOIN, "John"),
+        frames(mary, "b", JOIN, "Mary"),
+        frames(lucia, "c", JOIN, "Lucía"),
+    )
+    transcriber = RealtimeTranscriber(
+        tiny_engine,
+        join_time=JOIN,
+        options=TranscribeOptions(partials=False, multilingual_idle_s=8.0),
+        vad_session=silero,
+    )
+    transcriber.load_multilingual(
+        functools.partial(load_engine, "base", TranscribeOptions(models_dir=models_dir))
+    )
+    assert await transcriber.multilingual_ready()
+    got = finals(await replay(transcriber, stream))
+    languages = {
+        name: {s.language for s in got if s.speaker == name} for name in ("John", "Mary", "Lucía")
+    }
+    assert languages == {"John": {"en"}, "Mary": {"en"}, "Lucía": {"es"}}, got
+    john_said = " ".join(s.text for s in got if s.speaker == "John")
+    john_ref = f"{reference(speech, 'jfk.wav')} {reference(speech, 'LJ001-0004.wav')}"
+    assert word_error_rate(john_ref, john_said) <= 0.2, john_said
+    lucia_said = " ".join(s.text for s in got if s.speaker == "Lucía")
+    assert word_error_rate(reference(speech, SPANISH), lucia_said) <= 0.5, lucia_said
+    metrics = transcriber.metrics
+    assert metrics.multilingual_releases == 1, metrics.snapshot()
+    assert metrics.multilingual_loads == 1, metrics.snapshot()
