@@ -12,8 +12,10 @@ import time
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
+from agent.audio import AudioFrame
 from agent.contracts.link import Segment
 from agent.transcribe.engine import WhisperEngine
 from agent.transcribe.factory import load_engine
@@ -78,11 +80,7 @@ async def test_a_spanish_speaker_joining_an_english_meeting_is_detected(
         [quiet(12.0), load_wav(speech, "ls_testclean_1995-1837-0001.wav"), quiet(20.0)]
     )
     lucia = np.concatenate([quiet(23.0), load_wav(speech, SPANISH), quiet(1.0)])
-    stream = interleave(
-        frames(john, "a", JOIN, "John"),
-        frames(mary, "b", JOIN, "Mary"),
-        frames(lucia, "c", JOIN, "Lucía"),
-    )
+    stream = _three_speakers(john, mary, lucia)
     transcriber = RealtimeTranscriber(
         tiny_engine,
         join_time=JOIN,
@@ -91,10 +89,7 @@ async def test_a_spanish_speaker_joining_an_english_meeting_is_detected(
         multilingual=base_engine,
     )
     got = finals(await replay(transcriber, stream))
-    languages = {
-        name: {s.language for s in got if s.speaker == name} for name in ("John", "Mary", "Lucía")
-    }
-    assert languages == {"John": {"en"}, "Mary": {"en"}, "Lucía": {"es"}}, got
+    assert _languages(got) == {"John": {"en"}, "Mary": {"en"}, "Lucía": {"es"}}, got
     assert transcriber.metrics.decodes["detect"] >= 1
 
 
@@ -111,11 +106,7 @@ async def test_an_english_meeting_releases_the_multilingual_model_and_loads_it_f
         [quiet(12.0), load_wav(speech, "ls_testclean_1995-1837-0001.wav"), quiet(60.0)]
     )
     lucia = np.concatenate([quiet(48.0), load_wav(speech, SPANISH), quiet(30.0)])
-    stream = interleave(
-        frames(john, "a", JOIN, "John"),
-        frames(mary, "b", JOIN, "Mary"),
-        frames(lucia, "c", JOIN, "Lucía"),
-    )
+    stream = _three_speakers(john, mary, lucia)
     transcriber = RealtimeTranscriber(
         tiny_engine,
         join_time=JOIN,
@@ -127,10 +118,7 @@ async def test_an_english_meeting_releases_the_multilingual_model_and_loads_it_f
     )
     assert await transcriber.multilingual_ready()
     got = finals(await replay(transcriber, stream))
-    languages = {
-        name: {s.language for s in got if s.speaker == name} for name in ("John", "Mary", "Lucía")
-    }
-    assert languages == {"John": {"en"}, "Mary": {"en"}, "Lucía": {"es"}}, got
+    assert _languages(got) == {"John": {"en"}, "Mary": {"en"}, "Lucía": {"es"}}, got
     john_said = " ".join(s.text for s in got if s.speaker == "John")
     john_ref = f"{reference(speech, 'jfk.wav')} {reference(speech, 'LJ001-0004.wav')}"
     assert word_error_rate(john_ref, john_said) <= 0.2, john_said
@@ -139,3 +127,20 @@ async def test_an_english_meeting_releases_the_multilingual_model_and_loads_it_f
     metrics = transcriber.metrics
     assert metrics.multilingual_releases == 1, metrics.snapshot()
     assert metrics.multilingual_loads == 1, metrics.snapshot()
+
+
+def _three_speakers(
+    john: npt.NDArray[np.int16], mary: npt.NDArray[np.int16], lucia: npt.NDArray[np.int16]
+) -> list[AudioFrame]:
+    """John, Mary and Lucía on tracks of their own, from the meeting's start."""
+    return interleave(
+        frames(john, "a", JOIN, "John"),
+        frames(mary, "b", JOIN, "Mary"),
+        frames(lucia, "c", JOIN, "Lucía"),
+    )
+
+
+def _languages(got: list[Segment]) -> dict[str, set[str | None]]:
+    """Each of the three speakers' languages, as their finals say."""
+    names = ("John", "Mary", "Lucía")
+    return {name: {s.language for s in got if s.speaker == name} for name in names}
