@@ -581,6 +581,7 @@ class Bot:
         # goes.
         await self.commands.screen.close()
         await self.browser.close()
+        log.info("browser closed")
         # The transcript, then the recording (``recording_ready``), before ``completed``.
         control_plane = self.config.control_plane_url if self.link is not None else None
         # Actions of the last window come after the last segments, before the recording.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from pathlib import Path
 
 from agent.audio import SpeakerActivity
@@ -89,6 +90,12 @@ class TranscriptionPipe:
         if self._opener is None:
             self._opener = asyncio.create_task(self._open(join_time), name="transcribe-open")
 
+    async def wait_open(self) -> bool:
+        """Wait until :meth:`start`'s opening is over; True when a transcriber is open."""
+        if self._opener is not None:
+            await asyncio.shield(self._opener)
+        return self.running
+
     async def _open(self, join_time: float) -> None:
         """Open the transcriber (unless transcription is off) and start both pumps.
 
@@ -134,6 +141,17 @@ class TranscriptionPipe:
             frame = await self._capture.frames.get()
             await transcriber.feed(frame)
 
+    async def _drain(self, transcriber: Transcriber) -> None:
+        """Feed the frames captured but not fed yet, in order, then stop the feeder."""
+        if self._feeder is None:
+            return
+        # The feeder, if it waits in ``feed``, is first in line: frames keep their order.
+        while not self._capture.frames.empty():
+            await transcriber.feed(self._capture.frames.get_nowait())
+        self._feeder.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._feeder
+
     async def _emit(self, transcriber: Transcriber) -> None:
         async for segment in transcriber.segments():
             if segment.completed:
@@ -145,7 +163,9 @@ class TranscriptionPipe:
     async def finish(self, within_seconds: float) -> None:
         """Feed what was captured, flush the transcriber, deliver the last segments.
 
-        Gives up (aborting the transcriber) after ``within_seconds``.
+        One budget of ``within_seconds`` covers all three: a starved machine (a VM under
+        emulation) can hold minutes of captured audio that is not fed yet. Past it the
+        transcriber is aborted; the frames still queued are logged as lost.
         """
         if self._opener is not None:
             try:
@@ -155,29 +175,33 @@ class TranscriptionPipe:
         transcriber = self._transcriber
         if transcriber is None:
             return
-        if self._feeder is not None:
-            # Frames already captured still belong to the meeting.
-            while not self._capture.frames.empty():
-                await transcriber.feed(self._capture.frames.get_nowait())
-            self._feeder.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._feeder
+        began = time.monotonic()
         try:
-            await asyncio.wait_for(transcriber.close(), timeout=within_seconds)
-            if self._emitter is not None:
-                await asyncio.wait_for(self._emitter, timeout=within_seconds)
+            async with asyncio.timeout(within_seconds):
+                await self._drain(transcriber)
+                await transcriber.close()
+                if self._emitter is not None:
+                    await self._emitter
         except TimeoutError:
-            log.warning("transcription did not finish in time")
+            log.warning(
+                "transcription did not finish in time",
+                extra={"within_s": within_seconds, "frames_left": self._capture.frames.qsize()},
+            )
             await transcriber.abort()
         except Exception as exc:
             # The meeting is over either way: report what was transcribed and shut down.
             log.exception("transcription failed at close", extra={"error": type(exc).__name__})
             await transcriber.abort()
         finally:
-            if self._emitter is not None and not self._emitter.done():
-                self._emitter.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await self._emitter
+            for task in (self._feeder, self._emitter):
+                if task is not None and not task.done():
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+        log.info(
+            "transcription flushed",
+            extra={"seconds": round(time.monotonic() - began, 1), "finals": self.finals},
+        )
         tier = self._settings.transcription_tier.value
         await self.events.transcription_ready(
             TranscriptionReady(tier=tier, segment_count=self.finals)

@@ -65,6 +65,9 @@ IMAGE = os.environ.get("MEETBOT_TEST_VM_IMAGE", "")
 BOOT_WITHIN = float(os.environ.get("MEETBOT_TEST_VM_TIMEOUT", "1500"))
 # Alice's sentence on the stream: whisper on one emulated vCPU beside headful Chromium.
 STREAM_WITHIN = float(os.environ.get("MEETBOT_TEST_VM_STREAM_TIMEOUT", "1800"))
+# The end → ``completed``: the agent flushes its transcription (up to its 600 s finalize
+# budget; one decode under TCG takes minutes), then encodes and uploads the recording.
+FINISH_WITHIN = float(os.environ.get("MEETBOT_TEST_VM_FINISH_TIMEOUT", "1500"))
 UTTERANCE = "LJ001-0001"  # 9.7 s of read speech
 MEETING_ID = "vmf-ullm-eet"
 KILLED_ID = "vmk-ille-dvm"
@@ -410,7 +413,7 @@ async def _meeting_on_the_vm(
 
     await meeting.room("google_meet", MEETING_ID).end()
     ended = time.monotonic()
-    final = await _until(_status_in(http, cp, bot_id, {"completed"}), "completed", 600)
+    final = await _until(_status_in(http, cp, bot_id, {"completed"}), "completed", FINISH_WITHIN)
     assert final["status_reason"] == "meeting_ended"
     _note("completed", ended)
     await _until(_gone(cp, name, pid), "the VM and its overlay gone", 600)
