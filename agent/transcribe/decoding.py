@@ -364,11 +364,6 @@ class DecodeScheduler:
         """Whether a multilingual model detects languages (loaded, or released until needed)."""
         return self._multilingual.available
 
-    @property
-    def multilingual_loaded(self) -> WhisperEngine | None:
-        """The multilingual model while it is in memory."""
-        return self._multilingual.loaded
-
     def attach_multilingual(self, engine: WhisperEngine, loader: Loader | None = None) -> None:
         """Use ``engine`` for detection and non-English speakers from now on.
 

@@ -54,11 +54,6 @@ class MultilingualStandby:
         """Whether detection can run: a model is loaded, or can be loaded again."""
         return self._engine is not None or self._loader is not None
 
-    @property
-    def loaded(self) -> WhisperEngine | None:
-        """The engine while it is in memory."""
-        return self._engine
-
     def attach(self, engine: WhisperEngine, loader: Loader | None, now: float) -> None:
         """Take ``engine``; ``loader`` brings it back after a release (None: keep it)."""
         self._engine = engine
