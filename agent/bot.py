@@ -149,6 +149,7 @@ class Bot:
                 cpu_threads=settings.transcribe_cpu_threads,
                 models_dir=settings.models_dir,
                 tracks_per_participant=self.adapter.audio_per_participant,
+                multilingual_idle_s=settings.multilingual_idle_seconds or None,
             ),
             self.bot_id,
             refine_after_meeting=config.refine_after_meeting,

@@ -209,6 +209,10 @@ class AgentSettings(BaseSettings):
     transcribe_cpu_threads: int = Field(default_factory=lambda: default_cpu_threads(2), ge=1, le=64)
     models_dir: Path = Path("./data/models")
     finalize_timeout_seconds: float = Field(default=600.0, gt=0)
+    # A bot with no language releases its multilingual model after this many seconds of an
+    # English meeting without use, and loads it again when needed (agent/transcribe/standby.py);
+    # 0 keeps it loaded (about 180 MB) for meetings where people join often in any language.
+    multilingual_idle_seconds: float = Field(default=60.0, ge=0)
 
     # Recording (agent/recording): screenshots per second of the bot's view when the bot
     # captures video (JPEG quality 0-100); identical consecutive views are stored once.
