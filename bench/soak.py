@@ -10,7 +10,8 @@ prints one JSON line per sample:
   node), ``browser`` (Chromium's main process), ``renderer`` (the meeting page),
   ``chromium_other``, ``control_plane`` and ``demo`` (the simulator and the demo's client);
 - ``bot_tree_pss_mb``: agent + driver + every Chromium process, the figure a bot VM must hold;
-- ``cpu_s``: CPU seconds of the bot tree so far.
+- ``cpu_s``: CPU seconds of the bot tree so far, and ``cpu_s_by_role`` the same per role (of the
+  processes alive at the sample), to tell which part's CPU drifts in a long meeting.
 
 At the end it prints ``soak_summary``: the bot tree's growth in MB per hour after
 ``--warm-up`` seconds (least squares), its peak; CPU per wall second and end-of-turn → final
@@ -89,10 +90,16 @@ def role(process: psutil.Process) -> str:
     return "demo"
 
 
-def sample(root: psutil.Process) -> tuple[dict[str, float], dict[str, float], float]:
-    """(USS per role, PSS per role, CPU seconds of the bot tree), memory in MiB."""
+def sample(
+    root: psutil.Process,
+) -> tuple[dict[str, float], dict[str, float], float, dict[str, float]]:
+    """(USS per role, PSS per role, CPU seconds of the bot tree, CPU seconds per role).
+
+    Memory in MiB.
+    """
     uss: dict[str, float] = {}
     pss: dict[str, float] = {}
+    by_role: dict[str, float] = {}
     cpu = 0.0
     for process in [root, *root.children(recursive=True)]:
         try:
@@ -103,9 +110,11 @@ def sample(root: psutil.Process) -> tuple[dict[str, float], dict[str, float], fl
             continue
         uss[kind] = uss.get(kind, 0.0) + memory.uss / 2**20
         pss[kind] = pss.get(kind, 0.0) + memory.pss / 2**20
+        spent = times.user + times.system + times.children_user + times.children_system
+        by_role[kind] = by_role.get(kind, 0.0) + spent
         if kind in BOT_ROLES:
-            cpu += times.user + times.system + times.children_user + times.children_system
-    return uss, pss, cpu
+            cpu += spent
+    return uss, pss, cpu, by_role
 
 
 def slope_per_hour(points: Sequence[tuple[float, float]]) -> float | None:
@@ -276,7 +285,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cpu_points: list[tuple[float, float]] = []
         try:
             while demo.poll() is None:
-                uss, pss, cpu = sample(root)
+                uss, pss, cpu, cpu_by_role = sample(root)
                 elapsed = time.monotonic() - began
                 bot_tree = sum(pss.get(kind, 0.0) for kind in BOT_ROLES)
                 if pss.get("renderer"):  # the bot is in the meeting
@@ -289,6 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     pss_mb={k: round(v, 1) for k, v in sorted(pss.items())},
                     bot_tree_pss_mb=round(bot_tree, 1),
                     cpu_s=round(cpu, 1),
+                    cpu_s_by_role={k: round(v, 1) for k, v in sorted(cpu_by_role.items())},
                 )
                 time.sleep(args.every)
         finally:
