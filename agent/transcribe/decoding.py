@@ -201,6 +201,7 @@ class DecodeScheduler:
             elif isinstance(event, Ended):
                 self._ended(track_id, event, batch.wall)
             elif isinstance(event, Discarded):
+                self._metrics.utterances_discarded += 1
                 utt = utterances.pop(event.utterance, None)
                 if utt is not None:
                     self._unspeculate(utt)

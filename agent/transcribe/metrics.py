@@ -18,6 +18,8 @@ class TranscribeMetrics:
         frames_in: Audio frames accepted.
         audio_seconds_in: Seconds of audio accepted (all tracks summed).
         utterances: Utterances the VAD opened.
+        utterances_discarded: Utterances closed with too little speech to decode (a click, a
+            cough; ``SegmenterOptions.min_speech_s``).
         finals: Final segments emitted (non-empty).
         partials: Partial segments emitted.
         partials_skipped: Partial hypotheses not emitted because the consumer lagged.
@@ -44,6 +46,7 @@ class TranscribeMetrics:
     frames_in: int = 0
     audio_seconds_in: float = 0.0
     utterances: int = 0
+    utterances_discarded: int = 0
     finals: int = 0
     partials: int = 0
     partials_skipped: int = 0
@@ -67,6 +70,7 @@ class TranscribeMetrics:
             "frames_in": self.frames_in,
             "audio_seconds_in": round(self.audio_seconds_in, 3),
             "utterances": self.utterances,
+            "utterances_discarded": self.utterances_discarded,
             "finals": self.finals,
             "partials": self.partials,
             "partials_skipped": self.partials_skipped,

@@ -25,7 +25,7 @@ from agent.transcribe.realtime import RealtimeTranscriber
 from agent.transcribe.vad import SileroSession
 from bench.conversation import Final, Layout, score, stream_items
 from testmeeting.conversation import Conversation, build_conversation
-from tests.transcribe.helpers import finals, frames, replay, silence
+from tests.transcribe.helpers import finals, frames, interleave, load_wav, replay, silence
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
@@ -144,3 +144,41 @@ async def test_speaker_changes_on_a_mixed_track_cut_the_utterance(
     assert result.lost == [] and result.spanning == [], got
     assert {f.speaker for f in got} == {"John", "Mary"}
     assert result.speaker_accuracy >= 0.9, got
+
+
+@pytest.mark.parametrize("gap_s", [0.2, 1.5])
+async def test_short_answers_of_three_people_in_a_row_each_get_a_final(
+    gap_s: float, speech: Path, tiny_engine: WhisperEngine, silero: SileroSession
+) -> None:
+    """Issue 19: "No." "Fire fox." "Six." from three people, each on their own track, with no
+    pause to speak of between them, after two sentences that lock the meeting to English.
+    Before the fix, the "six" said 0.2 s after "Fire fox" was discarded by the VAD as a click."""
+    said = [
+        ("Alice", "jfk.wav"),
+        ("Bob", "LJ001-0004.wav"),
+        ("Carol", "common_voice_en_22058264.wav"),
+        ("Guest", "common_voice_en_22058266.wav"),
+        ("Alice", "common_voice_en_22058267.wav"),
+        ("Bob", "ls_testclean_1995-1837-0001.wav"),
+    ]
+    clips = [(name, load_wav(speech, clip)) for name, clip in said]
+    total = sum(len(pcm) for _, pcm in clips) + int((len(clips) + 2) * gap_s * 16_000)
+    tracks = {name: np.zeros(total, dtype=np.int16) for name, _ in clips}
+    at, spans = int(0.5 * 16_000), []
+    for name, pcm in clips:
+        tracks[name][at : at + len(pcm)] = pcm
+        spans.append((name, at / 16_000, (at + len(pcm)) / 16_000))
+        at += len(pcm) + int(gap_s * 16_000)
+    stream = interleave(*(frames(pcm, f"track-{n}", JOIN, n) for n, pcm in tracks.items()))
+    transcriber = _transcriber(tiny_engine, silero, {f"track-{n}": n for n in tracks})
+    got = finals(await replay(transcriber, stream))
+    answers = [
+        [
+            normalize_text(s.text).replace(" ", "")
+            for s in got
+            if s.speaker == name and lo <= s.start < hi
+        ]
+        for name, lo, hi in spans[2:5]
+    ]
+    assert answers == [["no"], ["firefox"], ["six"]], got
+    assert transcriber.metrics.utterances_discarded == 0, transcriber.metrics.snapshot()

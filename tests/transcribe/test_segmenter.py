@@ -71,6 +71,18 @@ def test_clicks_shorter_than_min_speech_are_not_utterances() -> None:
     assert [type(e) for e in events] == [Started, Speculate, Discarded]
 
 
+def test_a_short_word_whose_consonants_sit_near_the_threshold_is_kept() -> None:
+    """Silero's probabilities of a real "six" said 0.2 s after another speaker's word (issue
+    19's soak lost it): 5 windows at 0.5 or more, 7 by the hysteresis. It is a word, not a
+    click, and must reach the decoder."""
+    six = [0.77, 0.84, 0.68, 0.33, 0.17, 0.49, 0.56, 0.53, 0.48, 0.48, 0.3, 0.22, 0.12, 0.06]
+    events = _run(UtteranceSegmenter(), [0.0] * 10 + six + [0.02] * 30)
+    assert [type(e) for e in events] == [Started, Speculate, Ended]
+    ended = events[-1]
+    assert isinstance(ended, Ended)
+    assert ended.voiced_s == pytest.approx(5 * W_S)
+
+
 def test_hysteresis_keeps_mid_probabilities_inside_speech() -> None:
     seg = UtteranceSegmenter(SegmenterOptions(threshold=0.5, neg_threshold=0.35))
     events = _run(seg, [0.9] * 10 + [0.4] * 40 + [0.0] * 30)
