@@ -4,7 +4,8 @@
 TranscribeError
 ├── ModelUnavailable            the model cannot be found or assembled
 │   └── ModelIntegrityError     joined bytes do not match the pinned sha256
-└── TranscriberClosed           frames fed after close()
+├── TranscriberClosed           frames fed after close()
+└── TranscriberFailed           a task of the transcriber died; it transcribes nothing more
 UnsupportedTranscriptionOptions (agent.contracts.whisper_models, a ValueError)
 ```
 """
@@ -30,10 +31,18 @@ class TranscriberClosed(TranscribeError):
     """A frame or activity arrived after :meth:`close` began."""
 
 
+class TranscriberFailed(TranscribeError):
+    """One of the transcriber's own tasks ended with an error (the cause is chained).
+
+    The transcriber takes no more frames; the caller replaces it or gives up, and says so.
+    """
+
+
 __all__ = [
     "ModelIntegrityError",
     "ModelUnavailable",
     "TranscribeError",
     "TranscriberClosed",
+    "TranscriberFailed",
     "UnsupportedTranscriptionOptions",
 ]

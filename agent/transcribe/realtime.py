@@ -29,7 +29,7 @@ from agent.contracts.link import Segment
 from agent.transcribe.commit import SegmentCommitter
 from agent.transcribe.decoding import DecodeScheduler
 from agent.transcribe.engine import WhisperEngine
-from agent.transcribe.errors import TranscribeError, TranscriberClosed
+from agent.transcribe.errors import TranscribeError, TranscriberClosed, TranscriberFailed
 from agent.transcribe.ingest import Ingest
 from agent.transcribe.languages import LanguageMemory
 from agent.transcribe.metrics import TranscribeMetrics
@@ -120,6 +120,7 @@ class RealtimeTranscriber:
             multilingual=multilingual,
         )
         self._closing = False
+        self._failure: BaseException | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._loader: asyncio.Task[None] | None = None
 
@@ -146,6 +147,31 @@ class RealtimeTranscriber:
             asyncio.create_task(self._ingest_task(), name="transcribe-ingest"),
             asyncio.create_task(self._decoder.run(), name="transcribe-decode"),
         ]
+        for task in self._tasks:
+            task.add_done_callback(self._task_ended)
+
+    def _task_ended(self, task: asyncio.Task[None]) -> None:
+        """A task that dies with an error fails the transcriber at once, not at :meth:`close`.
+
+        Without this, a dead ingest or decode task left :meth:`feed` waiting on a full queue
+        and :meth:`segments` on an empty one for the rest of the meeting, with nothing said.
+        The frames still queued are dropped (nothing would read them), which wakes a waiting
+        :meth:`feed`. :meth:`close` still delivers the finals the surviving task can finish.
+        """
+        if task.cancelled() or task.exception() is None or self._failure is not None:
+            return
+        self._failure = task.exception()
+        log.error(
+            "transcriber task failed",
+            extra={"task": task.get_name(), "frames_dropped": self._frames.qsize()},
+            exc_info=self._failure,
+        )
+        while not self._frames.empty():
+            self._frames.get_nowait()
+
+    def _raise_if_failed(self) -> None:
+        if self._failure is not None:
+            raise TranscriberFailed("a transcriber task failed") from self._failure
 
     @property
     def detects_languages(self) -> bool:
@@ -194,10 +220,13 @@ class RealtimeTranscriber:
 
         Raises:
             TranscriberClosed: After :meth:`close` began.
+            TranscriberFailed: One of the transcriber's tasks died (before or while waiting).
         """
         if self._closing:
             raise TranscriberClosed("transcriber is closing")
+        self._raise_if_failed()
         await self._frames.put(frame)
+        self._raise_if_failed()
 
     def speaker_activity(self, activity: SpeakerActivity) -> None:
         """Record an active-speaker change.
@@ -226,7 +255,11 @@ class RealtimeTranscriber:
             yield segment
 
     async def close(self) -> None:
-        """Flush: end open utterances, decode every pending final, then end :meth:`segments`."""
+        """Flush: end open utterances, decode every pending final, then end :meth:`segments`.
+
+        Raises:
+            TranscriberFailed: One of the transcriber's tasks had died.
+        """
         if not self._tasks:
             self.start()
         if not self._closing:
@@ -234,6 +267,10 @@ class RealtimeTranscriber:
             await self._frames.put(None)
         try:
             await asyncio.gather(*self._tasks)
+        except Exception as exc:
+            if self._failure is not None:
+                raise TranscriberFailed("a transcriber task failed") from exc
+            raise
         finally:
             if self._loader is not None:
                 self._loader.cancel()
@@ -242,13 +279,21 @@ class RealtimeTranscriber:
             await self._out.put(None)
 
     async def abort(self) -> None:
-        """Stop at once: cancel both tasks and await them; pending utterances are lost."""
+        """Stop at once: cancel both tasks and await them; pending utterances are lost.
+
+        A task that had died is not raised again here: its failure was logged when it died.
+        """
         self._closing = True
         tasks = [*self._tasks, *([self._loader] if self._loader is not None else [])]
         for task in tasks:
             task.cancel()
         for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
+            try:
                 await task
+            except asyncio.CancelledError:
+                pass
+            except Exception:
+                if task.exception() is not self._failure:
+                    raise
         with contextlib.suppress(asyncio.QueueFull):
             self._out.put_nowait(None)
