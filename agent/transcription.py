@@ -5,6 +5,11 @@ Frames from :class:`~agent.capture.pcm.AudioCapture` are fed to the ``Transcribe
 (partials to the SSE stream only, finals to the stream and the link); active-speaker changes
 from the platform adapter go to the transcriber for speaker names. Both pumps are tasks owned
 here, cancelled and awaited on every path.
+
+A transcriber whose own task dies mid-meeting (``TranscriberFailed``) is replaced by a fresh
+one at once, up to :data:`MAX_RESTARTS` times, with new segment ids; the audio queued in the
+dead one is lost and logged, everything before it was delivered. The restart is logged and
+reported to the observer (``transcription_restarted``).
 """
 
 from __future__ import annotations
@@ -22,11 +27,16 @@ from agent.contracts.link import TranscriptionReady
 from agent.contracts.whisper_models import UnsupportedTranscriptionOptions
 from agent.events import BotEvents
 from agent.transcribe.base import Transcriber
-from agent.transcribe.errors import TranscribeError
+from agent.transcribe.errors import TranscribeError, TranscriberFailed
 from agent.transcribe.factory import open_transcriber
 from agent.transcribe.options import TranscribeOptions
 
 log = logging.getLogger(__name__)
+
+MAX_RESTARTS = 3
+"""Transcribers opened again in one meeting after one failed, before transcription stops."""
+FAILED_CLOSE_SECONDS = 30.0
+"""How long a failed transcriber may take to deliver what it still can."""
 
 
 class TranscriptionPipe:
@@ -64,6 +74,8 @@ class TranscriptionPipe:
         self._emitter: asyncio.Task[None] | None = None
         self._opener: asyncio.Task[None] | None = None
         self._early_activity: list[SpeakerActivity] = []
+        self._join_time = 0.0
+        self.restarts = 0
         self.finals = 0
         self.partials = 0
 
@@ -101,25 +113,15 @@ class TranscriptionPipe:
 
         A model that cannot be loaded is logged and the meeting goes on untranscribed.
         """
-        try:
-            self._transcriber = await open_transcriber(
-                self._settings,
-                self._options,
-                join_time=join_time,
-                work_dir=self._work_dir,
-                refine_after_meeting=self._refine_after_meeting,
-                id_prefix=self._bot_id,
-            )
-        except (TranscribeError, UnsupportedTranscriptionOptions) as exc:
-            log.error("transcription unavailable", extra={"error": type(exc).__name__})
-            return
+        self._join_time = join_time
+        self._transcriber = await self._open_one()
         if self._transcriber is None:
             return
         # Speakers who lit up while the model loaded name the audio captured meanwhile.
         for activity in self._early_activity:
             self._transcriber.speaker_activity(activity)
         self._early_activity.clear()
-        self._feeder = asyncio.create_task(self._feed(self._transcriber), name="transcribe-feed")
+        self._feeder = asyncio.create_task(self._feed(), name="transcribe-feed")
         self._emitter = asyncio.create_task(self._emit(self._transcriber), name="transcribe-emit")
         log.info(
             "transcription started",
@@ -136,10 +138,69 @@ class TranscriptionPipe:
         elif self._opener is not None and not self._opener.done():
             self._early_activity.append(activity)
 
-    async def _feed(self, transcriber: Transcriber) -> None:
+    async def _open_one(self) -> Transcriber | None:
+        """A transcriber for this meeting (the first, or one replacing a failed one)."""
+        try:
+            return await open_transcriber(
+                self._settings,
+                self._options,
+                join_time=self._join_time,
+                work_dir=self._work_dir,
+                refine_after_meeting=self._refine_after_meeting,
+                # A replacement's segment ids must not repeat the failed one's.
+                id_prefix=f"{self._bot_id}-r{self.restarts}" if self.restarts else self._bot_id,
+            )
+        except (TranscribeError, UnsupportedTranscriptionOptions) as exc:
+            log.error("transcription unavailable", extra={"error": type(exc).__name__})
+            return None
+
+    async def _feed(self) -> None:
         while True:
             frame = await self._capture.frames.get()
-            await transcriber.feed(frame)
+            transcriber = self._transcriber
+            assert transcriber is not None  # noqa: S101 - _open set it before starting us
+            try:
+                await transcriber.feed(frame)
+            except TranscriberFailed as exc:
+                if not await self._replace(transcriber, exc):
+                    return
+
+    async def _replace(self, failed: Transcriber, exc: TranscriberFailed) -> bool:
+        """Open a new transcriber in place of ``failed``; False when no more may be opened.
+
+        The failed one is closed first, within :data:`FAILED_CLOSE_SECONDS`, so the finals its
+        surviving task can still decode are delivered; then it is aborted.
+        """
+        try:
+            async with asyncio.timeout(FAILED_CLOSE_SECONDS):
+                with contextlib.suppress(TranscriberFailed):
+                    await failed.close()
+                if self._emitter is not None:
+                    await self._emitter
+        except TimeoutError:
+            log.warning("the failed transcriber did not close in time")
+        await failed.abort()
+        cause = type(exc.__cause__).__name__ if exc.__cause__ else "unknown"
+        if self.restarts >= MAX_RESTARTS:
+            log.error(
+                "transcription stopped: it failed too often",
+                extra={"restarts": self.restarts, "error": cause},
+            )
+            return False
+        self.restarts += 1
+        replacement = await self._open_one()
+        log.error(
+            "transcription failed and was restarted",
+            extra={"restart": self.restarts, "error": cause, "open": replacement is not None},
+        )
+        self.events.diagnostic(
+            "transcription_restarted", {"restart": self.restarts, "error": cause}
+        )
+        if replacement is None:
+            return False
+        self._transcriber = replacement
+        self._emitter = asyncio.create_task(self._emit(replacement), name="transcribe-emit")
+        return True
 
     async def _drain(self, transcriber: Transcriber) -> None:
         """Feed the frames captured but not fed yet, in order, then stop the feeder."""
@@ -198,9 +259,18 @@ class TranscriptionPipe:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
+            if self._transcriber is not transcriber and self._transcriber is not None:
+                # A replacement opened while this one was being closed: it heard nothing.
+                await self._transcriber.abort()
         log.info(
             "transcription flushed",
-            extra={"seconds": round(time.monotonic() - began, 1), "finals": self.finals},
+            extra={
+                "seconds": round(time.monotonic() - began, 1),
+                "finals": self.finals,
+                "restarts": self.restarts,
+                # The last transcriber's counters: utterances, discards, drops by rule, decodes.
+                "metrics": {k: v for k, v in transcriber.metrics.snapshot().items() if v},
+            },
         )
         tier = self._settings.transcription_tier.value
         await self.events.transcription_ready(
