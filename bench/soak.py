@@ -311,7 +311,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         active_at, meeting_s = meeting_seconds(summary)
         said = summary.get("turns", [])
         latencies = [t.get("latency_s") for t in said]
-        starts = [t.at for t in turns][: len(latencies)]
+        # Each reported turn's own start: the demo joins a speaker's clips said back to back
+        # into one turn, so the scenario's clips cannot be paired with its turns by position.
+        starts = [t["started_at"] - (active_at or began_epoch) for t in said]
         # Samples are taken from the bench's start: the growth is fitted from the admission on.
         offset = (active_at - began_epoch) if active_at is not None else 0.0
         fitted = [(t, m) for t, m in points if t - offset >= args.warm_up]

@@ -60,10 +60,12 @@ class TurnOut(BaseModel):
     """One scripted utterance against what the bot transcribed of it.
 
     ``latency_s`` is end of utterance → SSE arrival of its last final segment; ``None`` when
-    no segment matched.
+    no segment matched. ``started_at`` is when the turn's first clip began (epoch seconds):
+    a turn may join several clips, so the scenario's clip list does not give it.
     """
 
     speaker: str
+    started_at: float
     reference: str | None
     hypothesis: str
     speakers_heard: list[str]
@@ -222,6 +224,7 @@ def build_turns(
         turns.append(
             TurnOut(
                 speaker=event.name or "",
+                started_at=event.t,
                 reference=event.text,
                 hypothesis=hypothesis,
                 speakers_heard=sorted({str(s.get("speaker")) for s, _ in matched}),

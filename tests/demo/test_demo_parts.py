@@ -190,6 +190,8 @@ def test_a_backchannel_is_its_own_turn_and_its_final_goes_to_it_by_name() -> Non
     ]
     out, wer, _ = build_turns(finals, turns, ends)
     assert [t.speakers_heard for t in out] == [["Linda"], ["Chris"], ["Mary"]]
+    # Linda's two clips are one turn, started by the first (the soak's windows use it).
+    assert [t.started_at for t in out] == [100.0, 103.0, 109.2]
     assert out[1].latency_s == pytest.approx(0.7)  # 104.5 - (103 + 0.8)
     assert wer == 0.0
     voiced = ((0.0, 5.9), (0.2, 0.8), (0.0, 2.5), (0.0, 1.7))
