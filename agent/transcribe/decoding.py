@@ -27,7 +27,8 @@ speaker's utterances are decoded by the multilingual model, which detects their 
 until it is locked (:class:`~agent.transcribe.languages.LanguageMemory`); English speakers then
 go to the fast English model, the others stay on the multilingual one. Once two speakers are
 locked to English, a new speaker is tried on the English model first and sent to detection
-only when that decode is unsure (``_FOREIGN_LOGPROB``) or loops: in an English meeting each
+only when that decode is unsure (``_FOREIGN_LOGPROB``) or loops and the utterance is long
+enough to tell a language by (``_DETECT_MIN_AUDIO_S``): in an English meeting each
 newcomer then costs no multilingual decode, and the idle multilingual model is released until
 a decode needs it again (:class:`~agent.transcribe.standby.MultilingualStandby`). No partials
 are decoded for a speaker still being detected.
@@ -79,6 +80,11 @@ log = logging.getLogger(__name__)
 # Chinese clips -0.57…-1.83 (the -0.57 one looping, compression ratio > 2.2).
 _FOREIGN_LOGPROB = -0.5
 _FOREIGN_COMPRESSION = 2.2
+# …unless the utterance is shorter than this (seconds of audio): a lone "No." or "Six." is
+# unsure in English because it is short, not foreign, and detecting a language from it loaded
+# the released multilingual model for nothing (the soak's guests: the tree's peaks, and a
+# short answer's final 5 s late). The speaker stays untried; their next longer one decides.
+_DETECT_MIN_AUDIO_S = 1.5
 # People say 2–3 words per voiced second; fewer than this many means the decode stopped early.
 _MIN_WORDS_PER_VOICED_S = 0.7
 _RECHECK_VOICED_S = 2.0
@@ -285,10 +291,13 @@ class DecodeScheduler:
         result = await self._decode(kind, engine, audio, language, utt)
         key = self._commit.speaker_key(utt)
         if tentative and kind != "partial":
-            if (
+            unsure = (
                 result.stats.avg_logprob < _FOREIGN_LOGPROB
                 or result.stats.compression_ratio > _FOREIGN_COMPRESSION
-            ):
+            )
+            if unsure and len(audio) < _DETECT_MIN_AUDIO_S * SAMPLE_RATE:
+                self._metrics.detections_deferred += 1
+            elif unsure:
                 # Unsure in English: detect this speaker's language after all.
                 detector = await self._multilingual.get(self._clock)
                 if detector is not None:

@@ -41,6 +41,8 @@ class TranscribeMetrics:
         multilingual_releases: Times the idle multilingual model was released
             (``agent.transcribe.standby``).
         multilingual_loads: Times it was loaded again because a decode needed it.
+        detections_deferred: Unsure English decodes of a new speaker's utterance too short to
+            detect a language from; kept as English, the speaker's language left open.
     """
 
     frames_in: int = 0
@@ -63,6 +65,7 @@ class TranscribeMetrics:
     finals_merged: int = 0
     multilingual_releases: int = 0
     multilingual_loads: int = 0
+    detections_deferred: int = 0
 
     def snapshot(self) -> dict[str, float]:
         """Flat ``name → value`` view (``decodes_final``, ``dropped_no_speech``…)."""
@@ -84,6 +87,7 @@ class TranscribeMetrics:
             "partials_paused": self.partials_paused,
             "multilingual_releases": self.multilingual_releases,
             "multilingual_loads": self.multilingual_loads,
+            "detections_deferred": self.detections_deferred,
         }
         out.update({f"decodes_{kind}": n for kind, n in self.decodes.items()})
         out.update({f"dropped_{rule}": n for rule, n in self.dropped.items()})

@@ -129,6 +129,44 @@ async def test_an_english_meeting_releases_the_multilingual_model_and_loads_it_f
     assert metrics.multilingual_loads == 1, metrics.snapshot()
 
 
+async def test_a_newcomer_unsure_only_because_they_said_little_does_not_load_the_model(
+    speech: Path, tiny_engine: WhisperEngine, models_dir: Path, silero: SileroSession
+) -> None:
+    """Issue 19's soak: every multilingual reload came from a guest's lone "six" or "no"
+    (0.64-0.8 s, detected English at 0.71-0.87). A newcomer's utterance too short to tell a
+    language by stays English and leaves the model released; their next, longer one is
+    detected (here Spanish: 0.6 s of it first, then the whole clip)."""
+    spanish = load_wav(speech, SPANISH)
+    voiced = np.flatnonzero(np.abs(spanish) > 2000)
+    word = spanish[voiced[0] : voiced[0] + int(0.6 * 16_000)]
+    john = np.concatenate(
+        [load_wav(speech, "jfk.wav"), quiet(22.0), load_wav(speech, "LJ001-0004.wav"), quiet(50.0)]
+    )
+    mary = np.concatenate(
+        [quiet(12.0), load_wav(speech, "ls_testclean_1995-1837-0001.wav"), quiet(65.0)]
+    )
+    lucia = np.concatenate([quiet(48.0), word, quiet(6.0), spanish, quiet(20.0)])
+    transcriber = RealtimeTranscriber(
+        tiny_engine,
+        join_time=JOIN,
+        options=TranscribeOptions(partials=False, multilingual_idle_s=8.0),
+        vad_session=silero,
+    )
+    transcriber.load_multilingual(
+        functools.partial(load_engine, "base", TranscribeOptions(models_dir=models_dir))
+    )
+    assert await transcriber.multilingual_ready()
+    got = finals(await replay(transcriber, _three_speakers(john, mary, lucia)))
+    metrics = transcriber.metrics
+    assert metrics.detections_deferred >= 1, metrics.snapshot()
+    # Released once, loaded once: for the whole clip, not for the first word.
+    assert (metrics.multilingual_releases, metrics.multilingual_loads) == (1, 1), got
+    clip = [s for s in got if s.speaker == "Lucía" and s.start >= 54.0]  # after the word
+    assert clip and {s.language for s in clip} == {"es"}, got
+    text = " ".join(s.text for s in clip)
+    assert word_error_rate(reference(speech, SPANISH), text) <= 0.5, clip
+
+
 def _three_speakers(
     john: npt.NDArray[np.int16], mary: npt.NDArray[np.int16], lucia: npt.NDArray[np.int16]
 ) -> list[AudioFrame]:
