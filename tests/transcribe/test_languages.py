@@ -106,18 +106,8 @@ async def test_an_english_meeting_releases_the_multilingual_model_and_loads_it_f
         [quiet(12.0), load_wav(speech, "ls_testclean_1995-1837-0001.wav"), quiet(60.0)]
     )
     lucia = np.concatenate([quiet(48.0), load_wav(speech, SPANISH), quiet(30.0)])
-    stream = _three_speakers(john, mary, lucia)
-    transcriber = RealtimeTranscriber(
-        tiny_engine,
-        join_time=JOIN,
-        options=TranscribeOptions(partials=False, multilingual_idle_s=8.0),
-        vad_session=silero,
-    )
-    transcriber.load_multilingual(
-        functools.partial(load_engine, "base", TranscribeOptions(models_dir=models_dir))
-    )
-    assert await transcriber.multilingual_ready()
-    got = finals(await replay(transcriber, stream))
+    transcriber = await _releasing(tiny_engine, models_dir, silero)
+    got = finals(await replay(transcriber, _three_speakers(john, mary, lucia)))
     assert _languages(got) == {"John": {"en"}, "Mary": {"en"}, "Lucía": {"es"}}, got
     john_said = " ".join(s.text for s in got if s.speaker == "John")
     john_ref = f"{reference(speech, 'jfk.wav')} {reference(speech, 'LJ001-0004.wav')}"
@@ -146,6 +136,22 @@ async def test_a_newcomer_unsure_only_because_they_said_little_does_not_load_the
         [quiet(12.0), load_wav(speech, "ls_testclean_1995-1837-0001.wav"), quiet(65.0)]
     )
     lucia = np.concatenate([quiet(48.0), word, quiet(6.0), spanish, quiet(20.0)])
+    transcriber = await _releasing(tiny_engine, models_dir, silero)
+    got = finals(await replay(transcriber, _three_speakers(john, mary, lucia)))
+    metrics = transcriber.metrics
+    assert metrics.detections_deferred >= 1, metrics.snapshot()
+    # Released once, loaded once: for the whole clip, not for the first word.
+    assert (metrics.multilingual_releases, metrics.multilingual_loads) == (1, 1), got
+    clip = [s for s in got if s.speaker == "Lucía" and s.start >= 54.0]  # after the word
+    assert clip and {s.language for s in clip} == {"es"}, got
+    text = " ".join(s.text for s in clip)
+    assert word_error_rate(reference(speech, SPANISH), text) <= 0.5, clip
+
+
+async def _releasing(
+    tiny_engine: WhisperEngine, models_dir: Path, silero: SileroSession
+) -> RealtimeTranscriber:
+    """tiny.en with base loaded in the background, released after 8 s idle in English."""
     transcriber = RealtimeTranscriber(
         tiny_engine,
         join_time=JOIN,
@@ -156,15 +162,7 @@ async def test_a_newcomer_unsure_only_because_they_said_little_does_not_load_the
         functools.partial(load_engine, "base", TranscribeOptions(models_dir=models_dir))
     )
     assert await transcriber.multilingual_ready()
-    got = finals(await replay(transcriber, _three_speakers(john, mary, lucia)))
-    metrics = transcriber.metrics
-    assert metrics.detections_deferred >= 1, metrics.snapshot()
-    # Released once, loaded once: for the whole clip, not for the first word.
-    assert (metrics.multilingual_releases, metrics.multilingual_loads) == (1, 1), got
-    clip = [s for s in got if s.speaker == "Lucía" and s.start >= 54.0]  # after the word
-    assert clip and {s.language for s in clip} == {"es"}, got
-    text = " ".join(s.text for s in clip)
-    assert word_error_rate(reference(speech, SPANISH), text) <= 0.5, clip
+    return transcriber
 
 
 def _three_speakers(
