@@ -29,7 +29,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -53,16 +53,24 @@ class GroupOutcome:
     Attributes:
         outcomes: One per frame stored, from the first (``stored``, ``duplicate``, ``touched``).
         error: Why the frames after those were not stored (None: all were).
+        settled_at: ``time.perf_counter()`` when the outcome was known (after the commit), so
+            the link can time its acks from there.
     """
 
     outcomes: list[str]
     error: BaseException | None = None
+    settled_at: float = field(default_factory=time.perf_counter)
+
+
+StageObserver = Callable[[str, float], None]
+"""Told ``(stage, seconds)`` once per committed batch: ``wait`` (its oldest group queued → the
+transaction begins) and ``transaction`` (begin → commit)."""
 
 
 @dataclass(slots=True)
 class _Group:
     entries: Sequence[Entry]
-    queued_at: float = field(default_factory=time.monotonic)
+    queued_at: float = field(default_factory=time.perf_counter)
     done: asyncio.Future[GroupOutcome] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
@@ -82,12 +90,20 @@ class FrameBatcher:
         writers: Transactions in flight at once.
         max_wait: Seconds the oldest queued group waits for others before its transaction
             starts (0: a free writer takes what is queued at once).
+        observe: Told each committed batch's stage times (:data:`StageObserver`).
     """
 
     def __init__(
-        self, db: Database, *, max_frames: int = 500, writers: int = 2, max_wait: float = 0.0
+        self,
+        db: Database,
+        *,
+        max_frames: int = 500,
+        writers: int = 2,
+        max_wait: float = 0.0,
+        observe: StageObserver | None = None,
     ) -> None:
         self._db = db
+        self._observe = observe
         self._max_frames = max_frames
         self._writers = writers
         self._max_wait = max_wait
@@ -144,7 +160,7 @@ class FrameBatcher:
         """The next batch: queued groups until the oldest is ``max_wait`` old or it is full."""
         first = await self._queue.get()
         if self._max_wait > 0 and self._queued_frames < self._max_frames:
-            remaining = first.queued_at + self._max_wait - time.monotonic()
+            remaining = first.queued_at + self._max_wait - time.perf_counter()
             if remaining > 0:
                 try:
                     await asyncio.wait_for(self._full.wait(), remaining)
@@ -166,6 +182,7 @@ class FrameBatcher:
 
     async def _commit(self, groups: list[_Group]) -> None:
         now = datetime.now(UTC)
+        began = time.perf_counter()
         try:
             async with self._db.sessions.begin() as session:
                 outcomes = await store_batch(
@@ -181,6 +198,9 @@ class FrameBatcher:
                 group.settle(await self._one_by_one(group.entries))
             return
         self.batches += 1
+        if self._observe is not None:
+            self._observe("wait", began - min(group.queued_at for group in groups))
+            self._observe("transaction", time.perf_counter() - began)
         taken = 0
         for group in groups:
             group.settle(GroupOutcome(outcomes[taken : taken + len(group.entries)]))

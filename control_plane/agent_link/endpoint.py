@@ -208,6 +208,7 @@ async def _store_run(
         store.count(frame, outcome)
         await store.finish(frame)
         await ws.send_str(Ack(ref_id=frame.id).model_dump_json())
+    store.observe_acked(time.perf_counter() - result.settled_at)
     if result.error is not None:
         await _not_stored(ws, store, run[len(result.outcomes)], result.error)
         return False

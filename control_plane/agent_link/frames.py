@@ -203,6 +203,11 @@ class FrameStore:
         if self._hub.metrics is not None:
             self._hub.metrics.frame_store.observe(seconds)
 
+    def observe_acked(self, seconds: float) -> None:
+        """Note how long a run's acks took from its commit being known to being written."""
+        if self._hub.metrics is not None:
+            self._hub.metrics.observe_stage("ack", seconds)
+
     async def apply(self, frame: AgentFrame) -> bool:
         """Apply one frame; return whether it is to be acked (every frame but ``ack``)."""
         if isinstance(frame, Ack):

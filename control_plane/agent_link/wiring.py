@@ -76,7 +76,8 @@ def heard_lately(db: Database, within_seconds: float) -> Callable[[uuid.UUID], A
 async def agent_link_ctx(app: web.Application) -> AsyncIterator[None]:
     """Build the agent link's state, register its hooks, and run the reaper while the app runs."""
     settings = app[SETTINGS]
-    hub = AgentHub(LinkMetrics(app[METRICS].registry), settings.stream_window_bytes)
+    metrics = LinkMetrics(app[METRICS].registry)
+    hub = AgentHub(metrics, settings.stream_window_bytes)
     app[AGENT_HUB] = hub
     storage = await asyncio.to_thread(build_storage, settings)
     app[STORAGE] = storage
@@ -87,6 +88,7 @@ async def agent_link_ctx(app: web.Application) -> AsyncIterator[None]:
         max_frames=settings.link_batch_max_frames,
         writers=settings.link_batch_writers,
         max_wait=settings.link_batch_max_wait_seconds,
+        observe=metrics.observe_stage,
     )
     app[FRAME_BATCHER] = batcher
     app[AGENT_COMMANDS] = agent_commander(hub)

@@ -163,6 +163,11 @@ async def test_frames_resent_after_a_reconnect_are_acked_but_stored_once(
     assert 'meetbot_agent_frames_total{outcome="duplicate",type="status"} 2.0' in metrics
     assert 'meetbot_agent_frames_total{outcome="other",type="register"} 2.0' in metrics
     assert "meetbot_agent_links_open 1.0" in metrics
+    # Where the stored frames' time went: each batch's wait and transaction, each run's acks.
+    for stage in ("wait", "transaction", "ack"):
+        counted = f'meetbot_agent_link_stage_seconds_count{{stage="{stage}"}} '
+        line = next(line for line in metrics.splitlines() if line.startswith(counted))
+        assert float(line.removeprefix(counted)) >= 1
 
 
 async def test_a_final_segment_replaces_the_stored_text_of_its_id(

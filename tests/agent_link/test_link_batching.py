@@ -8,6 +8,7 @@ batch's transaction fails after other frames of it were already written into it.
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from datetime import UTC, datetime
 
@@ -307,16 +308,29 @@ async def test_a_batch_waits_for_more_groups_until_it_is_full_or_its_oldest_is_o
     workspace_id = await _workspace(client, first)
     a, b = _store(client, first, workspace_id), _store(client, second, workspace_id)
     # An hour's wait: only a full batch (four frames) is stored, in one transaction.
-    batcher = FrameBatcher(client.app[DB], max_frames=4, writers=1, max_wait=3600.0)
+    stages: list[tuple[str, float]] = []
+    batcher = FrameBatcher(
+        client.app[DB],
+        max_frames=4,
+        writers=1,
+        max_wait=3600.0,
+        observe=lambda stage, seconds: stages.append((stage, seconds)),
+    )
     batcher.start()
     try:
+        queued_at = time.perf_counter()
         early = asyncio.ensure_future(batcher.store([(a, _segment(1)), (a, _segment(2))]))
         for _ in range(5):  # the writer takes the group and waits for more
             await asyncio.sleep(0)
+        await asyncio.sleep(0.05)
         assert not early.done()
+        waited = time.perf_counter() - queued_at
         late = await batcher.store([(b, _segment(1)), (b, _segment(2))])
         assert (await early).outcomes == late.outcomes == ["stored", "stored"]
         assert batcher.batches == 1
+        # The batch's wait is its oldest group's: from the early group's queueing on.
+        assert [stage for stage, _ in stages] == ["wait", "transaction"]
+        assert stages[0][1] >= waited and stages[1][1] > 0
     finally:
         await batcher.aclose()
     # A short wait: a lone group is stored once its wait is over.
