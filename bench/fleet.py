@@ -14,14 +14,19 @@ into the measurement one replica is killed (SIGKILL): its agents reconnect to th
 
 Prints one JSON line: bots held (links up at the end), frames stored per second (outboxed
 frames acked, i.e. committed), frame-to-stored p50/p99 (outbox put → ack, ms), heartbeats per
-second, CPU seconds per stored frame of every replica and of this process, and from the
-database afterwards: losses (frames sent, no longer in their agent's outbox, but without a
-receipt) and duplicates (webhook events beyond one per joined participant per frame), both of
-which must be 0, frames still pending when the drain's minute ran out, and the load average.
+second, CPU seconds per stored frame of every replica and of this process, the control
+plane's part by stage (``read_to_commit`` and its ``wait``, ``transaction`` and ``ack``, as
+bucket bounds of ``meetbot_agent_link_stage_seconds``), this process's own pauses (event-loop
+lag and garbage collections: a pause here delays every frame in flight as a slow replica
+would), and from the database afterwards: losses (frames sent, no longer in their agent's
+outbox, but without a receipt) and duplicates (webhook events beyond one per joined participant
+per frame), both of which must be 0, frames still pending when the drain's minute ran out, and
+the load average.
 
 On a small machine, pin the replicas and the agents to different CPUs (``--replica-cpus 1
 --fleet-cpus 0``): otherwise the simulated fleet takes the replicas' CPU and the figures
-measure the simulator. PostgreSQL is not pinned. ``replica_cpu_wait_s`` says how long the
+measure the simulator. PostgreSQL is not pinned (pin it with ``taskset`` to give a
+replica a core of its own). ``replica_cpu_wait_s`` says how long the
 replicas were ready to run but had no CPU (the machine's other work).
 
 Usage: ``.venv/bin/python bench/fleet.py --database-url postgresql+asyncpg://… [--agents 200]
@@ -33,6 +38,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import itertools
 import json
 import os
@@ -69,6 +75,7 @@ from agent.link.outbox import Outbox, OutboxItem  # noqa: E402
 from agent.sse.log import EventLog  # noqa: E402
 from bench.api import fresh_database  # noqa: E402
 from bench.stats import free_port, percentile  # noqa: E402
+from control_plane.api.server import YOUNG_GC_THRESHOLD  # noqa: E402
 from control_plane.app import create_app  # noqa: E402
 from control_plane.auth.provisioning import (  # noqa: E402
     add_member,
@@ -87,6 +94,52 @@ from control_plane.launchers.memory import MemoryLauncher  # noqa: E402
 from control_plane.settings import Settings  # noqa: E402
 
 _TEXT = "and then we agreed that the quarterly numbers go out on friday after the review"
+
+
+class Stalls:
+    """The simulator's own pauses: its event loop's lateness and its garbage collections.
+
+    A frame's time to its ack is measured in this process, so a pause here (a full collection
+    over a thousand agents' objects, a long callback) lands on the frames in flight as if the
+    control plane had been slow. Reported beside the latencies to tell the two apart.
+    """
+
+    def __init__(self, tick: float = 0.005) -> None:
+        self._tick = tick
+        self.lags_ms: list[float] = []
+        self.gc_ms: list[float] = []
+        self._gc_started = 0.0
+
+    def on_gc(self, phase: str, info: dict[str, int]) -> None:
+        """``gc.callbacks`` entry: times every collection."""
+        del info
+        if phase == "start":
+            self._gc_started = time.perf_counter()
+        else:
+            self.gc_ms.append((time.perf_counter() - self._gc_started) * 1000)
+
+    async def watch(self) -> None:
+        """Sleep ``tick`` seconds again and again, noting how late each wake-up came."""
+        loop = asyncio.get_running_loop()
+        while True:
+            before = loop.time()
+            await asyncio.sleep(self._tick)
+            self.lags_ms.append((loop.time() - before - self._tick) * 1000)
+
+    def clear(self) -> None:
+        """Forget what was noted so far (the warm-up's)."""
+        self.lags_ms.clear()
+        self.gc_ms.clear()
+
+    def figures(self) -> dict[str, float | None]:
+        """Loop lag p99 / max and collection time total / max, in ms."""
+        lags = self.lags_ms
+        return {
+            "agents_loop_lag_ms_p99": round(percentile(lags, 0.99), 1) if lags else None,
+            "agents_loop_lag_ms_max": round(max(lags), 1) if lags else None,
+            "agents_gc_ms_total": round(sum(self.gc_ms), 1),
+            "agents_gc_ms_max": round(max(self.gc_ms, default=0.0), 1),
+        }
 
 
 class TimedOutbox(Outbox):
@@ -183,6 +236,10 @@ class SimAgent:
         next_segment = loop.time() + random.uniform(0, 4)
         next_people = loop.time() + random.uniform(5, 40)
         partial = 0
+        # Real agents are separate machines with unrelated clocks: each starts its second at
+        # its own phase, or all thousand would speak in the same millisecond every second
+        # (a burst the simulator's one loop spends ~100 ms on, and the replica after it).
+        await asyncio.sleep(random.uniform(0, 1.0))
         while loop.time() < until:
             await asyncio.sleep(1.0)
             partial += 1
@@ -352,18 +409,41 @@ async def _wait_up(http: aiohttp.ClientSession, port: int) -> None:
     raise RuntimeError(f"replica on port {port} did not come up")
 
 
-async def _store_buckets(http: aiohttp.ClientSession, ports: list[int]) -> dict[float, float]:
-    """``meetbot_agent_frame_store_seconds`` buckets (upper bound → count) summed over replicas."""
-    buckets: dict[float, float] = {}
-    prefix = 'meetbot_agent_frame_store_seconds_bucket{le="'
+Buckets = dict[str, dict[float, float]]
+"""Histogram buckets by figure (``read_to_commit``, or a stage of it): upper bound → count."""
+
+_HISTOGRAMS = {
+    "meetbot_agent_frame_store_seconds_bucket": "read_to_commit",
+    "meetbot_agent_link_stage_seconds_bucket": "stage",
+}
+
+
+def _parse_buckets(text: str, into: Buckets) -> None:
+    """Add the link's histograms of one ``/metrics`` page to ``into`` (by figure)."""
+    for line in text.splitlines():
+        name, brace, rest = line.partition("{")
+        figure = _HISTOGRAMS.get(name)
+        if not brace or figure is None:
+            continue
+        labels_text, _, count = rest.rpartition("} ")
+        labels = {
+            key: value.strip('"')
+            for key, _, value in (part.partition("=") for part in labels_text.split(","))
+        }
+        if figure == "stage":
+            figure = labels["stage"]
+        bound = float("inf") if labels["le"] == "+Inf" else float(labels["le"])
+        buckets = into.setdefault(figure, {})
+        buckets[bound] = buckets.get(bound, 0.0) + float(count)
+
+
+async def _store_buckets(http: aiohttp.ClientSession, ports: list[int]) -> Buckets:
+    """The link's storing histograms (read → commit, and its stages) summed over replicas."""
+    buckets: Buckets = {}
     for port in ports:
         with contextlib.suppress(aiohttp.ClientError, OSError):
             async with http.get(f"http://127.0.0.1:{port}/metrics") as response:
-                for line in (await response.text()).splitlines():
-                    if line.startswith(prefix):
-                        bound, count = line.removeprefix(prefix).split('"} ')
-                        key = float("inf") if bound == "+Inf" else float(bound)
-                        buckets[key] = buckets.get(key, 0.0) + float(count)
+                _parse_buckets(await response.text(), buckets)
     return buckets
 
 
@@ -487,15 +567,27 @@ async def _run(args: argparse.Namespace, tmp: Path) -> dict[str, object]:
                 SimAgent(bot_id, token, f"http://127.0.0.1:{entry}", latencies)
                 for bot_id, token in bots
             ]
+            stalls = Stalls()
+            gc.callbacks.append(stalls.on_gc)
+            watching = asyncio.create_task(stalls.watch())
             answering = [asyncio.create_task(agent.answer()) for agent in agents]
             for n, agent in enumerate(agents):  # connect at most ~100 agents a second
                 agent.client.start()
                 if n % 20 == 19:
                     await asyncio.sleep(0.2)
             await asyncio.gather(*(a.client.connected.wait() for a in agents))
+            # The thousand agents stand for a thousand machines, each with its own small heap:
+            # what they hold now is frozen out of this process's collections, and the young
+            # generation is collected as in a replica (control_plane.api.server), so a full
+            # collection over all of them does not pause every frame in flight (Stalls).
+            gc.collect()
+            gc.freeze()
+            _, middle, old = gc.get_threshold()
+            gc.set_threshold(YOUNG_GC_THRESHOLD, middle, old)
             loop = asyncio.get_running_loop()
             await asyncio.sleep(args.warmup)
             latencies.clear()
+            stalls.clear()
             store_before = {port: await _store_buckets(http, [port]) for port in ports}
             acked_before = sum(agent.outbox.acked for agent in agents)
             commits_before = await _commits(database_url)
@@ -532,10 +624,12 @@ async def _run(args: argparse.Namespace, tmp: Path) -> dict[str, object]:
             elapsed = loop.time() - started
             acked = sum(agent.outbox.acked for agent in agents) - acked_before
             store_after = await _store_buckets(http, live_ports)  # the killed one's is gone
-            store_start: dict[float, float] = {}
+            store_start: Buckets = {}
             for port in live_ports:
-                for bound, count in store_before[port].items():
-                    store_start[bound] = store_start.get(bound, 0.0) + count
+                for figure, buckets in store_before[port].items():
+                    start = store_start.setdefault(figure, {})
+                    for bound, count in buckets.items():
+                        start[bound] = start.get(bound, 0.0) + count
             cpu = [
                 killed_cpu if p.pid == killed else _cpu_seconds(p.pid) - before
                 for p, before in zip(replicas, cpu_before, strict=True)
@@ -548,6 +642,11 @@ async def _run(args: argparse.Namespace, tmp: Path) -> dict[str, object]:
             ]
             self_waited = _waited_seconds(os.getpid()) - self_waited_before
             window_latencies = list(latencies)
+            stall_figures = stalls.figures()
+            watching.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watching
+            gc.callbacks.remove(stalls.on_gc)
             held = sum(1 for agent in agents if agent.client.connected.is_set())
             connections = sum(agent.client.connections for agent in agents)
             commanding.cancel()
@@ -580,14 +679,21 @@ async def _run(args: argparse.Namespace, tmp: Path) -> dict[str, object]:
             "stored_ms_p99": round(percentile(window_latencies, 0.99), 1)
             if window_latencies
             else None,
-            # The control plane's part alone: frame read on the link → commit (bucket bounds).
-            "read_to_commit_ms_p50": _bucket_quantile(store_start, store_after, 0.5),
-            "read_to_commit_ms_p99": _bucket_quantile(store_start, store_after, 0.99),
+            # The control plane's part alone: frame read on the link → commit (bucket bounds),
+            # and its stages: a batch's wait for frames and its transaction, then the acks.
+            **{
+                f"{figure}_ms_{name}": _bucket_quantile(
+                    store_start.get(figure, {}), store_after.get(figure, {}), q
+                )
+                for figure in ("read_to_commit", "wait", "transaction", "ack")
+                for name, q in (("p50", 0.5), ("p99", 0.99))
+            },
             "replica_cpu_s": [round(c, 1) for c in cpu],
             "cpu_ms_per_frame_replicas": round(sum(cpu) / max(acked, 1) * 1000, 2),
             # Every transaction of the window (the bench's few included) per frame stored.
             "db_commits_per_frame": round(commits / max(acked, 1), 3),
             "agents_process_cpu_s": round(self_cpu, 1),
+            **stall_figures,
             # Time runnable but not running (the machine's other work had the CPUs).
             "replica_cpu_wait_s": [round(w, 1) for w in waited],
             "agents_process_cpu_wait_s": round(self_waited, 1),
