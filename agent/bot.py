@@ -194,6 +194,7 @@ class Bot:
                 limit_mb=limit_mb,
                 interval=settings.memory_interval_seconds,
                 cooldown=settings.memory_relief_cooldown_seconds,
+                tidy_interval=settings.memory_tidy_interval_seconds,
             ),
             lambda report: self.events.memory(report),
             self._reliefs(),
@@ -209,9 +210,9 @@ class Bot:
             return await asyncio.to_thread(trim_heap)
 
         return [
-            Relief("browser_caches", self.browser.relieve_memory),
+            Relief("browser_caches", self.browser.relieve_memory, routine=True),
             Relief("voice", voice),
-            Relief("agent_heap", heap),
+            Relief("agent_heap", heap, routine=True),
         ]
 
     @property

@@ -259,10 +259,14 @@ class AgentSettings(BaseSettings):
     # bot VM, where the tree measured 1.1-1.35 GB PSS at its peak with language detection
     # (bench/soak.py). Set them when several agents share one host (the local launcher):
     # each would otherwise count the whole host as its own. 0 turns a threshold off.
+    # Every ``memory_tidy_interval_seconds``, whatever the level, the cheap reliefs run anyway
+    # (Chromium's caches and garbage, Python's free heap; not the voice): about 100 MB of a
+    # bot's tree is memory freed but kept, which this gives back (agent/memory/guard.py). 0 off.
     memory_interval_seconds: float = Field(default=15.0, gt=0)
     memory_warn_mb: float | None = Field(default=None, ge=0)
     memory_limit_mb: float | None = Field(default=None, ge=0)
     memory_relief_cooldown_seconds: float = Field(default=120.0, ge=0)
+    memory_tidy_interval_seconds: float = Field(default=60.0, ge=0)
 
     log_level: str = "INFO"
 

@@ -13,6 +13,14 @@ thread) and:
   least ``cooldown`` seconds before relieving again (reliefs are not free: a reloaded voice
   costs a second of CPU), still reporting each crossing.
 
+- every ``tidy_interval`` seconds, whatever the level: runs the *routine* reliefs (those that
+  lose nothing the meeting needs: Chromium's caches and garbage, Python's free heap) and logs
+  what the tree held before and after, without a report. Memory that is free but kept (a
+  renderer's drawn frames and garbage, glibc's arenas after a decode) then goes back to the
+  machine every minute instead of only once the limit is near. Measured in a 7-minute soak
+  (``bench/soak.py``, Meet skin, a guest joining): the tree went from 777–856 MB to 728–797 MB
+  at each tidy, against 935–955 MB without tidying; latency p50 0.57 s against 0.59 s.
+
 The guard never ends the meeting: a bot whose memory stays above the limit keeps attending
 and keeps reporting, so the operator sees it long before the VM's out-of-memory killer would
 end it silently. A threshold of 0 is off.
@@ -47,16 +55,19 @@ class Relief:
 
     name: str
     run: Callable[[], Awaitable[bool]]
+    routine: bool = False
+    """Also run at every tidy (cheap, and nothing the meeting needs is lost)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Thresholds:
-    """Guard settings: MiB of tree PSS (0: off) and seconds."""
+    """Guard settings: MiB of tree PSS (0: off) and seconds (``tidy_interval`` 0: no tidying)."""
 
     warn_mb: float
     limit_mb: float
     interval: float
     cooldown: float
+    tidy_interval: float = 0.0
 
 
 class MemoryGuard:
@@ -82,13 +93,15 @@ class MemoryGuard:
         self._read = read
         self._warned = False
         self._relieved_at: float | None = None
+        self._tidied_at = time.monotonic()
         self.last: TreeMemory | None = None
         self.reports: list[MemoryReport] = []
+        self.tidies = 0
 
     @property
     def enabled(self) -> bool:
-        """Whether any threshold is on."""
-        return self._t.warn_mb > 0 or self._t.limit_mb > 0
+        """Whether any threshold or the tidying is on."""
+        return self._t.warn_mb > 0 or self._t.limit_mb > 0 or self._tidying
 
     async def run(self) -> None:
         """Check every ``interval`` seconds until cancelled (a failed reading is logged)."""
@@ -108,6 +121,8 @@ class MemoryGuard:
         above_warn = self._t.warn_mb > 0 and total >= self._t.warn_mb
         if above_limit and self._may_relieve():
             return await self._relieve(memory)
+        if self._tidying and time.monotonic() - self._tidied_at >= self._t.tidy_interval:
+            await self._tidy(memory)
         if above_warn or above_limit:
             if self._warned:
                 return None
@@ -120,11 +135,14 @@ class MemoryGuard:
         now = time.monotonic()
         return self._relieved_at is None or now - self._relieved_at >= self._t.cooldown
 
-    async def _relieve(self, memory: TreeMemory) -> MemoryReport:
-        self._relieved_at = time.monotonic()
-        self._warned = True
+    @property
+    def _tidying(self) -> bool:
+        return self._t.tidy_interval > 0 and any(relief.routine for relief in self._reliefs)
+
+    async def _run(self, reliefs: Sequence[Relief]) -> list[str]:
+        """Run ``reliefs`` in order; return the names of those that freed something."""
         freed: list[str] = []
-        for relief in self._reliefs:
+        for relief in reliefs:
             try:
                 if await asyncio.wait_for(relief.run(), RELIEF_TIMEOUT_S):
                     freed.append(relief.name)
@@ -132,9 +150,31 @@ class MemoryGuard:
                 log.warning(
                     "memory relief failed", extra={"relief": relief.name, "error": repr(exc)}
                 )
+        return freed
+
+    async def _relieve(self, memory: TreeMemory) -> MemoryReport:
+        self._relieved_at = self._tidied_at = time.monotonic()
+        self._warned = True
+        freed = await self._run(self._reliefs)
         after = await asyncio.to_thread(self._read)
         self.last = after
         return await self._send(memory, "limit", freed, after.total_mb)
+
+    async def _tidy(self, memory: TreeMemory) -> None:
+        """The routine reliefs, logged with the tree before and after (no report)."""
+        self._tidied_at = time.monotonic()
+        freed = await self._run([relief for relief in self._reliefs if relief.routine])
+        after = await asyncio.to_thread(self._read)
+        self.last = after
+        self.tidies += 1
+        log.info(
+            "memory tidied",
+            extra={
+                "tree_mb": round(memory.total_mb, 1),
+                "after_mb": round(after.total_mb, 1),
+                "freed": freed,
+            },
+        )
 
     async def _send(
         self,

@@ -126,3 +126,57 @@ async def test_a_relief_that_never_returns_is_given_up(monkeypatch: pytest.Monke
     limit = await guard.check()
     assert limit is not None and limit.relieved == ["heap"]
     assert [r.level for r in reports] == ["limit"]
+
+
+async def test_the_routine_reliefs_run_every_tidy_interval_below_every_threshold() -> None:
+    reports: list[MemoryReport] = []
+    ran: list[str] = []
+
+    async def report(frame: MemoryReport) -> None:
+        reports.append(frame)
+
+    async def heap() -> bool:
+        ran.append("heap")
+        return await asyncio.to_thread(trim_heap)
+
+    async def voice() -> bool:
+        ran.append("voice")  # not routine: only ever run above the limit
+        return True
+
+    reliefs = [Relief("heap", heap, routine=True), Relief("voice", voice)]
+    guard = MemoryGuard(
+        Thresholds(warn_mb=0, limit_mb=0, interval=0.05, cooldown=0, tidy_interval=0.3),
+        report,
+        reliefs,
+    )
+    assert guard.enabled  # no threshold, but tidying is on
+    await guard.check()  # the first tidy comes one interval after the guard was made
+    assert ran == [] and guard.tidies == 0
+    await asyncio.sleep(0.35)
+    await guard.check()
+    await guard.check()  # the next one waits its interval again
+    assert ran == ["heap"] and guard.tidies == 1
+    assert guard.last is not None and guard.last.total_mb > 10
+    await asyncio.sleep(0.35)
+    await guard.check()
+    assert ran == ["heap", "heap"] and guard.tidies == 2
+    assert reports == []  # a tidy is routine: logged, never reported
+
+    # Above the limit every relief runs, and that counts as the tidy of its interval.
+    over = MemoryGuard(
+        Thresholds(warn_mb=1, limit_mb=2, interval=0.05, cooldown=3600, tidy_interval=0.3),
+        report,
+        reliefs,
+    )
+    ran.clear()
+    await asyncio.sleep(0.35)
+    limit = await over.check()
+    assert limit is not None and limit.relieved[-1] == "voice"
+    assert ran == ["heap", "voice"] and over.tidies == 0
+    await over.check()  # within the cool-down, and the tidy's interval began at the relief
+    assert ran == ["heap", "voice"] and over.tidies == 0
+
+    off = MemoryGuard(
+        Thresholds(warn_mb=0, limit_mb=0, interval=1, cooldown=0, tidy_interval=0), report, reliefs
+    )
+    assert not off.enabled
