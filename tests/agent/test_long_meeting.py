@@ -125,6 +125,9 @@ async def test_the_renderer_stays_flat_through_minutes_of_talk_with_the_camera_o
             ("google_meet", "lng-meet-ing"),
             BotSettings(bot_name="Soak", transcribe_enabled=False),
             tmp_path,
+            # The page alone: the guard's minutely tidy purges Chromium's caches, which would
+            # hide a cache that grows without bound (the leak this test was written for).
+            memory_tidy_interval_seconds=0,
         )
         task = asyncio.create_task(bot.run())
         try:
