@@ -171,7 +171,9 @@ class MemoryGuard:
             "memory tidied",
             extra={
                 "tree_mb": round(memory.total_mb, 1),
+                "parts": memory.rounded(),
                 "after_mb": round(after.total_mb, 1),
+                "after_parts": after.rounded(),
                 "freed": freed,
             },
         )
