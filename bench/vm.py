@@ -15,6 +15,11 @@ ends after ``--meeting-seconds``); prints one JSON line per bot:
   from ``active`` until the bot's final status (transcribing the conversation);
 - ``final``, ``final_after_end_s`` (the host's end → the final status) and ``vm_gone_s`` (the
   end → the VM powered off and its overlay removed);
+- ``guest_tree_mb`` and ``guest_parts_mb``: the bot's own process tree inside the VM (PSS of
+  the agent, Playwright's driver and Chromium's processes), from the ``memory tidied`` lines of
+  the journal the VM uploads as the bot's log (one a minute, before and after the tidy): the
+  tree's min / median / max before and after, and each part's median before; and
+  ``guest_machine_used_mb``, the whole VM's ``MemTotal - MemAvailable`` after each tidy;
 - with every figure: the ``accelerator`` used and the host's one-minute ``load``;
 - first, ``"figure": "image"`` from the build's report (``manifest.json`` beside a cached
   image of ``meetbot image build``): ``build_s`` (``base_s`` native base + ``packer_s`` packer
@@ -31,10 +36,12 @@ FILE.qcow2 [--bots 2] [--meeting-seconds 180] [--accelerator auto|kvm|tcg] [--me
 from __future__ import annotations
 
 import argparse
+import ast
 import asyncio
 import contextlib
 import json
 import os
+import re
 import tempfile
 import time
 import uuid
@@ -61,7 +68,7 @@ from control_plane.db.models.bot import Meeting
 from control_plane.enums import Role
 from control_plane.launchers.base import LaunchHandle
 from control_plane.launchers.qemu import USER_NET_HOST, QemuLauncher
-from control_plane.settings import Settings
+from control_plane.settings import SETTINGS, Settings
 from meetbot.image.cache import MANIFEST_FILE, Manifest
 from testmeeting import Scenario, TestMeetingServer
 from testmeeting.platforms import browser_args
@@ -199,7 +206,52 @@ async def _follow(
             figures["vm_gone_after_final_s"] = round(time.monotonic() - final_at, 1)
             break
         await asyncio.sleep(1)
+    figures.update(guest_memory(_journal(app[SETTINGS].data_dir, bot_id)))
     return figures
+
+
+_TIDIED = re.compile(
+    r"memory tidied tree_mb=(?P<before>[\d.]+)(?: parts=(?P<parts>\{[^}]*\}))?"
+    r" after_mb=(?P<after>[\d.]+).*?(?: machine_used_mb=(?P<machine>[\d.]+))?$",
+    re.MULTILINE,
+)
+
+
+def _spread(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    return {"min": ordered[0], "median": ordered[len(ordered) // 2], "max": ordered[-1]}
+
+
+def guest_memory(journal: str) -> dict[str, Any]:
+    """The tree inside the VM from the agent's ``memory tidied`` log lines (module docstring)."""
+    before: list[float] = []
+    after: list[float] = []
+    machine: list[float] = []
+    parts: dict[str, list[float]] = {}
+    for match in _TIDIED.finditer(journal):
+        before.append(float(match["before"]))
+        after.append(float(match["after"]))
+        if match["machine"]:
+            machine.append(float(match["machine"]))
+        for role, mb in ast.literal_eval(match["parts"] or "{}").items():
+            parts.setdefault(role, []).append(float(mb))
+    if not before:
+        return {}
+    return {
+        "guest_tidies": len(before),
+        "guest_tree_mb": {"before_tidy": _spread(before), "after_tidy": _spread(after)},
+        "guest_parts_mb": {role: _spread(mbs)["median"] for role, mbs in sorted(parts.items())},
+        # The whole VM (MemTotal - MemAvailable) after each tidy: X server, sound, the rest.
+        **({"guest_machine_used_mb": _spread(machine)} if machine else {}),
+    }
+
+
+def _journal(data_dir: Path, bot_id: str) -> str:
+    """The bot's uploaded log (``bots/{id}/logs/``, local storage), empty if none came."""
+    logs = data_dir / "artifacts" / "bots" / bot_id / "logs"
+    return "".join(
+        path.read_text(errors="replace") for path in sorted(logs.glob("*")) if path.is_file()
+    )
 
 
 def _rooms(speech_dir: Path, bots: int, seconds: float) -> tuple[list[Scenario], list[str]]:

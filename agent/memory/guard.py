@@ -35,6 +35,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+import psutil
+
 from agent.contracts.link import MemoryReport
 from agent.memory.tree import TreeMemory, read_tree
 
@@ -68,6 +70,12 @@ class Thresholds:
     interval: float
     cooldown: float
     tidy_interval: float = 0.0
+
+
+def _machine_used_mb() -> float:
+    """MiB the machine uses (``MemTotal - MemAvailable``)."""
+    memory = psutil.virtual_memory()
+    return float(memory.total - memory.available) / 2**20
 
 
 class MemoryGuard:
@@ -175,6 +183,8 @@ class MemoryGuard:
                 "after_mb": round(after.total_mb, 1),
                 "after_parts": after.rounded(),
                 "freed": freed,
+                # The whole machine's (a bot VM's: with its X server and sound server).
+                "machine_used_mb": round(_machine_used_mb(), 1),
             },
         )
 
