@@ -172,7 +172,7 @@ class MemoryGuard:
         """The routine reliefs, logged with the tree before and after (no report)."""
         self._tidied_at = time.monotonic()
         freed = await self._run([relief for relief in self._reliefs if relief.routine])
-        after = await asyncio.to_thread(self._read)
+        after, machine_mb = await asyncio.to_thread(lambda: (self._read(), _machine_used_mb()))
         self.last = after
         self.tidies += 1
         log.info(
@@ -184,7 +184,7 @@ class MemoryGuard:
                 "after_parts": after.rounded(),
                 "freed": freed,
                 # The whole machine's (a bot VM's: with its X server and sound server).
-                "machine_used_mb": round(_machine_used_mb(), 1),
+                "machine_used_mb": round(machine_mb, 1),
             },
         )
 
