@@ -150,6 +150,8 @@ class Bot:
                 models_dir=settings.models_dir,
                 tracks_per_participant=self.adapter.audio_per_participant,
                 multilingual_idle_s=settings.multilingual_idle_seconds or None,
+                backlog_memory_s=settings.transcribe_backlog_memory_seconds,
+                backlog_dir=settings.data_dir / "backlog",
             ),
             self.bot_id,
             refine_after_meeting=config.refine_after_meeting,

@@ -213,6 +213,9 @@ class AgentSettings(BaseSettings):
     # English meeting without use, and loads it again when needed (agent/transcribe/standby.py);
     # 0 keeps it loaded (about 180 MB) for meetings where people join often in any language.
     multilingual_idle_seconds: float = Field(default=60.0, ge=0)
+    # A decoder that falls behind (a VM without KVM) queues the ended utterances' audio; past
+    # this many seconds of it the rest waits on disk under data_dir (agent/transcribe/backlog.py).
+    transcribe_backlog_memory_seconds: float = Field(default=120.0, gt=0)
 
     # Recording (agent/recording): screenshots per second of the bot's view when the bot
     # captures video (JPEG quality 0-100); identical consecutive views are stored once.

@@ -43,6 +43,8 @@ one segment under the first one's id (``metrics.finals_merged``): a decode costs
 same whether its window holds one utterance or several (Whisper encodes a padded window, at
 least ``realtime_window_s``), so a backlog of n turns costs one decode instead of n. On a bot
 VM emulated by TCG, where a decode takes minutes, that is what lets a sentence's finals arrive.
+The queue's audio past ``backlog_memory_s`` waits on disk (:mod:`agent.transcribe.backlog`), so
+a decoder hours behind does not grow the bot by the meeting's speech.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ import numpy.typing as npt
 
 from agent.audio import SAMPLE_RATE
 from agent.contracts.bot_config import Task
+from agent.transcribe.backlog import FinalsBacklog
 from agent.transcribe.commit import SegmentCommitter
 from agent.transcribe.engine import DecodeOptions, DecodeResult, WhisperEngine
 from agent.transcribe.filters import judge, repeats_a_phrase
@@ -154,7 +157,7 @@ class DecodeScheduler:
         )
         self._pace = DecoderPace(options, metrics)
         self._utterances: dict[str, dict[int, Utterance]] = {}  # track → number → utterance
-        self._finals: deque[Utterance] = deque()
+        self._finals = FinalsBacklog(options.backlog_memory_s, metrics, options.backlog_dir)
         self._speculative: deque[Utterance] = deque()
         self._partial_due: dict[str, tuple[Utterance, npt.NDArray[np.float32]]] = {}
         self._wake = asyncio.Event()
@@ -258,6 +261,7 @@ class DecodeScheduler:
                     self._speculative.remove(utt)
             utt.spec_state = "none"
             utt.spec_gen += 1
+            utt.spec_audio = None  # a copy of the ended audio: a queued final holds it once
             utt.spec_result = None
             self._finals.append(utt)
 
@@ -265,18 +269,22 @@ class DecodeScheduler:
 
     async def run(self) -> None:
         """Decode until the ingest finished and every final is out."""
-        await self._probe()
-        while True:
-            await self._multilingual.release_if_idle(self._clock, self._languages.prior() == "en")
-            job = self._next_job()
-            if job is None:
-                if self._ingest_done and not self._finals and not self._speculative:
-                    return
-                self._clock = max(self._clock, self._ingest.audio_clock)
-                self._wake.clear()
-                await self._wake.wait()
-                continue
-            await self._run_job(*job)
+        try:
+            await self._probe()
+            while True:
+                prior = self._languages.prior()
+                await self._multilingual.release_if_idle(self._clock, prior == "en")
+                job = self._next_job()
+                if job is None:
+                    if self._ingest_done and not self._finals and not self._speculative:
+                        return
+                    self._clock = max(self._clock, self._ingest.audio_clock)
+                    self._wake.clear()
+                    await self._wake.wait()
+                    continue
+                await self._run_job(*job)
+        finally:
+            self._finals.close()
 
     async def _run_job(
         self, kind: JobKind, utt: Utterance, audio: npt.NDArray[np.float32], gen: int
@@ -450,8 +458,7 @@ class DecodeScheduler:
         speaker = self._commit.speaker_key(first)
         merged = [first]
         end = first.ended.start_sample + len(first.ended.audio)
-        while self._finals:
-            nxt = self._finals[0]
+        while (nxt := self._finals.peek()) is not None:
             nxt_ended = nxt.ended
             if (
                 nxt.track != first.track

@@ -37,6 +37,10 @@ class TranscribeMetrics:
         partials_paused: Partial decodes skipped because the decoder was slow.
         finals_merged: Ended utterances decoded together with the one before them (a slow
             decoder's backlog, see ``agent.transcribe.decoding``).
+        finals_spilled: Queued finals whose audio went to disk because the queue held more
+            than ``TranscribeOptions.backlog_memory_s`` (``agent.transcribe.backlog``).
+        backlog_s: Seconds of audio of the finals waiting for the decoder, now.
+        backlog_spilled_s: …of which on disk.
         final_delays_s: Recent delays from speech end (frame clock, as ingested) to emission.
         multilingual_releases: Times the idle multilingual model was released
             (``agent.transcribe.standby``).
@@ -63,6 +67,9 @@ class TranscribeMetrics:
     partials_paused: int = 0
     final_delays_s: deque[float] = field(default_factory=lambda: deque(maxlen=1000))
     finals_merged: int = 0
+    finals_spilled: int = 0
+    backlog_s: float = 0.0
+    backlog_spilled_s: float = 0.0
     multilingual_releases: int = 0
     multilingual_loads: int = 0
     detections_deferred: int = 0
@@ -83,6 +90,9 @@ class TranscribeMetrics:
             "partial_interval_s": self.partial_interval_s,
             "partial_degradations": self.partial_degradations,
             "finals_merged": self.finals_merged,
+            "finals_spilled": self.finals_spilled,
+            "backlog_s": self.backlog_s,
+            "backlog_spilled_s": self.backlog_spilled_s,
             "slow_decoder": self.slow_decoder,
             "partials_paused": self.partials_paused,
             "multilingual_releases": self.multilingual_releases,

@@ -46,6 +46,10 @@ class TranscribeOptions(BaseModel):
             which a bot with no ``language`` releases its multilingual model while every
             locked speaker speaks English (about 180 MB; ``agent.transcribe.standby``); it is
             loaded again when a decode needs it. None: keep it loaded.
+        backlog_memory_s: Seconds of audio (all tracks) the finals waiting for a decoder that
+            fell behind keep in memory; the rest waits on disk (``agent.transcribe.backlog``).
+            120 s is 7.7 MB; a decoder that keeps up never queues more than a few seconds.
+        backlog_dir: Where that disk is (the agent's data folder); None: the temporary folder.
         tracks_per_participant: Each remote track carries one participant whom the platform
             does not name (Google Meet): tracks are never cut at active-speaker changes, and
             are named from the indicators (``agent.transcribe.speakers.TrackNames``). False:
@@ -72,6 +76,8 @@ class TranscribeOptions(BaseModel):
     segment_queue_size: int = Field(default=1024, ge=1)
     language_lock_probability: float = Field(default=0.8, gt=0, le=1)
     multilingual_idle_s: float | None = Field(default=60.0, gt=0)
+    backlog_memory_s: float = Field(default=120.0, gt=0)
+    backlog_dir: Path | None = None
     tracks_per_participant: bool = False
 
     def deferred_model_for(self, language: str | None, translate: bool) -> str:

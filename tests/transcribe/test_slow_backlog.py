@@ -37,7 +37,7 @@ EXTRA_DECODE_S = 3.0
 
 
 async def test_a_slow_decoders_backlog_is_decoded_per_speaker_in_one_go(
-    speech: Path, models_dir: Path, silero: SileroSession
+    speech: Path, models_dir: Path, silero: SileroSession, tmp_path: Path
 ) -> None:
     # Ada reads three sentences with short breaths; Bob talks over her second one.
     ada = np.concatenate(
@@ -57,7 +57,10 @@ async def test_a_slow_decoders_backlog_is_decoded_per_speaker_in_one_go(
     transcriber = RealtimeTranscriber(
         engine,
         join_time=JOIN,
-        options=TranscribeOptions(partial_interval_s=1.0),
+        # A backlog over 4 s of audio waits on disk: the merges read it back.
+        options=TranscribeOptions(
+            partial_interval_s=1.0, backlog_memory_s=4.0, backlog_dir=tmp_path / "backlog"
+        ),
         vad_session=silero,
     )
 
@@ -77,6 +80,10 @@ async def test_a_slow_decoders_backlog_is_decoded_per_speaker_in_one_go(
     # A backlog of one speaker cost one decode: fewer decodes than utterances ended.
     assert metrics.finals_merged >= 1
     assert engine.decodes < metrics.utterances
+    # Part of the backlog waited on disk, and nothing of it is left there.
+    assert metrics.finals_spilled >= 1
+    assert metrics.backlog_s == 0
+    assert list((tmp_path / "backlog").iterdir()) == []
     # A merged final keeps the times of the speech it covers.
     for segment in got:
         assert 0 <= segment.start < segment.end
