@@ -11,7 +11,8 @@ Simulator → page (JSON text): ``joined {participant_id, audio_slots}``, ``lobb
 ``admitted``, ``denied``, ``no_answer``, ``removed``, ``ended``, ``participants``, ``chat``,
 ``chat_history``, ``audio_slots``, ``error``. Binary
 (see :func:`testmeeting.room.streams.speech_message`): ``speech`` (a simulated participant's
-whole utterance) and ``stream`` (a 100 ms block of another browser participant's microphone).
+utterance, in parts of at most 8 s played once all are in: ``clip``, ``part``, ``parts``) and
+``stream`` (a 100 ms block of another browser participant's microphone).
 """
 
 from __future__ import annotations

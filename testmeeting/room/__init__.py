@@ -34,12 +34,14 @@ from testmeeting.room.state import (
 from testmeeting.room.streams import (
     FRAME_KINDS,
     MAX_FRAMES_KEPT,
+    SPEECH_PART_BYTES,
     PreparedUtterance,
     ReceivedMedia,
     RoomMedia,
     prepare_audio,
     prepare_utterance,
     speech_message,
+    speech_parts,
 )
 from testmeeting.room.tasks import RoomTasks
 from testmeeting.room.timeline import Timeline, TimelineEvent
@@ -47,6 +49,7 @@ from testmeeting.room.timeline import Timeline, TimelineEvent
 __all__ = [
     "FRAME_KINDS",
     "MAX_FRAMES_KEPT",
+    "SPEECH_PART_BYTES",
     "ChatMessage",
     "PageLink",
     "Participant",
@@ -64,4 +67,5 @@ __all__ = [
     "prepare_audio",
     "prepare_utterance",
     "speech_message",
+    "speech_parts",
 ]

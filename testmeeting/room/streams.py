@@ -6,8 +6,9 @@ pages, and what browser participants send in.
 Audio slots: Google Meet gives every remote participant an audio track of their own, so each
 page prepares one slot per possible speaker — ``sim-<index>`` per scripted simulated
 participant, then the id of each participant who joined later (host API or browser). Binary
-page messages (:func:`speech_message`): ``speech`` carries a simulated participant's whole
-utterance, ``stream`` a 100 ms block of another browser participant's microphone.
+page messages (:func:`speech_message`): ``speech`` carries a simulated participant's
+utterance, in parts of at most :data:`SPEECH_PART_BYTES` (:func:`speech_parts`), ``stream`` a
+100 ms block of another browser participant's microphone.
 
 All PCM is 16 kHz mono int16 little-endian.
 """
@@ -97,6 +98,31 @@ def speech_message(header: dict[str, Any], pcm: bytes) -> bytes:
     return struct.pack("<I", len(encoded)) + encoded + pcm
 
 
+# An utterance goes to the pages in parts of at most this many PCM bytes (8 s of audio).
+# Playwright's driver relays every WebSocket frame a bot's page receives to the bot's Python
+# process (CDP Network.webSocketFrameReceived, then its own frameReceived event, base64 in
+# JSON, whether or not anyone listens): the corpus's 232 s clip sent whole (7.4 MB) lifted a
+# bot's driver by ~45 MB and its agent by ~25 MB for a few seconds, every time the corpus came
+# round (issue 19's soak peaks). Real platforms send media over WebRTC, not WebSocket frames.
+SPEECH_PART_BYTES = 256_000
+
+
+def speech_parts(header: dict[str, Any], pcm: bytes) -> list[bytes]:
+    """``speech`` messages carrying ``pcm`` in order, each ≤ :data:`SPEECH_PART_BYTES` of it.
+
+    Every header is ``header`` plus ``part`` (0, 1, …) and ``parts`` (how many); the page
+    plays the utterance once it holds them all (``header["clip"]`` tells utterances apart).
+    """
+    count = max(1, -(-len(pcm) // SPEECH_PART_BYTES))
+    return [
+        speech_message(
+            {**header, "part": index, "parts": count},
+            pcm[index * SPEECH_PART_BYTES : (index + 1) * SPEECH_PART_BYTES],
+        )
+        for index in range(count)
+    ]
+
+
 @dataclass(slots=True)
 class ReceivedMedia:
     """What a browser participant sent: microphone PCM placed on its arrival clock, frames."""
@@ -128,6 +154,7 @@ class RoomMedia:
         self._extra: list[str] = []
         self._slot_of: dict[str, str] = {}  # participant id → scripted slot it speaks on
         self._received: dict[str, ReceivedMedia] = {}
+        self._clips = 0  # utterances sent, numbering each one's parts
 
     # ---- audio slots -----------------------------------------------------------------
 
@@ -185,16 +212,19 @@ class RoomMedia:
         # Platforms light a speaker's indicator while their voice is heard, not through the
         # silence a recording starts and ends with: the page lights it over the voiced span.
         voiced = voiced_span(np.frombuffer(prepared.pcm, dtype="<i2"))
+        self._clips += 1
         header = {
             "type": "speech",
             "participant_id": participant.id,
             "slot": slot,
             "sample_rate": media.SAMPLE_RATE,
             "voiced": [round(voiced[0], 3), round(voiced[1], 3)],
+            "clip": self._clips,
         }
-        message = speech_message(header, prepared.pcm)
+        messages = speech_parts(header, prepared.pcm)
         for _pid, link in self._state.meeting_pages():
-            await link.send_bytes(message)
+            for message in messages:
+                await link.send_bytes(message)
 
     async def relay_audio(self, participant_id: str, pcm: bytes) -> None:
         """Send a browser participant's microphone block to every other page in the meeting.

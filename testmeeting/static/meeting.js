@@ -42,6 +42,7 @@
     pcRecv: null,
     dests: new Map(), // slot -> MediaStreamAudioDestinationNode
     streams: new Map(), // participant id -> playback state of their relayed microphone
+    clipParts: new Map(), // utterance ("clip" of its header) -> its parts received so far
     chain: Promise.resolve(),
     micStream: null,
     capCtx: null,
@@ -528,7 +529,29 @@
     if (!media.ctx || state.over || media.ctx.state === "closed") return;
     const headerLength = new DataView(buffer).getUint32(0, true);
     const header = JSON.parse(new TextDecoder().decode(new Uint8Array(buffer, 4, headerLength)));
-    const pcm = new Int16Array(buffer.slice(4 + headerLength));
+    let pcm = new Int16Array(buffer.slice(4 + headerLength));
+    if ((header.parts || 1) > 1) {
+      // A long utterance comes in parts (testmeeting/room/streams.py SPEECH_PART_BYTES), in
+      // order on this socket; it plays once the last one is here.
+      const parts = media.clipParts.get(header.clip) || [];
+      parts[header.part] = pcm;
+      if (header.part < header.parts - 1) {
+        media.clipParts.set(header.clip, parts);
+        return;
+      }
+      media.clipParts.delete(header.clip);
+      let samples = 0;
+      for (let i = 0; i < header.parts; i++) {
+        if (!parts[i]) return; // a part came before this page could play: drop the utterance
+        samples += parts[i].length;
+      }
+      pcm = new Int16Array(samples);
+      let at = 0;
+      for (let i = 0; i < header.parts; i++) {
+        pcm.set(parts[i], at);
+        at += parts[i].length;
+      }
+    }
     if (!pcm.length) return;
     const clip = media.ctx.createBuffer(1, pcm.length, header.sample_rate);
     const samples = clip.getChannelData(0);

@@ -20,6 +20,7 @@ import aiohttp
 import pytest
 
 from testmeeting import TestMeetingServer
+from testmeeting.room import SPEECH_PART_BYTES
 
 pytestmark = pytest.mark.api
 
@@ -183,6 +184,47 @@ participants:
     assert spoken["text"] == "Good morning everyone."
     assert spoken["end"] - spoken["t"] == pytest.approx(len(pcm) / 32_000, abs=0.01)
     assert kinds[-1] == "removed"
+    await ws.close()
+
+
+async def test_a_long_utterance_reaches_the_page_in_parts_of_at_most_eight_seconds(
+    server: TestMeetingServer, http: aiohttp.ClientSession
+) -> None:
+    # Playwright's driver relays every WebSocket frame a bot's page receives to the bot's
+    # Python process: a long monologue sent as one frame lifted both for seconds (issue 19).
+    await create(http, server, "platform: zoom\nmeeting_id: '81234567899'\nlobby: false\n")
+    base = f"{server.http_url}/api/rooms/zoom/81234567899"
+    ws = await page(http, server, "zoom", "81234567899")
+    await ws.send_json({"type": "join", "name": "Bot"})
+    await until(ws, "joined")
+    await until(ws, "admitted")
+    async with http.post(f"{base}/participants", json={"name": "Dana"}) as r:
+        dana = (await r.json())["id"]
+    text = (
+        "Thanks everyone for joining, I will walk you through the quarterly numbers first, "
+        "then the hiring plan for the spring, and after that we can take questions about the "
+        "budget, the new office and anything else that came up since our last meeting together."
+    )
+    async with http.post(f"{base}/participants/{dana}/speak", json={"text": text}) as r:
+        said = await r.json()
+    assert said["duration"] > SPEECH_PART_BYTES / 32_000  # two parts at least
+
+    parts: list[tuple[dict[str, Any], bytes]] = []
+    while not parts or parts[-1][0]["part"] < parts[-1][0]["parts"] - 1:
+        header, pcm = await speech(ws)
+        parts.append((header, pcm))
+
+    headers = [header for header, _ in parts]
+    assert [h["part"] for h in headers] == list(range(len(parts)))
+    assert {h["parts"] for h in headers} == {len(parts)}
+    assert len(parts) >= 2
+    assert len({h["clip"] for h in headers}) == 1
+    assert {(h["type"], h["participant_id"], h["slot"]) for h in headers} == {
+        ("speech", dana, dana)
+    }
+    assert all(len(pcm) <= SPEECH_PART_BYTES for _, pcm in parts)
+    assert all(len(pcm) == SPEECH_PART_BYTES for _, pcm in parts[:-1])
+    assert sum(len(pcm) for _, pcm in parts) / 32_000 == pytest.approx(said["duration"])
     await ws.close()
 
 

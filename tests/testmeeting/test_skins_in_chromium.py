@@ -23,6 +23,7 @@ from playwright.async_api import Browser, Page, async_playwright, expect
 from testmeeting import Room, Scenario, TestMeetingServer
 from testmeeting.errors import MediaNotFound
 from testmeeting.media import read_pcm
+from testmeeting.room import SPEECH_PART_BYTES
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]
 
@@ -371,3 +372,37 @@ async def test_bot_microphone_camera_and_screen_reach_the_server(
     text = " ".join(segment.text for segment in segments).lower()
     normalised = "".join(ch for ch in text if ch.isalpha() or ch == " ")
     assert wer(MIC_TEXT, " ".join(normalised.split())) < 0.25
+
+
+async def test_a_long_utterance_sent_in_parts_plays_whole_and_in_order(
+    server: TestMeetingServer, browser: Browser, speech: Path
+) -> None:
+    # jfk.wav is 11 s: the simulator sends it in two WebSocket frames of at most 8 s
+    # (SPEECH_PART_BYTES); the page must play both, in order, as the one utterance they are.
+    skin = SKINS["google_meet"]
+    meeting_id = await open_room(
+        server,
+        skin,
+        lobby=False,
+        participants=[{"name": "Alice", "utterances": [{"at": 0.5, "file": MIC_CLIP}]}],
+    )
+    source = np.frombuffer(read_pcm(speech / MIC_CLIP), dtype=np.int16)
+    assert len(source) * 2 > SPEECH_PART_BYTES
+    page = await new_page(browser)
+    try:
+        await page.goto(server.meeting_url(skin.platform, meeting_id))
+        await ask_to_join(page, skin)
+        await expect(page.locator(skin.in_meeting)).to_be_visible()
+        speaking = page.locator(skin.speaking)
+        await expect(speaking).to_have_count(1)
+        await expect(speaking).to_have_count(0, timeout=30_000)
+
+        dumps = await page.evaluate("window.__tmDump()")
+        tracks = [np.frombuffer(base64.b64decode(d["pcm"]), dtype=np.int16) for d in dumps]
+        heard = max(tracks, key=lambda pcm: float(np.abs(pcm.astype(np.float64)).sum()))
+        assert len(heard) >= len(source)
+        # Both parts, in order: the whole clip's loudness contour is there (a missing or
+        # swapped part scores far lower).
+        assert best_envelope_correlation(heard, source) > 0.6
+    finally:
+        await page.close()
