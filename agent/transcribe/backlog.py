@@ -18,7 +18,6 @@ import dataclasses
 import logging
 import tempfile
 from collections import deque
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -61,9 +60,6 @@ class FinalsBacklog:
 
     def __bool__(self) -> bool:
         return bool(self._queue)
-
-    def __iter__(self) -> Iterator[Utterance]:
-        return iter(self._queue)
 
     def append(self, utt: Utterance) -> None:
         """Queue an ended utterance; spill the newest queued audio while over the limit."""
