@@ -249,7 +249,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--language", help="the bot's language (e.g. en: tiny.en alone, no detection model)"
     )
     parser.add_argument(
-        "--data-dir", type=Path, help="keep the demo's folder (logs, recording) here"
+        "--data-dir",
+        type=Path,
+        help="keep the demo's folder (logs, recording, summary.json with every turn) here",
     )
     args = parser.parse_args(argv)
 
@@ -266,8 +268,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     copy = args.samples.open("w", encoding="utf-8") if args.samples is not None else None
     out = Output(copy)
     with tempfile.TemporaryDirectory(prefix="meetbot-soak-") as work:
-        summary_path = Path(work) / "summary.json"
         data_dir = args.data_dir.resolve() if args.data_dir else Path(work) / "data"
+        # Kept with the data when asked: each turn's transcript and speakers, for a post-mortem
+        # of a turn without a final.
+        summary_path = (data_dir if args.data_dir else Path(work)) / "summary.json"
         command = [sys.executable, "-m", "meetbot", "demo", "--platform", args.platform]
         command += ["--style", "soak", "--scenario-seconds", str(seconds), "--record"]
         command += ["--json-summary", str(summary_path), "--data-dir", str(data_dir)]
