@@ -48,10 +48,10 @@ class FinalsBacklog:
         self._metrics = metrics
         self._directory = directory
         self._queue: deque[Utterance] = deque()
-        self._lengths: dict[int, int] = {}  # id(utterance) → samples of its audio
-        self._spilled: dict[int, Path] = {}  # id(utterance) → its audio's file
-        self._queued = 0  # samples of queued audio
-        self._in_memory = 0  # …of which held in memory
+        # id(utterance) → its audio's file and samples (its `ended.audio` is empty meanwhile)
+        self._spilled: dict[int, tuple[Path, int]] = {}
+        self._in_memory = 0  # samples of queued audio held in memory
+        self._on_disk = 0  # …and in files
         self._folder: tempfile.TemporaryDirectory[str] | None = None
         self._files = 0
 
@@ -64,11 +64,8 @@ class FinalsBacklog:
     def append(self, utt: Utterance) -> None:
         """Queue an ended utterance; spill the newest queued audio while over the limit."""
         assert utt.ended is not None  # noqa: S101 - only ended utterances are queued
-        samples = len(utt.ended.audio)
         self._queue.append(utt)
-        self._lengths[id(utt)] = samples
-        self._queued += samples
-        self._in_memory += samples
+        self._in_memory += len(utt.ended.audio)
         self._spill_over_limit()
         self._publish()
 
@@ -90,18 +87,16 @@ class FinalsBacklog:
         if head is None:
             raise IndexError("the finals backlog is empty")
         self._queue.popleft()
-        samples = self._lengths.pop(id(head))
-        self._queued -= samples
-        self._in_memory -= samples
+        assert head.ended is not None  # noqa: S101 - only ended utterances are queued
+        self._in_memory -= len(head.ended.audio)
         self._publish()
         return head
 
     def close(self) -> None:
         """Forget what is queued and remove the spill folder (idempotent)."""
         self._queue.clear()
-        self._lengths.clear()
         self._spilled.clear()
-        self._queued = self._in_memory = 0
+        self._in_memory = self._on_disk = 0
         if self._folder is not None:
             self._folder.cleanup()
             self._folder = None
@@ -139,23 +134,26 @@ class FinalsBacklog:
         # A few hundred kB at most, written once per spilled utterance: quick enough in line.
         np.save(path, pcm, allow_pickle=False)
         utt.ended = dataclasses.replace(ended, audio=np.zeros(0, dtype=np.float32))
-        self._spilled[id(utt)] = path
-        self._in_memory -= self._lengths[id(utt)]
+        self._spilled[id(utt)] = (path, len(pcm))
+        self._in_memory -= len(pcm)
+        self._on_disk += len(pcm)
         self._metrics.finals_spilled += 1
 
     def _restore(self, utt: Utterance) -> None:
-        path = self._spilled.pop(id(utt), None)
-        if path is None:
+        spilled = self._spilled.pop(id(utt), None)
+        if spilled is None:
             return
+        path, samples = spilled
         ended = utt.ended
         assert ended is not None  # noqa: S101 - only ended utterances are queued
         pcm = np.load(path, allow_pickle=False)
         path.unlink()
         utt.ended = dataclasses.replace(ended, audio=pcm.astype(np.float32) / _PCM_SCALE)
-        self._in_memory += self._lengths[id(utt)]
+        self._in_memory += samples
+        self._on_disk -= samples
         self._publish()
 
     def _publish(self) -> None:
-        self._metrics.backlog_s = round(self._queued / SAMPLE_RATE, 3)
-        spilled = self._queued - self._in_memory
-        self._metrics.backlog_spilled_s = round(spilled / SAMPLE_RATE, 3)
+        queued = self._in_memory + self._on_disk
+        self._metrics.backlog_s = round(queued / SAMPLE_RATE, 3)
+        self._metrics.backlog_spilled_s = round(self._on_disk / SAMPLE_RATE, 3)

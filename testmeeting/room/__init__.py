@@ -41,7 +41,6 @@ from testmeeting.room.streams import (
     prepare_audio,
     prepare_utterance,
     speech_message,
-    speech_parts,
 )
 from testmeeting.room.tasks import RoomTasks
 from testmeeting.room.timeline import Timeline, TimelineEvent
@@ -67,5 +66,4 @@ __all__ = [
     "prepare_audio",
     "prepare_utterance",
     "speech_message",
-    "speech_parts",
 ]
