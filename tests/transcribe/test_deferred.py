@@ -11,9 +11,9 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from agent.audio import AudioFrame, SpeakerActivity
+from agent.audio import SpeakerActivity
 from agent.contracts.link import Segment
-from agent.transcribe.audio_io import TrackAudio, TrackRecorder, read_audio
+from agent.transcribe.audio_io import TrackAudio
 from agent.transcribe.deferred import (
     DeferredTranscriber,
     RefiningTranscriber,
@@ -39,22 +39,6 @@ def _write_wav(path: Path, pcm: npt.NDArray[np.int16]) -> Path:
         wav.setframerate(16_000)
         wav.writeframes(pcm.astype("<i2").tobytes())
     return path
-
-
-async def test_recorder_keeps_the_clock_across_gaps(tmp_path: Path) -> None:
-    recorder = TrackRecorder(tmp_path)
-    tone = np.full(1600, 1000, dtype=np.int16)
-    await recorder.add(AudioFrame("a", 100.0, tone))
-    await recorder.add(AudioFrame("a", 100.5, tone))  # 0.4 s without frames
-    await recorder.add(AudioFrame("b", 100.2, tone, "Bob"))
-    tracks = await recorder.close()
-    assert [(t.track_id, t.start_time, t.speaker) for t in tracks] == [
-        ("a", 100.0, None),
-        ("b", 100.2, "Bob"),
-    ]
-    a = read_audio(tracks[0].path)
-    assert len(a) == 1600 + 6400 + 1600
-    assert not a[1600:8000].any() and a[8000:].all()
 
 
 async def test_mixed_recording_is_split_and_named_by_the_timeline(

@@ -1,0 +1,70 @@
+"""TrackRecorder: one WAV per track whose sample index stays a clock; digital silence unwritten."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agent.audio import AudioFrame
+from agent.transcribe.audio_io import TrackRecorder, read_audio
+
+pytestmark = pytest.mark.unit
+
+BLOCK = 1600  # 100 ms at 16 kHz
+
+
+def _tone(level: int = 1000) -> np.ndarray:
+    return np.full(BLOCK, level, dtype=np.int16)
+
+
+def _zeros() -> np.ndarray:
+    return np.zeros(BLOCK, dtype=np.int16)
+
+
+async def test_recorder_keeps_the_clock_across_gaps(tmp_path: Path) -> None:
+    recorder = TrackRecorder(tmp_path)
+    await recorder.add(AudioFrame("a", 100.0, _tone()))
+    await recorder.add(AudioFrame("a", 100.5, _tone()))  # 0.4 s without frames
+    await recorder.add(AudioFrame("b", 100.2, _tone(), "Bob"))
+    tracks = await recorder.close()
+    assert [(t.track_id, t.start_time, t.speaker) for t in tracks] == [
+        ("a", 100.0, None),
+        ("b", 100.2, "Bob"),
+    ]
+    a = read_audio(tracks[0].path)
+    assert len(a) == 1600 + 6400 + 1600
+    assert not a[1600:8000].any() and a[8000:].all()
+
+
+async def test_digital_silence_starts_no_file_and_keeps_the_clock(tmp_path: Path) -> None:
+    # A page holding a track per possible speaker sends zeros on all of them, all the time.
+    recorder = TrackRecorder(tmp_path)
+    for step in range(50):  # 5 s: "idle" never speaks; "ada" speaks at 1.0-1.5 s and 3.0 s
+        at = 200.0 + step * 0.1
+        await recorder.add(AudioFrame("idle", at, _zeros()))
+        speaking = 10 <= step < 15 or step == 30
+        await recorder.add(AudioFrame("ada", at, _tone(-700) if speaking else _zeros(), "Ada"))
+    tracks = await recorder.close()
+
+    assert [(t.track_id, t.speaker) for t in tracks] == [("ada", "Ada")]
+    assert tracks[0].start_time == 201.0  # its first sound, not the first frame
+    ada = read_audio(tracks[0].path)
+    # Sound, the 1.5 s of zeros between the sounds as a gap, sound; nothing after the last.
+    assert len(ada) == 5 * BLOCK + 15 * BLOCK + BLOCK
+    assert (ada[: 5 * BLOCK] == -700).all()
+    assert not ada[5 * BLOCK : 20 * BLOCK].any()
+    assert (ada[20 * BLOCK :] == -700).all()
+    assert await asyncio.to_thread(lambda: list(tmp_path.iterdir())) == [tracks[0].path]
+
+
+async def test_a_track_silent_longer_than_the_gap_limit_starts_a_new_file(tmp_path: Path) -> None:
+    recorder = TrackRecorder(tmp_path)
+    await recorder.add(AudioFrame("a", 0.0, _tone()))
+    await recorder.add(AudioFrame("a", 60.0, _zeros()))  # muted for minutes, zeros all along
+    await recorder.add(AudioFrame("a", 300.0, _tone()))
+    tracks = await recorder.close()
+    assert [(t.track_id, t.start_time) for t in tracks] == [("a", 0.0), ("a", 300.0)]
+    assert [len(read_audio(t.path)) for t in tracks] == [BLOCK, BLOCK]
