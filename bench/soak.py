@@ -8,8 +8,10 @@ prints one JSON line per sample:
 
 - ``pss_mb`` / ``uss_mb`` per role: ``agent`` (the bot's Python), ``driver`` (Playwright's
   node), ``browser`` (Chromium's main process), ``renderer`` (the meeting page),
-  ``chromium_other``, ``control_plane`` and ``demo`` (the simulator and the demo's client);
-- ``bot_tree_pss_mb``: agent + driver + every Chromium process, the figure a bot VM must hold;
+  ``chromium_other``, ``agent_child`` (anything else the agent started: the ffmpeg encoding
+  a recording piece, for some seconds every ten minutes), ``control_plane`` and ``demo`` (the
+  simulator and the demo's client);
+- ``bot_tree_pss_mb``: the agent and every process under it, the figure a bot VM must hold;
 - ``cpu_s``: CPU seconds of the bot tree so far, and ``cpu_s_by_role`` the same per role (of the
   processes alive at the sample), to tell which part's CPU drifts in a long meeting.
 
@@ -31,13 +33,14 @@ packaged with testmeeting; needs ffprobe.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -49,7 +52,7 @@ from testmeeting.packaged_speech import corpus_or_packaged
 from testmeeting.soak import corpus_clips, soak_scenario
 
 REPO = Path(__file__).resolve().parent.parent
-BOT_ROLES = ("agent", "driver", "browser", "renderer", "chromium_other")
+BOT_ROLES = ("agent", "driver", "browser", "renderer", "chromium_other", "agent_child")
 
 
 class Output:
@@ -73,8 +76,12 @@ def speech_dir() -> Path:
     return corpus_or_packaged(corpus)  # the clips packaged with testmeeting when no corpus
 
 
-def role(process: psutil.Process) -> str:
-    """What one process of the demo's tree is (see the module docstring)."""
+def role(process: psutil.Process, agents: Collection[int] = ()) -> str:
+    """What one process of the demo's tree is (see the module docstring).
+
+    ``agents`` are the agent processes' pids: any other process under one of them that is not
+    Playwright's driver or Chromium is an ``agent_child``.
+    """
     command = " ".join(process.cmdline())
     name = process.name().lower()
     if "chrom" in name:
@@ -85,6 +92,8 @@ def role(process: psutil.Process) -> str:
         return "driver"
     if " -m agent" in command or "agent.cli" in command or "/agent " in command:
         return "agent"
+    if agents and any(parent.pid in agents for parent in process.parents()):
+        return "agent_child"
     if " serve" in command or "control_plane" in command:
         return "control_plane"
     return "demo"
@@ -101,9 +110,15 @@ def sample(
     pss: dict[str, float] = {}
     by_role: dict[str, float] = {}
     cpu = 0.0
-    for process in [root, *root.children(recursive=True)]:
+    tree = [root, *root.children(recursive=True)]
+    agents = set()
+    for process in tree:
+        with contextlib.suppress(psutil.Error):
+            if role(process) == "agent":
+                agents.add(process.pid)
+    for process in tree:
         try:
-            kind = role(process)
+            kind = role(process, agents)
             memory = process.memory_full_info()
             times = process.cpu_times()
         except psutil.Error:

@@ -1,7 +1,8 @@
 """Draw a soak run (``bench.soak --samples FILE``) as a PNG: memory per process, CPU, load.
 
 Top: PSS of each part of the bot tree (agent Python, node driver, Chromium's browser process,
-the meeting's renderer, other Chromium processes) and the tree's total, in MiB, against the
+the meeting's renderer, other Chromium processes, the agent's other children such as the ffmpeg
+encoding a recording piece) and the tree's total, in MiB, against the
 minutes since the bench began, with issue 19's 900 MB goal. Bottom: the bot tree's CPU (cores
 busy between two samples) and, on the right axis, the machine's 1-minute load average.
 
@@ -23,7 +24,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-PARTS = ("agent", "driver", "browser", "renderer", "chromium_other")
+PARTS = ("agent", "driver", "browser", "renderer", "chromium_other", "agent_child")
 GOAL_MB = 900
 
 
