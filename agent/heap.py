@@ -12,7 +12,10 @@ times by four threads (PSS after the decodes; docs/architecture.md §5a):
 
 Not done here: a fixed mapping threshold (``MALLOC_MMAP_THRESHOLD_=131072``) brought the same
 decodes down to 271 MB, but cost 21% more CPU per decode (twice the page faults), which a
-1 vCPU bot needs for latency. An operator may still set it in the agent's environment.
+1 vCPU bot needs for latency; ``bench.agent_heap`` measured 56-67% more CPU per second of
+audio on a slower host, and 19-30% at 4 MB for a third of the saving. An operator may still
+set it in the agent's environment. Playwright's node driver gets one
+(:data:`agent.browser.session.DRIVER_MALLOC`): it decodes nothing.
 
 On a libc without ``mallopt`` or ``malloc_trim`` (musl, macOS) these do nothing.
 """

@@ -14,7 +14,7 @@ import contextlib
 import json
 import logging
 import os
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from importlib import resources
 from typing import Any
 
@@ -47,17 +47,47 @@ def tune_driver_environment(environ: MutableMapping[str, str]) -> None:
     environ.setdefault("NODE_OPTIONS", DRIVER_NODE_OPTIONS)
 
 
+# glibc's malloc settings for the node driver alone (issue 19). The driver relays every
+# WebSocket frame the page receives and sends (CDP events, base64 in JSON: hundreds of kB for
+# a large frame) and by default glibc raises its mapping threshold to the largest block freed,
+# so such transient blocks come from the heap and stay there after they are freed: the
+# driver grew from 124 to 150-172 MB over a 20-minute soak. A fixed threshold maps them on
+# their own and returns them when freed; two arenas for its V8 and libuv threads.
+DRIVER_MALLOC: Mapping[str, str] = {"MALLOC_ARENA_MAX": "2", "MALLOC_MMAP_THRESHOLD_": "131072"}
+
+
+@contextlib.contextmanager
+def driver_malloc(environ: MutableMapping[str, str]) -> Iterator[None]:
+    """:data:`DRIVER_MALLOC` in ``environ`` while Playwright starts its driver, then removed.
+
+    Playwright starts the driver with this process's environment; Chromium and every other
+    child get the environment without them (:func:`browser_environment`). An operator's own
+    ``MALLOC_*`` variables win: none is added when any is set.
+    """
+    added = (
+        {}
+        if any(name.startswith("MALLOC_") for name in environ)
+        else {k: v for k, v in DRIVER_MALLOC.items() if k not in environ}
+    )
+    environ.update(added)
+    try:
+        yield
+    finally:
+        for name in added:
+            environ.pop(name, None)
+
+
 def browser_environment(
     settings: AgentSettings, environ: Mapping[str, str]
-) -> dict[str, str | float | bool] | None:
+) -> dict[str, str | float | bool]:
     """Chromium's environment: ``environ`` with the bot's display and sound server, if any.
 
+    Always given to Playwright: without it Chromium would inherit the driver's environment,
+    :data:`DRIVER_MALLOC` included.
+
     Returns:
-        None (Playwright passes this process's environment) when neither is set, else a copy
-        of ``environ`` with ``DISPLAY`` and ``PULSE_SERVER`` from the settings.
+        A copy of ``environ`` with ``DISPLAY`` and ``PULSE_SERVER`` from the settings when set.
     """
-    if not settings.display and not settings.pulse_server:
-        return None
     env: dict[str, str | float | bool] = dict(environ)
     if settings.display:
         env["DISPLAY"] = settings.display
@@ -124,7 +154,8 @@ class BrowserSession:
             avatar: The camera image at join (a ``data:`` URL); None shows the service logo.
         """
         s = self._settings
-        self._playwright = await async_playwright().start()
+        with driver_malloc(os.environ):
+            self._playwright = await async_playwright().start()
         self._browser = await self._playwright.chromium.launch(
             executable_path=str(s.chromium_path),
             headless=s.headless,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import re
 from pathlib import Path
 
@@ -106,6 +107,46 @@ def test_driver_node_options_apply_unless_the_operator_set_their_own() -> None:
     own = {"NODE_OPTIONS": "--max-old-space-size=256"}
     tune_driver_environment(own)
     assert own == {"NODE_OPTIONS": "--max-old-space-size=256"}
+
+
+def test_driver_malloc_is_added_for_the_start_only_and_yields_to_the_operators() -> None:
+    from agent.browser.session import DRIVER_MALLOC, driver_malloc
+
+    environ = {"PATH": "/usr/bin"}
+    with driver_malloc(environ):
+        assert environ == {"PATH": "/usr/bin", **DRIVER_MALLOC}
+    assert environ == {"PATH": "/usr/bin"}
+    with contextlib.suppress(RuntimeError), driver_malloc(environ):
+        raise RuntimeError("the driver did not start")
+    assert environ == {"PATH": "/usr/bin"}
+    own = {"MALLOC_ARENA_MAX": "4"}  # the operator tuned glibc: nothing of ours is mixed in
+    with driver_malloc(own):
+        assert own == {"MALLOC_ARENA_MAX": "4"}
+    assert own == {"MALLOC_ARENA_MAX": "4"}
+
+
+async def test_the_driver_alone_gets_the_malloc_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent.browser.session import DRIVER_MALLOC, BrowserSession
+
+    for name in [k for k in os.environ if k.startswith("MALLOC_")]:
+        monkeypatch.delenv(name)
+    session = BrowserSession(AgentSettings(data_dir=tmp_path), "Notetaker", AudioCapture())
+    await session.start()
+    try:
+        seen: dict[str, dict[str, str]] = {}
+        for process in psutil.Process().children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                env = process.environ()
+                kind = "driver" if process.name().startswith("node") else process.name()
+                seen[kind] = {k: v for k, v in env.items() if k.startswith("MALLOC_")}
+        assert seen.pop("driver") == dict(DRIVER_MALLOC)
+        assert seen, "no Chromium process found under the test"
+        assert all(not malloc for malloc in seen.values()), seen
+        assert not [k for k in os.environ if k.startswith("MALLOC_")]
+    finally:
+        await session.close()
 
 
 # Chromium rates the machine for on-device models this long after start (3 minutes unless
