@@ -140,7 +140,8 @@ def ffmpeg_args(job: EncodeJob, concat_list: Path | None) -> list[str]:
     args += ["-filter_complex", ";".join(graph), "-map", "[aout]"]
     if video_in is not None:
         args += ["-map", "[vout]"]
-    # Two encoder threads: on the bot VM ffmpeg runs alone, after the browser has closed.
+    # Two encoder threads: the last piece is encoded after the browser has closed; a piece cut
+    # mid-meeting shares the machine with the meeting for its few seconds (bench.piece_tracks).
     args += ["-t", duration, "-threads", "2"]
     if job.fmt is RecordingFormat.MP4:
         # No lookahead: the picture is a still or views at about 1 per second, and x264's

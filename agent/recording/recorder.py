@@ -46,6 +46,7 @@ from pathlib import Path
 
 from playwright.async_api import Error as PlaywrightError
 
+from agent import heap
 from agent.artifacts import ArtifactUploader, StoredArtifact
 from agent.audio import AudioFrame
 from agent.browser.session import BrowserSession
@@ -373,6 +374,10 @@ class MeetingRecorder:
         """Encode and upload a piece that ended during the meeting (the shipper's job)."""
         shipping = self._shipping
         assert shipping is not None  # noqa: S101 - the shipper exists only with it
+        # The encode's ffmpeg (about 70 MB for its seconds) joins the meeting's processes on
+        # the bot VM: hand the agent's free heap back first rather than at the next tidy
+        # (issue 19: the tree peaked at each piece's end; agent/heap.py).
+        await asyncio.to_thread(heap.trim)
         try:
             await self._encode_piece(
                 piece,

@@ -8,8 +8,8 @@ and zeros between sounds come back as the gap they leave, so the audio read back
 A meeting page can hold a track per possible speaker (the testmeeting's Meet skin held 42 in
 a 2-hour soak, 5 of them with any sound in a recording piece): each was a WAV as long as the
 piece, 42 WAVs and about 800 MB on disk per 10-minute piece, all decoded and mixed by the
-piece's ffmpeg (issue 19). :func:`read_audio` reads such a WAV directly and anything else (the meeting
-recording: mp4, webm, mp3…) through ffmpeg.
+piece's ffmpeg (issue 19). :func:`read_audio` reads such a WAV directly and anything else (the
+meeting recording: mp4, webm, mp3…) through ffmpeg.
 """
 
 from __future__ import annotations
