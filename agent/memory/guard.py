@@ -161,18 +161,28 @@ class MemoryGuard:
         return freed
 
     async def _relieve(self, memory: TreeMemory) -> MemoryReport:
-        self._relieved_at = self._tidied_at = time.monotonic()
+        self._relieved_at = time.monotonic()
         self._warned = True
-        freed = await self._run(self._reliefs)
-        after = await asyncio.to_thread(self._read)
+        try:
+            freed = await self._run(self._reliefs)
+            after = await asyncio.to_thread(self._read)
+        finally:
+            self._tidied_at = time.monotonic()  # it was this interval's tidy too
         self.last = after
         return await self._send(memory, "limit", freed, after.total_mb)
 
     async def _tidy(self, memory: TreeMemory) -> None:
-        """The routine reliefs, logged with the tree before and after (no report)."""
-        self._tidied_at = time.monotonic()
-        freed = await self._run([relief for relief in self._reliefs if relief.routine])
-        after, machine_mb = await asyncio.to_thread(lambda: (self._read(), _machine_used_mb()))
+        """The routine reliefs, logged with the tree before and after (no report).
+
+        The next tidy is due ``tidy_interval`` after this one ends: a slow tidy (a trim of a
+        large heap takes hundreds of milliseconds on a busy host) is never followed at once
+        by another.
+        """
+        try:
+            freed = await self._run([relief for relief in self._reliefs if relief.routine])
+            after, machine_mb = await asyncio.to_thread(lambda: (self._read(), _machine_used_mb()))
+        finally:
+            self._tidied_at = time.monotonic()
         self.last = after
         self.tidies += 1
         log.info(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -145,38 +146,63 @@ async def test_the_routine_reliefs_run_every_tidy_interval_below_every_threshold
 
     reliefs = [Relief("heap", heap, routine=True), Relief("voice", voice)]
     guard = MemoryGuard(
-        Thresholds(warn_mb=0, limit_mb=0, interval=0.05, cooldown=0, tidy_interval=0.3),
+        Thresholds(warn_mb=0, limit_mb=0, interval=0.05, cooldown=0, tidy_interval=1.0),
         report,
         reliefs,
     )
     assert guard.enabled  # no threshold, but tidying is on
     await guard.check()  # the first tidy comes one interval after the guard was made
     assert ran == [] and guard.tidies == 0
-    await asyncio.sleep(0.35)
+    await asyncio.sleep(1.05)
     await guard.check()
-    await guard.check()  # the next one waits its interval again
+    await guard.check()  # the next one waits its interval again, counted from the tidy's end
     assert ran == ["heap"] and guard.tidies == 1
     assert guard.last is not None and guard.last.total_mb > 10
-    await asyncio.sleep(0.35)
+    await asyncio.sleep(1.05)
     await guard.check()
     assert ran == ["heap", "heap"] and guard.tidies == 2
     assert reports == []  # a tidy is routine: logged, never reported
 
     # Above the limit every relief runs, and that counts as the tidy of its interval.
     over = MemoryGuard(
-        Thresholds(warn_mb=1, limit_mb=2, interval=0.05, cooldown=3600, tidy_interval=0.3),
+        Thresholds(warn_mb=1, limit_mb=2, interval=0.05, cooldown=3600, tidy_interval=1.0),
         report,
         reliefs,
     )
     ran.clear()
-    await asyncio.sleep(0.35)
+    await asyncio.sleep(1.05)
     limit = await over.check()
     assert limit is not None and limit.relieved[-1] == "voice"
     assert ran == ["heap", "voice"] and over.tidies == 0
-    await over.check()  # within the cool-down, and the tidy's interval began at the relief
+    await over.check()  # within the cool-down, and the tidy's interval began as the relief ended
     assert ran == ["heap", "voice"] and over.tidies == 0
 
     off = MemoryGuard(
         Thresholds(warn_mb=0, limit_mb=0, interval=1, cooldown=0, tidy_interval=0), report, reliefs
     )
     assert not off.enabled
+
+
+async def test_a_slow_tidy_is_not_followed_at_once_by_another() -> None:
+    tidied: list[float] = []
+
+    async def slow_trim() -> bool:  # a trim of a large heap on a busy host
+        tidied.append(time.monotonic())
+        await asyncio.sleep(0.5)
+        return True
+
+    async def report(frame: MemoryReport) -> None:
+        raise AssertionError(f"a tidy is never reported: {frame}")
+
+    guard = MemoryGuard(
+        Thresholds(warn_mb=0, limit_mb=0, interval=0.05, cooldown=0, tidy_interval=0.3),
+        report,
+        [Relief("heap", slow_trim, routine=True)],
+    )
+    await asyncio.sleep(0.35)
+    await guard.check()  # tidies for 0.5 s: longer than the interval
+    await guard.check()
+    assert guard.tidies == 1  # the interval counts from the end of the slow tidy
+    await asyncio.sleep(0.35)
+    await guard.check()
+    assert guard.tidies == 2 and tidied[1] - tidied[0] >= 0.8
