@@ -40,7 +40,6 @@ import sys
 import tempfile
 import threading
 import time
-import wave
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +49,7 @@ import psutil
 from agent import heap
 from agent.audio import SAMPLE_RATE
 from agent.contracts.bot_config import Task
+from agent.transcribe.audio_io import read_audio
 from agent.transcribe.engine import DecodeOptions, WhisperEngine
 from agent.transcribe.factory import load_engine
 from agent.transcribe.options import TranscribeOptions
@@ -71,9 +71,7 @@ def _pss_mb() -> float:
 
 
 def _clip(path: Path) -> npt.NDArray[np.float32]:
-    with wave.open(str(path), "rb") as wav:
-        pcm = np.frombuffer(wav.readframes(wav.getnframes()), dtype="<i2")
-    return (pcm.astype(np.float32) / 32768.0).astype(np.float32)
+    return (read_audio(path).astype(np.float32) / 32768.0).astype(np.float32)
 
 
 def _speaker(

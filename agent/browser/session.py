@@ -64,11 +64,7 @@ def driver_malloc(environ: MutableMapping[str, str]) -> Iterator[None]:
     child get the environment without them (:func:`browser_environment`). An operator's own
     ``MALLOC_*`` variables win: none is added when any is set.
     """
-    added = (
-        {}
-        if any(name.startswith("MALLOC_") for name in environ)
-        else {k: v for k, v in DRIVER_MALLOC.items() if k not in environ}
-    )
+    added = {} if any(name.startswith("MALLOC_") for name in environ) else dict(DRIVER_MALLOC)
     environ.update(added)
     try:
         yield

@@ -46,7 +46,6 @@ from pathlib import Path
 
 from playwright.async_api import Error as PlaywrightError
 
-from agent import heap
 from agent.artifacts import ArtifactUploader, StoredArtifact
 from agent.audio import AudioFrame
 from agent.browser.session import BrowserSession
@@ -56,6 +55,7 @@ from agent.contracts.link import ArtifactEvent, ArtifactKind, UploadSlot
 from agent.errors import CommandError
 from agent.events import BotEvents
 from agent.logs import LossReport
+from agent.memory.relief import trim_heap
 from agent.recording.encode import (
     EncodeError,
     EncodeJob,
@@ -376,8 +376,8 @@ class MeetingRecorder:
         assert shipping is not None  # noqa: S101 - the shipper exists only with it
         # The encode's ffmpeg (about 70 MB for its seconds) joins the meeting's processes on
         # the bot VM: hand the agent's free heap back first rather than at the next tidy
-        # (issue 19: the tree peaked at each piece's end; agent/heap.py).
-        await asyncio.to_thread(heap.trim)
+        # (issue 19: the tree peaked at each piece's end), with the guard's own relief.
+        await asyncio.to_thread(trim_heap)
         try:
             await self._encode_piece(
                 piece,
