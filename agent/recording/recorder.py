@@ -374,7 +374,7 @@ class MeetingRecorder:
         """Encode and upload a piece that ended during the meeting (the shipper's job)."""
         shipping = self._shipping
         assert shipping is not None  # noqa: S101 - the shipper exists only with it
-        # The encode's ffmpeg (about 70 MB for its seconds) joins the meeting's processes on
+        # The encode's ffmpeg (about 60 MB for its seconds) joins the meeting's processes on
         # the bot VM: hand the agent's free heap back first rather than at the next tidy
         # (issue 19: the tree peaked at each piece's end), with the guard's own relief.
         await asyncio.to_thread(trim_heap)
