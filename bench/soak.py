@@ -3,8 +3,10 @@
 Runs ``meetbot demo --style soak --record`` (control plane, testmeeting, one bot transcribing
 and recording) for ``--minutes`` of continuous talk from the speech corpus, with a guest
 joining every three minutes (chat, hand, screen share) and leaving later
-(:mod:`testmeeting.soak`). Every ``--every`` seconds it samples the demo's process tree and
-prints one JSON line per sample:
+(:mod:`testmeeting.soak`). Every ``--every`` seconds it samples the demo's process tree, and
+every second while the agent runs a child (a recording piece's encode, which holds the tree's
+peak), and prints one JSON line per sample (``regular``: false for those extra ones, which the
+growth and CPU fits leave out):
 
 - ``pss_mb`` / ``uss_mb`` per role: ``agent`` (the bot's Python), ``driver`` (Playwright's
   node), ``browser`` (Chromium's main process), ``renderer`` (the meeting page),
@@ -17,9 +19,10 @@ prints one JSON line per sample:
 
 At the end it prints ``soak_summary``: the bot tree's growth in MB per hour after
 ``--warm-up`` seconds (least squares), its peak; CPU per wall second and end-of-turn → final
-latency p50 per ``--window`` seconds of the meeting (by the turn's start); turns spoken,
-turns without a final and segments stored; the recording's length (all its pieces) against
-the meeting's (active → stopping). With ``--samples FILE`` the samples and the summary are
+latency p50 per ``--window`` seconds of the meeting (by the turn's start); the tree's min,
+median and max after the warm-up over every sample; turns spoken, turns without a final and
+segments stored; the recording's length (all its pieces) against the meeting's (active →
+stopping). With ``--samples FILE`` the samples and the summary are
 also written as JSON lines, which ``python -m bench.soak_plot FILE PNG`` draws. Nothing is
 asserted; issue 19 states the goals (≤ 50 MB per hour of new audio after a 5-minute
 warm-up, < 900 MB in all, the last window's latency and CPU equal to the first's, every turn
@@ -53,6 +56,9 @@ from testmeeting.soak import corpus_clips, soak_scenario
 
 REPO = Path(__file__).resolve().parent.parent
 BOT_ROLES = ("agent", "driver", "browser", "renderer", "chromium_other", "agent_child")
+ENCODE_POLL_S = 1.0
+"""Between samples, how often to look for a recording piece's encode (then sample each second:
+it lasts some seconds every ten minutes and holds the tree's peak)."""
 
 
 class Output:
@@ -99,6 +105,24 @@ def role(process: psutil.Process, agents: Collection[int] = ()) -> str:
     return "demo"
 
 
+def agent_children(root: psutil.Process) -> bool:
+    """Whether an ``agent_child`` (a recording piece's ffmpeg) runs now; cheap (no memory read)."""
+    try:
+        tree = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return False
+    agents = set()
+    for process in tree:
+        with contextlib.suppress(psutil.Error):
+            if role(process) == "agent":
+                agents.add(process.pid)
+    for process in tree:
+        with contextlib.suppress(psutil.Error):
+            if role(process, agents) == "agent_child":
+                return True
+    return False
+
+
 def sample(
     root: psutil.Process,
 ) -> tuple[dict[str, float], dict[str, float], float, dict[str, float]]:
@@ -130,6 +154,19 @@ def sample(
         if kind in BOT_ROLES:
             cpu += spent
     return uss, pss, cpu, by_role
+
+
+def spread(ordered: Sequence[float]) -> dict[str, float] | None:
+    """min / median / max of sorted MiB figures, and how many there were."""
+    if not ordered:
+        return None
+    middle = ordered[len(ordered) // 2]
+    return {
+        "min": round(ordered[0], 1),
+        "median": round(middle, 1),
+        "max": round(ordered[-1], 1),
+        "samples": len(ordered),
+    }
 
 
 def slope_per_hour(points: Sequence[tuple[float, float]]) -> float | None:
@@ -302,16 +339,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         began_epoch = time.time()
         points: list[tuple[float, float]] = []
         cpu_points: list[tuple[float, float]] = []
+        in_meeting: list[tuple[float, float]] = []  # every sample's tree, encode ones too
+        next_at = began
         try:
             while demo.poll() is None:
+                now = time.monotonic()
+                regular = now >= next_at
+                if not regular and not agent_children(root):
+                    time.sleep(min(ENCODE_POLL_S, next_at - now))
+                    continue
                 uss, pss, cpu, cpu_by_role = sample(root)
                 elapsed = time.monotonic() - began
                 bot_tree = sum(pss.get(kind, 0.0) for kind in BOT_ROLES)
                 if pss.get("renderer"):  # the bot is in the meeting
-                    points.append((elapsed, bot_tree))
-                    cpu_points.append((elapsed, cpu))
+                    in_meeting.append((elapsed, bot_tree))
+                    if regular:  # the fits take evenly spaced samples only
+                        points.append((elapsed, bot_tree))
+                        cpu_points.append((elapsed, cpu))
+                if regular:
+                    next_at += args.every
                 out.emit(
                     metric="sample",
+                    regular=regular,
                     t_s=round(elapsed),
                     uss_mb={k: round(v, 1) for k, v in sorted(uss.items())},
                     pss_mb={k: round(v, 1) for k, v in sorted(pss.items())},
@@ -319,7 +368,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     cpu_s=round(cpu, 1),
                     cpu_s_by_role={k: round(v, 1) for k, v in sorted(cpu_by_role.items())},
                 )
-                time.sleep(args.every)
+                time.sleep(ENCODE_POLL_S)
         finally:
             if demo.poll() is None:
                 demo.terminate()
@@ -337,6 +386,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         offset = (active_at - began_epoch) if active_at is not None else 0.0
         fitted = [(t, m) for t, m in points if t - offset >= args.warm_up]
         growth = slope_per_hour(fitted)
+        settled = sorted(m for t, m in in_meeting if t - offset >= args.warm_up)
         recorded_s, pieces = recording_seconds(data_dir)
         out.emit(
             metric="soak_summary",
@@ -346,7 +396,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             wall_s=round(time.monotonic() - began),
             active_from_s=None if active_at is None else round(active_at - began_epoch, 1),
             bot_tree_growth_mb_per_hour=None if growth is None else round(growth, 1),
-            bot_tree_peak_pss_mb=round(max((m for _, m in points), default=0.0), 1),
+            bot_tree_peak_pss_mb=round(max((m for _, m in in_meeting), default=0.0), 1),
+            bot_tree_after_warm_up_mb=spread(settled),
             windows=windows(starts, latencies, cpu_points, offset, args.window),
             turns_spoken=len(turns),
             turns_reported=len(said),
