@@ -7,7 +7,9 @@ arrival times, the simulator's ground-truth timeline, verified webhook deliverie
 
 Matching segments to turns: each final segment goes to the scripted utterance *of the
 speaker it is named after* whose absolute time span it overlaps most (the utterance widened by
-``MATCH_SLACK_S`` for the WebRTC and capture delay); when it overlaps none of theirs (a
+``MATCH_SLACK_S`` on both sides: the WebRTC and capture delay after it, and before it the
+timestamps of a one-word utterance, which came out up to 0.5 s before the clip's start in the
+2-hour soak); when it overlaps none of theirs (a
 misnamed segment), to the utterance of anyone it overlaps most, else to the nearest one. Without
 the speaker, a backchannel's segment, which lies wholly inside the turn it was said over,
 went to that turn, and the backchannel counted as lost (issue 12). A turn's end-of-utterance
@@ -33,7 +35,8 @@ from agent.transcribe.normalize import normalize_text, word_errors
 from testmeeting import TimelineEvent
 
 MATCH_SLACK_S = 1.0
-"""Seconds an utterance is widened by when matching segments (capture and transport delay)."""
+"""Seconds an utterance is widened by on each side when matching segments (capture and
+transport delay after it; a short utterance's timestamps before it)."""
 
 
 class StatusChange(BaseModel):
@@ -124,7 +127,7 @@ def _match(segment: dict[str, Any], speech: list[TimelineEvent]) -> int | None:
 
     def overlap(event: TimelineEvent) -> float:
         stop = (event.end or event.t) + MATCH_SLACK_S
-        return min(end, stop) - max(start, event.t)
+        return min(end, stop) - max(start, event.t - MATCH_SLACK_S)
 
     def distance(event: TimelineEvent) -> float:
         return min(abs(start - event.t), abs(end - (event.end or event.t)))

@@ -201,6 +201,32 @@ def test_a_backchannel_is_its_own_turn_and_its_final_goes_to_it_by_name() -> Non
     assert speaker_words([_final("Chris", "four five", 106.5, 108.8)], speech, voiced) == (0, 2)
 
 
+def test_a_one_word_turn_right_after_another_goes_to_its_own_speaker() -> None:
+    """Bob's "Fire fox", then Carol's "six" 2.75 s later: the 2-hour soak's timings.
+
+    Carol's segment ended 0.11 s before her clip's start on the simulator's timeline (a short
+    utterance's timestamps); it overlapped only Bob's turn widened after its end, went there,
+    and her turn was reported without a final though her word was stored under her name.
+    """
+    speech = [
+        TimelineEvent(type="speech", t=100.0, end=101.2, name="Alice", text="no"),
+        TimelineEvent(type="speech", t=104.5, end=106.0, name="Bob", text="Fire fox"),
+        TimelineEvent(type="speech", t=107.25, end=108.4, name="Carol", text="six"),
+        TimelineEvent(type="speech", t=109.5, end=116.0, name="Guest 2", text="this is it"),
+    ]
+    finals = [
+        (_final("Alice", "No.", 100.39, 100.74), 104.2),
+        (_final("Bob", "Firefox", 104.10, 104.74), 108.4),
+        (_final("Carol", "6.", 106.75, 107.14), 110.8),
+        (_final("Guest 2", "This is it.", 111.3, 115.0), 115.6),
+    ]
+    out, _, _ = build_turns(finals, speech, (0.5, 0.8, 0.4, 5.0))
+    assert [t.speakers_heard for t in out] == [["Alice"], ["Bob"], ["Carol"], ["Guest 2"]]
+    assert [t.hypothesis for t in out] == ["No.", "Firefox", "6.", "This is it."]
+    assert out[1].latency_s == pytest.approx(3.1)  # 108.4 - (104.5 + 0.8), Carol's not in it
+    assert out[2].latency_s == pytest.approx(3.15)  # 110.8 - (107.25 + 0.4)
+
+
 OTHER_SECRET = "whsec_" + "QUJDREVGR0hJSktMTU5PUFFSU1RVVldY"
 
 
