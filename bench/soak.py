@@ -11,9 +11,11 @@ growth and CPU fits leave out):
 - ``pss_mb`` / ``uss_mb`` per role: ``agent`` (the bot's Python), ``driver`` (Playwright's
   node), ``browser`` (Chromium's main process), ``renderer`` (the meeting page),
   ``chromium_other``, ``agent_child`` (anything else the agent started: the ffmpeg encoding
-  a recording piece, for some seconds every ten minutes), ``control_plane`` and ``demo`` (the
-  simulator and the demo's client);
-- ``bot_tree_pss_mb``: the agent and every process under it, the figure a bot VM must hold;
+  a recording piece, for some seconds every ten minutes), ``runtime`` (with ``--display``: the
+  Xvfb and PulseAudio a bot VM runs, started here by the agent as on the VM,
+  :mod:`agent.runtime`), ``control_plane`` and ``demo`` (the simulator and the demo's client);
+- ``bot_tree_pss_mb``: the agent and every process under it but the runtime, the figure the
+  memory goal counts (the runtime is reported beside it);
 - ``cpu_s``: CPU seconds of the bot tree so far, and ``cpu_s_by_role`` the same per role (of the
   processes alive at the sample), to tell which part's CPU drifts in a long meeting.
 
@@ -28,7 +30,9 @@ asserted; issue 19 states the goals (≤ 50 MB per hour of new audio after a 5-m
 warm-up, < 900 MB in all, the last window's latency and CPU equal to the first's, every turn
 transcribed, the recording as long as the meeting).
 
-Usage: ``python -m bench.soak [--minutes 20] [--every 60] [--samples soak.jsonl] [--language en]``.
+Usage: ``python -m bench.soak [--minutes 20] [--every 60] [--samples soak.jsonl] [--language en]
+[--display]``. ``--display`` runs the bot as on its VM, headful on its own Xvfb and PulseAudio
+(``python -m agent --display`` as the local launcher's agent command).
 Plays the speech corpus (``MEETBOT_SPEECH_DIR`` or ``../shared/data/speech``), else the speech
 packaged with testmeeting; needs ffprobe.
 """
@@ -56,6 +60,8 @@ from testmeeting.soak import corpus_clips, soak_scenario
 
 REPO = Path(__file__).resolve().parent.parent
 BOT_ROLES = ("agent", "driver", "browser", "renderer", "chromium_other", "agent_child")
+RUNTIME_NAMES = frozenset({"xvfb", "pulseaudio"})
+"""The bot VM's display and sound servers (``--display``: the agent starts them here)."""
 ENCODE_POLL_S = 1.0
 """Between samples, how often to look for a recording piece's encode (then sample each second:
 it lasts some seconds every ten minutes and holds the tree's peak)."""
@@ -90,6 +96,8 @@ def role(process: psutil.Process, agents: Collection[int] = ()) -> str:
     """
     command = " ".join(process.cmdline())
     name = process.name().lower()
+    if name in RUNTIME_NAMES:
+        return "runtime"
     if "chrom" in name:
         if "--type=renderer" in command:
             return "renderer"
@@ -301,6 +309,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--language", help="the bot's language (e.g. en: tiny.en alone, no detection model)"
     )
     parser.add_argument(
+        "--display",
+        action="store_true",
+        help="run the bot as on its VM: headful on an Xvfb and a PulseAudio of its own",
+    )
+    parser.add_argument(
         "--data-dir",
         type=Path,
         help="keep the demo's folder (logs, recording, summary.json with every turn) here",
@@ -331,6 +344,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.language:
             command += ["--language", args.language]
         env = {**os.environ, "MEETBOT_SPEECH_DIR": str(speech)}
+        if args.display:
+            env["MEETBOT_LOCAL_AGENT_COMMAND"] = f"{sys.executable},-m,agent,--display"
         demo = subprocess.Popen(  # noqa: S603 - our own CLI with fixed arguments
             command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
@@ -340,6 +355,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         points: list[tuple[float, float]] = []
         cpu_points: list[tuple[float, float]] = []
         in_meeting: list[tuple[float, float]] = []  # every sample's tree, encode ones too
+        runtime: list[tuple[float, float]] = []
         next_at = began
         try:
             while demo.poll() is None:
@@ -353,6 +369,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 bot_tree = sum(pss.get(kind, 0.0) for kind in BOT_ROLES)
                 if pss.get("renderer"):  # the bot is in the meeting
                     in_meeting.append((elapsed, bot_tree))
+                    if "runtime" in pss:
+                        runtime.append((elapsed, pss["runtime"]))
                     if regular:  # the fits take evenly spaced samples only
                         points.append((elapsed, bot_tree))
                         cpu_points.append((elapsed, cpu))
@@ -387,6 +405,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         fitted = [(t, m) for t, m in points if t - offset >= args.warm_up]
         growth = slope_per_hour(fitted)
         settled = sorted(m for t, m in in_meeting if t - offset >= args.warm_up)
+        with_runtime = sorted(m for t, m in runtime if t - offset >= args.warm_up)
         recorded_s, pieces = recording_seconds(data_dir)
         out.emit(
             metric="soak_summary",
@@ -398,6 +417,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             bot_tree_growth_mb_per_hour=None if growth is None else round(growth, 1),
             bot_tree_peak_pss_mb=round(max((m for _, m in in_meeting), default=0.0), 1),
             bot_tree_after_warm_up_mb=spread(settled),
+            display=args.display,
+            runtime_after_warm_up_mb=spread(with_runtime),
             windows=windows(starts, latencies, cpu_points, offset, args.window),
             turns_spoken=len(turns),
             turns_reported=len(said),

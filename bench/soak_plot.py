@@ -2,8 +2,9 @@
 
 Top: PSS of each part of the bot tree (agent Python, node driver, Chromium's browser process,
 the meeting's renderer, other Chromium processes, the agent's other children such as the ffmpeg
-encoding a recording piece) and the tree's total, in MiB, against the minutes since the bench
-began, with issue 19's 900 MB goal (every sample, the extra ones during encodes too). Bottom:
+encoding a recording piece; with ``--display`` the VM runtime's Xvfb and PulseAudio, outside the
+total) and the tree's total, in MiB, against the minutes since the bench began, with issue 19's
+900 MB goal (every sample, the extra ones during encodes too). Bottom:
 the bot tree's CPU (cores busy between two evenly spaced samples) and, on the right axis, the
 machine's 1-minute load average.
 
@@ -25,7 +26,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-PARTS = ("agent", "driver", "browser", "renderer", "chromium_other", "agent_child")
+PARTS = ("agent", "driver", "browser", "renderer", "chromium_other", "agent_child", "runtime")
 GOAL_MB = 900
 
 
@@ -49,7 +50,9 @@ def draw(samples: Sequence[dict[str, Any]], summary: dict[str, Any] | None, png:
         2, 1, figsize=(10, 7), sharex=True, gridspec_kw={"height_ratios": [3, 1]}
     )
     for part in PARTS:
-        mem.plot(minutes, [s["pss_mb"].get(part, 0.0) for s in samples], label=part)
+        values = [s["pss_mb"].get(part, 0.0) for s in samples]
+        if any(values):  # the runtime only with --display
+            mem.plot(minutes, values, label=part)
     mem.plot(
         minutes, [s["bot_tree_pss_mb"] for s in samples], label="bot tree", color="k", linewidth=2
     )
