@@ -113,22 +113,27 @@ def role(process: psutil.Process, agents: Collection[int] = ()) -> str:
     return "demo"
 
 
-def agent_children(root: psutil.Process) -> bool:
-    """Whether an ``agent_child`` (a recording piece's ffmpeg) runs now; cheap (no memory read)."""
-    try:
-        tree = [root, *root.children(recursive=True)]
-    except psutil.Error:
-        return False
+def roles(root: psutil.Process) -> list[tuple[psutil.Process, str]]:
+    """Each live process of ``root``'s tree with its :func:`role` (a vanished one left out)."""
+    tree = [root, *root.children(recursive=True)]
     agents = set()
     for process in tree:
         with contextlib.suppress(psutil.Error):
             if role(process) == "agent":
                 agents.add(process.pid)
+    out = []
     for process in tree:
         with contextlib.suppress(psutil.Error):
-            if role(process, agents) == "agent_child":
-                return True
-    return False
+            out.append((process, role(process, agents)))
+    return out
+
+
+def agent_children(root: psutil.Process) -> bool:
+    """Whether an ``agent_child`` (a recording piece's ffmpeg) runs now; cheap (no memory read)."""
+    try:
+        return any(kind == "agent_child" for _, kind in roles(root))
+    except psutil.Error:
+        return False
 
 
 def sample(
@@ -142,15 +147,8 @@ def sample(
     pss: dict[str, float] = {}
     by_role: dict[str, float] = {}
     cpu = 0.0
-    tree = [root, *root.children(recursive=True)]
-    agents = set()
-    for process in tree:
-        with contextlib.suppress(psutil.Error):
-            if role(process) == "agent":
-                agents.add(process.pid)
-    for process in tree:
+    for process, kind in roles(root):
         try:
-            kind = role(process, agents)
             memory = process.memory_full_info()
             times = process.cpu_times()
         except psutil.Error:
