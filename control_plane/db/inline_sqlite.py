@@ -35,7 +35,12 @@ _LONGEST_WAIT_S = 0.05
 
 
 def _busy(exc: sqlite3.OperationalError) -> bool:
-    return getattr(exc, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    # Python reports SQLite's extended result code: SQLITE_BUSY_RECOVERY (261, another
+    # connection rebuilding the WAL index, e.g. the first to open the file after the last one
+    # closed it) and the other variants are busy too; their low byte is the primary code
+    # (https://www.sqlite.org/rescode.html). Comparing the whole code raised them at once.
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
 class InlineConnection(aiosqlite.Connection):
