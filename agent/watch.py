@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
@@ -19,10 +20,16 @@ from agent.contracts.link import ChatMessageEvent, utc_now
 from agent.errors import BrowserError, CapabilityNotSupported
 from agent.events import BotEvents
 from agent.lifecycle import MeetingTimers
-from agent.media import MeetingMedia
-from agent.platforms.base import ChatLine, PlatformAdapter
+from agent.platforms.base import ChatLine, MeetingState, PlatformAdapter
 
 SpeakerSink = Callable[[SpeakerActivity], Awaitable[None]]
+
+
+class SpeakerListener(Protocol):
+    """Hears active-speaker changes (:class:`agent.media.MeetingMedia` is one)."""
+
+    def speaker(self, activity: SpeakerActivity) -> None:
+        """One speaker started or stopped."""
 
 
 class MeetingWatch:
@@ -32,7 +39,7 @@ class MeetingWatch:
         adapter: The platform adapter (reads the page).
         bot_name: The bot's display name (excluded from participants; its chat is its own).
         timers: Told how many others are present (alone timers).
-        media: Receives active-speaker changes.
+        media: Receives active-speaker changes (the meeting's transcription).
         speaker_sink: Optional extra consumer of active-speaker changes.
         audio: The capture's per-track statistics (remote audio tracks ending is one signal
             of being alone).
@@ -43,7 +50,7 @@ class MeetingWatch:
         adapter: PlatformAdapter,
         bot_name: str,
         timers: MeetingTimers,
-        media: MeetingMedia,
+        media: SpeakerListener,
         speaker_sink: SpeakerSink | None = None,
         audio: CaptureStats | None = None,
     ) -> None:
@@ -73,9 +80,16 @@ class MeetingWatch:
         The alone timers hear the cross-checked count (:meth:`Presence.others`: the page's
         "only you" text, else the platform's own count, else the names), and zero once every
         remote audio track the bot received has ended (the meeting's media is gone).
+        A roster that empties at once is reported only while the page still shows the meeting:
+        a meeting that ends takes its roster with it, and nobody left.
         """
         presence = await self._adapter.presence(page, self._bot_name)
         names = presence.names
+        if not names and self.participants and not initial and not await self._still_in(page):
+            # The meeting's screen went between the loop's state probe and this read (the host
+            # ended it, the bot was removed): its roster went with it, but nobody left. The
+            # next probe sees the screen and ends the bot with its reason.
+            return
         others = presence.others()
         if self._remote_audio_gone():
             others = 0
@@ -91,6 +105,10 @@ class MeetingWatch:
         if initial and self.meeting_name is None:
             self.meeting_name = await self._adapter.meeting_title(page)
         await events.participants(names, joined, left, self.meeting_name if initial else None)
+
+    async def _still_in(self, page: Page) -> bool:
+        """Whether the page still shows the meeting (a roster that emptied may mean it ended)."""
+        return await self._adapter.state(page) is MeetingState.IN_MEETING
 
     async def speakers(self, page: Page) -> None:
         """Read the speaking indicators; pass changes to the transcription and the sink."""
