@@ -9,4 +9,5 @@ pytest_plugins = (
     "tests.plugins.api_app",
     "tests.plugins.agent_link",
     "tests.plugins.webhooks",
+    "tests.plugins.exit_watchdog",
 )

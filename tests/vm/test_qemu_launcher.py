@@ -223,8 +223,10 @@ async def test_a_starting_control_plane_stops_vms_whose_bot_is_not_live(
         await launcher.launch(_config())
     settings = Settings(database_url=database_url, data_dir=tmp_path / "data")
     runner = web.AppRunner(create_app(settings, launcher=launcher))
-    await runner.setup()
     try:
+        # Inside the try: a failed start leaves the contexts it entered (the database's
+        # threads) for the runner's cleanup, and the orphan VM for terminate.
+        await runner.setup()
         assert not await launcher.is_alive(orphan)
         assert launcher.vm_names() == []
         # The app gave the launcher its token store, which knows no such bot.
