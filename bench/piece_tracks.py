@@ -6,14 +6,19 @@ piece of ``--seconds`` through the recorder's real writer
 (:class:`agent.transcribe.audio_io.TrackRecorder`) the way the capture delivers it — a 100 ms
 frame per track every 100 ms, digital silence as zeros — with ``--speaking`` tracks taking
 turns in real speech from the corpus and the other tracks silent, then encodes the piece as
-mp4 with :func:`agent.recording.encode.encode`, sampling ffmpeg's PSS every 50 ms. Prints one
-JSON line:
+mp4 with :func:`agent.recording.encode.encode` (in this process since the audio-only encode
+left ffmpeg), sampling the PSS of this process and any children every 50 ms. Prints one JSON
+line:
 
 ``{"bench": "piece_tracks", "tracks", "speaking", "piece_s", "files", "disk_mb", "write_s",
-"encode_s", "encode_cpu_s", "ffmpeg_peak_pss_mb", "recording_s"}``
+"encode_s", "encode_cpu_s", "pss_before_mb", "encode_added_pss_mb", "pss_after_trim_mb",
+"recording_s"}``
 
-(``write_s``: wall seconds the writer took for the whole piece; ``encode_cpu_s``: ffmpeg's user
-+ system CPU; ``recording_s``: the encoded file's duration).
+(``write_s``: wall seconds the writer took for the whole piece; ``encode_cpu_s``: user + system
+CPU of this process and its children during the encode; ``encode_added_pss_mb``: the highest
+PSS of the two during the encode less ``pss_before_mb``, what the encode adds to the bot's
+tree; ``pss_after_trim_mb``: after the heap trim the recorder runs after a piece;
+``recording_s``: the encoded file's duration).
 
 Usage: ``python -m bench.piece_tracks [--tracks 42] [--speaking 5] [--seconds 600]``. Plays
 ``MEETBOT_SPEECH_DIR`` (or ../shared/data/speech), else the speech packaged with testmeeting.
@@ -39,7 +44,9 @@ import psutil
 
 from agent.audio import SAMPLE_RATE, AudioFrame
 from agent.contracts.bot_config import RecordingFormat
-from agent.recording.encode import EncodeJob, encode
+from agent.memory.relief import trim_heap
+from agent.recording.encode import encode
+from agent.recording.job import EncodeJob
 from agent.transcribe.audio_io import TrackRecorder
 from testmeeting.packaged_speech import corpus_or_packaged
 from testmeeting.soak import corpus_clips
@@ -69,10 +76,16 @@ def conversation(
 
 
 class PeakPss:
-    """Samples the PSS of this process's ffmpeg children every 50 ms on a thread."""
+    """Samples the PSS of this process and its children every 50 ms on a thread.
+
+    Attributes:
+        before_mb: The total when sampling began.
+        peak_mb: The highest total seen.
+    """
 
     def __init__(self) -> None:
-        self.peak_mb = 0.0
+        self.before_mb = _tree_pss_mb(psutil.Process())
+        self.peak_mb = self.before_mb
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -87,14 +100,25 @@ class PeakPss:
     def _run(self) -> None:
         me = psutil.Process()
         while not self._stop.wait(0.05):
-            total = 0.0
-            for child in me.children(recursive=True):
-                try:
-                    if child.name() == "ffmpeg":
-                        total += child.memory_full_info().pss / 2**20
-                except psutil.Error:
-                    continue
-            self.peak_mb = max(self.peak_mb, total)
+            self.peak_mb = max(self.peak_mb, _tree_pss_mb(me))
+
+
+def _tree_pss_mb(root: psutil.Process) -> float:
+    total = 0.0
+    for process in [root, *root.children(recursive=True)]:
+        try:
+            total += process.memory_full_info().pss / 2**20
+        except psutil.Error:
+            continue
+    return total
+
+
+def _cpu_s() -> float:
+    mine, children = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return mine.ru_utime + mine.ru_stime + children.ru_utime + children.ru_stime
 
 
 async def main() -> int:
@@ -126,15 +150,16 @@ async def main() -> int:
         write_s = time.perf_counter() - began
         disk = sum(t.path.stat().st_size for t in tracks)
         out = work / "piece.mp4"
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu_before = _cpu_s()
         began = time.perf_counter()
         with PeakPss() as peak:
             duration = await encode(
                 EncodeJob(tuple(tracks), (), START, args.seconds, RecordingFormat.MP4, out)
             )
         encode_s = time.perf_counter() - began
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        cpu = _cpu_s() - cpu_before
+        trim_heap()  # as the recorder does after a piece
+        after_mb = _tree_pss_mb(psutil.Process())
     print(
         json.dumps(
             {
@@ -147,7 +172,9 @@ async def main() -> int:
                 "write_s": round(write_s, 2),
                 "encode_s": round(encode_s, 2),
                 "encode_cpu_s": round(cpu, 2),
-                "ffmpeg_peak_pss_mb": round(peak.peak_mb, 1),
+                "pss_before_mb": round(peak.before_mb, 1),
+                "encode_added_pss_mb": round(peak.peak_mb - peak.before_mb, 1),
+                "pss_after_trim_mb": round(after_mb, 1),
                 "recording_s": duration,
             }
         )

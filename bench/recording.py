@@ -1,11 +1,12 @@
-"""Recording encode benchmark: wall time and real-time factor of the stop-time ffmpeg pass.
+"""Recording encode benchmark: wall time and real-time factor of a recording's encode.
 
 Builds a synthetic meeting of ``--minutes`` on disk the way the recorder leaves it: two tracks
 of real speech (utterances from ``MEETBOT_SPEECH_DIR``, else from the speech packaged with
 testmeeting, repeated along the meeting, each track
 its own 16 kHz WAV) and, for the video rows, one 1280x720 JPEG view every ``--view-every``
 seconds (alternating colours, so every frame is new). Then encodes each format with
-:func:`agent.recording.encode.encode` and prints one JSON line per format and capture:
+:func:`agent.recording.encode.encode` (audio-only in-process, views with ffmpeg) and prints one
+JSON line per format and capture:
 
 ``{"bench": "recording_encode", "format", "video", "meeting_s", "encode_s", "rtf",
 "size_bytes", "bytes_per_s"}`` (``rtf`` = encode seconds / meeting seconds).
@@ -30,7 +31,8 @@ import numpy as np
 
 from agent.audio import SAMPLE_RATE
 from agent.contracts.bot_config import RecordingFormat
-from agent.recording.encode import EncodeJob, ViewFrame, encode
+from agent.recording.encode import encode
+from agent.recording.job import EncodeJob, ViewFrame
 from agent.transcribe.audio_io import TrackAudio
 from testmeeting.packaged_speech import corpus_or_packaged
 

@@ -1,10 +1,15 @@
-"""Turning the recorded tracks (and view frames) into one file with ffmpeg.
+"""Turning the recorded tracks (and view frames) into one file.
 
 Inputs are what :class:`~agent.recording.recorder.MeetingRecorder` leaves on disk: per-track
 16 kHz mono WAVs (``agent.transcribe.audio_io.TrackRecorder``) with their start times, and
-optionally timestamped JPEG frames of the bot's view. The audio of all tracks is mixed
-(``adelay`` to each track's offset, ``amix`` without level normalisation, so a lone speaker is
-not attenuated) over a silent base exactly as long as the recording.
+optionally timestamped JPEG frames of the bot's view. The audio of all tracks is mixed (each
+track at its offset, summed without level normalisation, so a lone speaker is not attenuated)
+over a silent base exactly as long as the recording.
+
+:func:`encode` picks the encoder: a recording without a picture (no view frames, or mp3) is
+encoded in the agent's process (:mod:`agent.recording.audio_encode`: no ffmpeg child at every
+piece's end); with view frames ffmpeg runs, concatenating the JPEGs (``adelay`` + ``amix`` for
+the sound).
 
 Formats (docs/api.md Part 1 ``recording_format``):
 
@@ -14,7 +19,7 @@ Formats (docs/api.md Part 1 ``recording_format``):
 | mp3 | none | MP3 (libmp3lame) | audio/mpeg |
 | webm | VP8 (libvpx, realtime) with video capture | Opus | video/webm / audio/webm |
 
-mp4 files are fast-start (``-movflags +faststart``: the index is at the front, so players can
+mp4 files are fast-start (``movflags +faststart``: the index is at the front, so players can
 start before the download ends).
 """
 
@@ -23,71 +28,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 
 from agent.audio import SAMPLE_RATE
 from agent.contracts.bot_config import RecordingFormat
-from agent.transcribe.audio_io import TrackAudio
+from agent.recording.audio_encode import encode_audio_only
+from agent.recording.job import EncodeError, EncodeJob
 
 log = logging.getLogger(__name__)
-
-BLACK_FRAME = "color=c=black:s=160x90:r=1"
-"""The still video of an audio-only mp4 (a valid container needs a video track).
-
-Small because its size is all it costs: players scale it to their frame, and at 640x360 x264's
-frame buffers were 18 MB of a piece encode's 78 MB PSS (60 MB at 160x90; bench.piece_tracks).
-"""
-
-
-class EncodeError(RuntimeError):
-    """ffmpeg is missing or failed; the message carries the tail of its stderr."""
-
-
-@dataclass(frozen=True, slots=True)
-class ViewFrame:
-    """One JPEG of the bot's view.
-
-    Attributes:
-        path: The JPEG file.
-        at: Epoch seconds when it was captured.
-    """
-
-    path: Path
-    at: float
-
-
-@dataclass(frozen=True, slots=True)
-class EncodeJob:
-    """What to encode.
-
-    Attributes:
-        tracks: Per-track WAVs with their start times (epoch seconds).
-        frames: View frames in capture order (empty: audio-only capture).
-        started_at: Epoch seconds where the recording begins.
-        duration_s: Length of the recording in seconds.
-        fmt: Output format.
-        output: Path of the file to write.
-        fps: Output frame rate with view frames (a view repeats until the next one); the
-            capture rate rounded up is enough, more only costs encoding time.
-    """
-
-    tracks: tuple[TrackAudio, ...]
-    frames: tuple[ViewFrame, ...]
-    started_at: float
-    duration_s: float
-    fmt: RecordingFormat
-    output: Path
-    fps: int = 1
-
-
-def content_type(fmt: RecordingFormat, with_video: bool) -> str:
-    """MIME type of a recording in ``fmt`` (mp4 always has a video track)."""
-    if fmt is RecordingFormat.MP3:
-        return "audio/mpeg"
-    if fmt is RecordingFormat.WEBM:
-        return "video/webm" if with_video else "audio/webm"
-    return "video/mp4"
 
 
 def write_concat_list(job: EncodeJob, path: Path) -> None:
@@ -107,28 +56,20 @@ def write_concat_list(job: EncodeJob, path: Path) -> None:
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def ffmpeg_args(job: EncodeJob, concat_list: Path | None) -> list[str]:
-    """The ffmpeg argument list (without the program) for ``job``.
+def ffmpeg_args(job: EncodeJob, concat_list: Path) -> list[str]:
+    """The ffmpeg argument list (without the program) for ``job``, which has view frames.
 
     Args:
-        job: What to encode.
-        concat_list: The ffconcat list of the view frames (see :func:`write_concat_list`);
-            None for audio-only capture.
+        job: What to encode (mp4 or webm: mp3 has no picture, see :func:`encode`).
+        concat_list: The ffconcat list of the view frames (see :func:`write_concat_list`).
     """
     duration = f"{job.duration_s:.3f}"
     args = ["-nostdin", "-hide_banner", "-v", "error", "-y"]
     args += ["-f", "lavfi", "-t", duration, "-i", f"anullsrc=r={SAMPLE_RATE}:cl=mono"]
     for track in job.tracks:
         args += ["-i", str(track.path)]
-    next_input = 1 + len(job.tracks)
-    video_in: int | None = None
-    wants_video = job.fmt is not RecordingFormat.MP3
-    if wants_video and concat_list is not None:
-        args += ["-f", "concat", "-safe", "0", "-i", str(concat_list)]
-        video_in = next_input
-    elif job.fmt is RecordingFormat.MP4:
-        args += ["-f", "lavfi", "-t", duration, "-i", BLACK_FRAME]
-        video_in = next_input
+    video_in = 1 + len(job.tracks)
+    args += ["-f", "concat", "-safe", "0", "-i", str(concat_list)]
 
     graph: list[str] = []
     mixed = ["[0:a]"]
@@ -137,27 +78,20 @@ def ffmpeg_args(job: EncodeJob, concat_list: Path | None) -> list[str]:
         graph.append(f"[{index}:a]adelay=delays={delay_ms}:all=1[t{index}]")
         mixed.append(f"[t{index}]")
     graph.append(f"{''.join(mixed)}amix=inputs={len(mixed)}:duration=first:normalize=0[aout]")
-    if video_in is not None:
-        scale = "scale=trunc(iw/2)*2:trunc(ih/2)*2,format=yuv420p"
-        rate = f",fps={max(job.fps, 1)}" if concat_list is not None else ""
-        graph.append(f"[{video_in}:v]{scale}{rate}[vout]")
-    args += ["-filter_complex", ";".join(graph), "-map", "[aout]"]
-    if video_in is not None:
-        args += ["-map", "[vout]"]
+    scale = "scale=trunc(iw/2)*2:trunc(ih/2)*2,format=yuv420p"
+    graph.append(f"[{video_in}:v]{scale},fps={max(job.fps, 1)}[vout]")
+    args += ["-filter_complex", ";".join(graph), "-map", "[aout]", "-map", "[vout]"]
     # Two encoder threads: the last piece is encoded after the browser has closed; a piece cut
     # mid-meeting shares the machine with the meeting for its few seconds (bench.piece_tracks).
     args += ["-t", duration, "-threads", "2"]
     if job.fmt is RecordingFormat.MP4:
-        # No lookahead: the picture is a still or views at about 1 per second, and x264's
-        # lookahead frames were 9 MB of the piece encode's 87 MB (bench.piece_tracks).
+        # No lookahead: the views change about once a second, and x264's lookahead frames
+        # were 9 MB of a piece encode's 87 MB (bench.piece_tracks).
         args += ["-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p"]
         args += ["-x264-params", "rc-lookahead=0:sync-lookahead=0"]
         args += ["-c:a", "aac", "-b:a", "96k", "-movflags", "+faststart", "-f", "mp4"]
-    elif job.fmt is RecordingFormat.MP3:
-        args += ["-c:a", "libmp3lame", "-b:a", "64k", "-f", "mp3"]
     else:
-        if video_in is not None:
-            args += ["-c:v", "libvpx", "-deadline", "realtime", "-cpu-used", "8", "-b:v", "400k"]
+        args += ["-c:v", "libvpx", "-deadline", "realtime", "-cpu-used", "8", "-b:v", "400k"]
         args += ["-c:a", "libopus", "-b:a", "48k", "-f", "webm"]
     return [*args, str(job.output)]
 
@@ -190,29 +124,35 @@ async def run_ffmpeg(program: str, args: list[str], cwd: Path | None = None) -> 
 
 
 async def encode(job: EncodeJob) -> float:
-    """Encode ``job`` with ffmpeg in a subprocess; returns the file's duration in seconds.
+    """Encode ``job``; returns the file's duration in seconds as the file reports it.
+
+    Without a picture (no view frames, or mp3) the encode runs in a worker thread of this
+    process (:func:`~agent.recording.audio_encode.encode_audio_only`); with view frames,
+    ffmpeg in a subprocess.
 
     Raises:
-        EncodeError: ffmpeg or ffprobe is missing, or either failed.
+        EncodeError: A track is unreadable, an encoder failed, or ffmpeg/ffprobe (needed for
+            view frames) are missing or failed.
     """
-    ffmpeg, ffprobe = shutil.which("ffmpeg"), shutil.which("ffprobe")
-    if ffmpeg is None or ffprobe is None:
-        raise EncodeError("ffmpeg and ffprobe are needed to encode a recording")
-    concat_list: Path | None = None
-    if job.frames and job.fmt is not RecordingFormat.MP3:
-        concat_list = job.frames[0].path.parent / "frames.ffconcat"
-        await asyncio.to_thread(write_concat_list, job, concat_list)
-    args = ffmpeg_args(job, concat_list)
+    with_picture = bool(job.frames) and job.fmt is not RecordingFormat.MP3
     log.info(
         "encoding recording",
         extra={
             "format": job.fmt.value,
             "tracks": len(job.tracks),
-            "frames": len(job.frames),
+            "frames": len(job.frames) if with_picture else 0,
             "duration_s": round(job.duration_s, 2),
+            "encoder": "ffmpeg" if with_picture else "in-process",
         },
     )
-    await run_ffmpeg(ffmpeg, args)
+    if not with_picture:
+        return await asyncio.to_thread(encode_audio_only, replace(job, frames=()))
+    ffmpeg, ffprobe = shutil.which("ffmpeg"), shutil.which("ffprobe")
+    if ffmpeg is None or ffprobe is None:
+        raise EncodeError("ffmpeg and ffprobe are needed to encode a recording with views")
+    concat_list = job.frames[0].path.parent / "frames.ffconcat"
+    await asyncio.to_thread(write_concat_list, job, concat_list)
+    await run_ffmpeg(ffmpeg, ffmpeg_args(job, concat_list))
     return await probe_duration(ffprobe, job.output)
 
 

@@ -24,7 +24,7 @@ from typing import Generic, Protocol, TypeVar
 from agent.artifacts import ArtifactUploader
 from agent.errors import CommandError
 from agent.events import BotEvents
-from agent.recording.encode import EncodeError, ViewFrame
+from agent.recording.job import EncodeError, ViewFrame
 from agent.transcribe.audio_io import TrackRecorder
 
 log = logging.getLogger(__name__)

@@ -56,15 +56,8 @@ from agent.errors import CommandError
 from agent.events import BotEvents
 from agent.logs import LossReport
 from agent.memory.relief import trim_heap
-from agent.recording.encode import (
-    EncodeError,
-    EncodeJob,
-    ViewFrame,
-    content_type,
-    encode,
-    probe_duration,
-    run_ffmpeg,
-)
+from agent.recording.encode import encode, probe_duration, run_ffmpeg
+from agent.recording.job import EncodeError, EncodeJob, ViewFrame, content_type
 from agent.recording.pieces import Piece, PieceShipper, Shipping
 from agent.recording.screen import ScreenCapture, ScreenPiece, ScreenSource, finalize_args
 from agent.transcribe.audio_io import TrackAudio
@@ -374,9 +367,10 @@ class MeetingRecorder:
         """Encode and upload a piece that ended during the meeting (the shipper's job)."""
         shipping = self._shipping
         assert shipping is not None  # noqa: S101 - the shipper exists only with it
-        # The encode's ffmpeg (about 60 MB for its seconds) joins the meeting's processes on
-        # the bot VM: hand the agent's free heap back first rather than at the next tidy
-        # (issue 19: the tree peaked at each piece's end), with the guard's own relief.
+        # The encode adds its codecs' state to the agent beside the meeting on the bot VM:
+        # hand the agent's free heap back before it and what the encoder freed after it,
+        # rather than at the next tidy (issue 19: the tree peaked at each piece's end), with
+        # the guard's own relief.
         await asyncio.to_thread(trim_heap)
         try:
             await self._encode_piece(
@@ -389,6 +383,7 @@ class MeetingRecorder:
             )
         finally:
             await asyncio.to_thread(shutil.rmtree, piece.dir, True)
+            await asyncio.to_thread(trim_heap)
 
     async def _encode_and_upload(
         self,

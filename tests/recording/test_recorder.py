@@ -25,7 +25,8 @@ from agent.browser.session import BrowserSession
 from agent.capture.pcm import AudioCapture
 from agent.contracts.bot_config import BotSettings, CaptureMode, RecordingFormat
 from agent.events import BotEvents
-from agent.recording.encode import EncodeJob, ViewFrame, encode
+from agent.recording.encode import encode
+from agent.recording.job import EncodeJob, ViewFrame
 from agent.recording.recorder import MeetingRecorder
 from agent.settings import AgentSettings
 from agent.sse.log import EventLog
