@@ -4,15 +4,15 @@ Runs ``meetbot demo --style soak --record`` (control plane, testmeeting, one bot
 and recording) for ``--minutes`` of continuous talk from the speech corpus, with a guest
 joining every three minutes (chat, hand, screen share) and leaving later
 (:mod:`testmeeting.soak`). Every ``--every`` seconds it samples the demo's process tree, and
-every second while the agent runs a child (a recording piece's encode, which holds the tree's
-peak), and prints one JSON line per sample (``regular``: false for those extra ones, which the
-growth and CPU fits leave out):
+every second while a recording piece is being encoded and uploaded (the agent's log says when;
+the encode holds the tree's peak) or the agent runs a child, and prints one JSON line per
+sample (``regular``: false for those extra ones, which the growth and CPU fits leave out):
 
 - ``pss_mb`` / ``uss_mb`` per role: ``agent`` (the bot's Python), ``driver`` (Playwright's
   node), ``browser`` (Chromium's main process), ``renderer`` (the meeting page),
   ``chromium_other``, ``agent_child`` (anything else the agent started: the ffmpeg encoding
-  a recording piece, for some seconds every ten minutes), ``runtime`` (with ``--display``: the
-  Xvfb and PulseAudio a bot VM runs, started here by the agent as on the VM,
+  a piece with view frames; an audio-only piece is encoded in the agent), ``runtime`` (with
+  ``--display``: the Xvfb and PulseAudio a bot VM runs, started here by the agent as on the VM,
   :mod:`agent.runtime`), ``control_plane`` and ``demo`` (the simulator and the demo's client);
 - ``bot_tree_pss_mb``: the agent and every process under it but the runtime, the figure the
   memory goal counts (the runtime is reported beside it);
@@ -126,6 +126,38 @@ def roles(root: psutil.Process) -> list[tuple[psutil.Process, str]]:
         with contextlib.suppress(psutil.Error):
             out.append((process, role(process, agents)))
     return out
+
+
+class PieceLog:
+    """Whether a recording piece is between its end and its upload, from the agents' logs.
+
+    An audio-only piece is encoded inside the agent (no child to see): the agent logs
+    ``recording piece ended`` when it cuts one and ``recording uploaded`` (or ``recording
+    failed``) when it is done. The logs under ``data_dir/bots/*/agent.log`` are read
+    incrementally, so a poll costs the lines written since the last one.
+
+    Args:
+        data_dir: The demo's data folder.
+    """
+
+    def __init__(self, data_dir: Path) -> None:
+        self._data_dir = data_dir
+        self._offsets: dict[Path, int] = {}
+        self._open = 0
+
+    def busy(self) -> bool:
+        """Whether a piece ended and is not uploaded yet."""
+        for log in sorted(self._data_dir.glob("bots/*/agent.log")):
+            with contextlib.suppress(OSError), log.open("rb") as handle:
+                handle.seek(self._offsets.get(log, 0))
+                chunk = handle.read()
+                complete = chunk[: chunk.rfind(b"\n") + 1]  # a line being written waits
+                self._offsets[log] = self._offsets.get(log, 0) + len(complete)
+                self._open += complete.count(b"recording piece ended")
+                self._open -= complete.count(b"recording uploaded")
+                self._open -= complete.count(b"recording failed")
+        self._open = max(self._open, 0)
+        return self._open > 0
 
 
 def agent_children(root: psutil.Process) -> bool:
@@ -355,11 +387,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         in_meeting: list[tuple[float, float]] = []  # every sample's tree, encode ones too
         runtime: list[tuple[float, float]] = []
         next_at = began
+        piece_log = PieceLog(data_dir)
         try:
             while demo.poll() is None:
                 now = time.monotonic()
                 regular = now >= next_at
-                if not regular and not agent_children(root):
+                if not regular and not (piece_log.busy() or agent_children(root)):
                     time.sleep(min(ENCODE_POLL_S, next_at - now))
                     continue
                 uss, pss, cpu, cpu_by_role = sample(root)
