@@ -174,17 +174,14 @@ def encode_audio_only(job: EncodeJob) -> float:
             still = _add_still(container) if job.fmt is RecordingFormat.MP4 else None
             frame_size = audio.codec_context.frame_size or 1024
             block = frame_size * max(1, round(BLOCK_S * SAMPLE_RATE / frame_size))
-            picture, second = (_black_still() if still is not None else None), 0
+            picture = _black_still()
             for start in range(0, total, block):
                 mixed = mix_block(sources, start, min(block, total - start))
-                while (
-                    still is not None
-                    and picture is not None
-                    and second * SAMPLE_RATE < (start + len(mixed))
-                ):
-                    picture.pts, picture.time_base = second * 1000, _MS
-                    _mux_still(container, still, picture, total_ms)
-                    second += 1
+                if still is not None:  # the seconds this block starts, one frame each
+                    first, end = math.ceil(start / SAMPLE_RATE), start + len(mixed)
+                    for second in range(first, math.ceil(end / SAMPLE_RATE)):
+                        picture.pts, picture.time_base = second * 1000, _MS
+                        _mux_still(container, still, picture, total_ms)
                 for at in range(0, len(mixed), frame_size):
                     chunk = mixed[at : at + frame_size]
                     frame = av.AudioFrame.from_ndarray(
@@ -196,16 +193,15 @@ def encode_audio_only(job: EncodeJob) -> float:
             container.mux(audio.encode(None))
             if still is not None:
                 _mux_still(container, still, None, total_ms)
-    except av.FFmpegError as exc:
-        job.output.unlink(missing_ok=True)
-        raise EncodeError(f"encoding {job.output.name} failed: {exc}") from exc
-    except EncodeError:
+    except (av.FFmpegError, EncodeError) as exc:
         job.output.unlink(missing_ok=True)  # nothing half-written is left to upload
-        raise
-    return probe_duration(job)
+        if isinstance(exc, EncodeError):
+            raise
+        raise EncodeError(f"encoding {job.output.name} failed: {exc}") from exc
+    return written_duration(job)
 
 
-def probe_duration(job: EncodeJob) -> float:
+def written_duration(job: EncodeJob) -> float:
     """The duration of ``job.output`` as its container reports it, in seconds.
 
     Raises:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -69,13 +70,45 @@ async def _joined(server: TestMeetingServer, room: Room, page: Page) -> Platform
     return adapter
 
 
-async def _until_roster(watch: MeetingWatch, page: Page, heard: Heard, names: list[str]) -> None:
-    deadline = time.monotonic() + 10
-    events = BotEvents(EventLog(), observer=heard.observe)
-    while watch.participants != names:
-        assert time.monotonic() < deadline, f"roster {watch.participants}, wanted {names}"
-        await watch.read_participants(page, events, time.monotonic())
-        await asyncio.sleep(0.1)
+@dataclass
+class Watching:
+    """A page in a room and the watch reading it, its first roster read done."""
+
+    room: Room
+    adapter: PlatformAdapter
+    watch: MeetingWatch
+    events: BotEvents
+    heard: Heard
+
+    async def until_roster(self, page: Page, names: list[str]) -> None:
+        deadline = time.monotonic() + 10
+        while self.watch.participants != names:
+            assert time.monotonic() < deadline, f"roster {self.watch.participants}, wanted {names}"
+            await self.watch.read_participants(page, self.events, time.monotonic())
+            await asyncio.sleep(0.1)
+
+
+async def _watching(
+    server: TestMeetingServer, page: Page, meeting_id: str, participants: str
+) -> Watching:
+    room = await server.create_room(
+        parse_scenario(
+            f"platform: google_meet\nmeeting_id: '{meeting_id}'\nlobby: false\n"
+            f"participants: {participants}\n"
+        )
+    )
+    adapter = await _joined(server, room, page)
+    heard = Heard()
+    timers = MeetingTimers(Timeouts(admission=60, startup_alone=60, left_alone=60))
+    watching = Watching(
+        room,
+        adapter,
+        MeetingWatch(adapter, BOT_NAME, timers, heard),
+        BotEvents(EventLog(), observer=heard.observe),
+        heard,
+    )
+    await watching.watch.read_participants(page, watching.events, time.monotonic(), initial=True)
+    return watching
 
 
 @pytest_asyncio.fixture
@@ -98,62 +131,46 @@ async def page(server: TestMeetingServer) -> AsyncIterator[Page]:
             await browser.close()
 
 
-def _watch(adapter: PlatformAdapter, heard: Heard) -> MeetingWatch:
-    timers = MeetingTimers(Timeouts(admission=60, startup_alone=60, left_alone=60))
-    return MeetingWatch(adapter, BOT_NAME, timers, heard)
-
-
 async def test_a_meeting_that_ends_is_not_everyone_leaving(
     server: TestMeetingServer, page: Page
 ) -> None:
-    room = await server.create_room(
-        parse_scenario(
-            "platform: google_meet\nmeeting_id: 'abc-endw-xyz'\nlobby: false\n"
-            "participants: [{name: Alice}, {name: Bob}]\n"
-        )
-    )
-    adapter = await _joined(server, room, page)
-    heard = Heard()
-    watch = _watch(adapter, heard)
-    events = BotEvents(EventLog(), observer=heard.observe)
-    await watch.read_participants(page, events, time.monotonic(), initial=True)
-    await _until_roster(watch, page, heard, ["Alice", "Bob"])
+    w = await _watching(server, page, "abc-endw-xyz", "[{name: Alice}, {name: Bob}]")
+    await w.until_roster(page, ["Alice", "Bob"])
 
     # The loop's probe saw the meeting; then the host ends it, and the roster is read.
-    assert await adapter.state(page) is MeetingState.IN_MEETING
-    await room.end()
+    assert await w.adapter.state(page) is MeetingState.IN_MEETING
+    await w.room.end()
     deadline = time.monotonic() + 10
-    while await adapter.state(page) is MeetingState.IN_MEETING:
+    while await w.adapter.state(page) is MeetingState.IN_MEETING:
         assert time.monotonic() < deadline, "the page never showed the end"
         await asyncio.sleep(0.05)
-    assert await adapter.participants(page, BOT_NAME) == []  # the roster went with the screen
-    await watch.read_participants(page, events, time.monotonic())
+    assert await w.adapter.participants(page, BOT_NAME) == []  # the roster went with the screen
+    await w.watch.read_participants(page, w.events, time.monotonic())
 
-    assert heard.rosters()[-1] == ["Alice", "Bob"]
-    assert watch.participants == ["Alice", "Bob"]
+    assert w.heard.rosters()[-1] == ["Alice", "Bob"]
+    assert w.watch.participants == ["Alice", "Bob"]
 
 
 async def test_everyone_leaving_a_meeting_that_goes_on_is_reported(
     server: TestMeetingServer, page: Page
 ) -> None:
-    room = await server.create_room(
-        parse_scenario(
-            "platform: google_meet\nmeeting_id: 'abc-left-xyz'\nlobby: false\n"
-            "participants: [{name: Alice}, {name: Bob, leave_at: 2.0}, {name: Carol}]\n"
-        )
+    w = await _watching(
+        server,
+        page,
+        "abc-left-xyz",
+        "[{name: Alice}, {name: Bob, leave_at: 2.0}, {name: Carol}]",
     )
-    adapter = await _joined(server, room, page)
-    heard = Heard()
-    watch = _watch(adapter, heard)
-    events = BotEvents(EventLog(), observer=heard.observe)
-    await watch.read_participants(page, events, time.monotonic(), initial=True)
-    await _until_roster(watch, page, heard, ["Alice", "Carol"])
+    await w.until_roster(page, ["Alice", "Carol"])
     # The two who are left walk out at the same moment: one read sees nobody, and the meeting
     # (the bot in it) is still on screen.
-    for participant in list(room.participants.values()):
+    for participant in list(w.room.participants.values()):
         if participant.name in ("Alice", "Carol"):
-            await room.leave(participant.id)
-    await _until_roster(watch, page, heard, [])
+            await w.room.leave(participant.id)
+    deadline = time.monotonic() + 10
+    while await w.adapter.participants(page, BOT_NAME):  # the page shows both gone, then one read
+        assert time.monotonic() < deadline, "the page never showed them gone"
+        await asyncio.sleep(0.05)
+    await w.watch.read_participants(page, w.events, time.monotonic())
 
-    assert heard.rosters()[-2:] == [["Alice", "Carol"], []]
-    assert await adapter.state(page) is MeetingState.IN_MEETING
+    assert w.heard.rosters()[-2:] == [["Alice", "Carol"], []]
+    assert await w.adapter.state(page) is MeetingState.IN_MEETING
