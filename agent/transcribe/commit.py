@@ -132,17 +132,29 @@ class SegmentCommitter:
         if utt.end_wall is not None:
             self._metrics.final_delays_s.append(time.monotonic() - utt.end_wall)
         # Where a final's time goes: voice end → the segmenter ended it (the endpoint's silence,
-        # or a speaker change seen, plus capture) → committed (decode, queue); one line a final.
+        # or a speaker change seen, plus capture: ``capture_lag_s`` of it) → its final decode
+        # started (``waited_s``: the finals and the decode before it) → committed; one line a
+        # final, with the finals' backlog left behind it.
         now, voice_end = time.time(), final.absolute_end_time.timestamp()
-        ended = now - (time.monotonic() - utt.ended_wall) if utt.ended_wall else now
+        mono = time.monotonic()
+        ended = now - (mono - utt.ended_wall) if utt.ended_wall else now
+        waited = (
+            utt.final_wall - utt.ended_wall
+            if utt.final_wall is not None and utt.ended_wall is not None
+            else None
+        )
         log.info(
             "final committed",
             extra={
                 "track": utt.track,
                 "speaker": final.speaker,
                 "speculated": utt.ended.speculated,
+                "voice_end": round(voice_end, 3),
                 "ended_after_s": round(ended - voice_end, 3),
+                "capture_lag_s": utt.ended_lag_s,
+                "waited_s": None if waited is None else round(waited, 3),
                 "committed_after_s": round(now - voice_end, 3),
+                "backlog_s": round(self._metrics.backlog_s, 1),
             },
         )
 

@@ -53,6 +53,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import time
 from collections import deque
 from collections.abc import Mapping
 from typing import Literal
@@ -208,7 +209,7 @@ class DecodeScheduler:
                 if utt is not None and utt.ended is None:
                     self._unspeculate(utt)
             elif isinstance(event, Ended):
-                self._ended(track_id, event, batch.wall)
+                self._ended(track_id, event, batch.wall, batch.lag_s)
             elif isinstance(event, Discarded):
                 self._metrics.utterances_discarded += 1
                 utt = utterances.pop(event.utterance, None)
@@ -239,12 +240,13 @@ class DecodeScheduler:
         utt.spec_audio = None
         utt.spec_result = None
 
-    def _ended(self, track_id: str, event: Ended, wall: float) -> None:
+    def _ended(self, track_id: str, event: Ended, wall: float, lag_s: float) -> None:
         utt = self._utterances.get(track_id, {}).get(event.utterance)
         if utt is None:
             return
         utt.ended = event
         utt.ended_wall = wall
+        utt.ended_lag_s = lag_s
         speech_end_s = (len(event.audio) - event.trail) / SAMPLE_RATE
         silence_heard = (event.trail if event.speculated else 0) / SAMPLE_RATE
         # Wall time when the last voiced sample arrived, as far as this batch tells.
@@ -294,6 +296,8 @@ class DecodeScheduler:
         if kind == "final" and utt.spec_result is not None:
             await self._final(utt, utt.spec_result)
             return
+        if kind == "final":
+            utt.final_wall = time.monotonic()
         multilingual, language, tentative = self._route(utt)
         engine = await self._engine_of(multilingual)
         result = await self._decode(kind, engine, audio, language, utt)

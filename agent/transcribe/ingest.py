@@ -96,11 +96,15 @@ class Batch:
         partials: Open utterances due a partial decode:
             ``(track id, utterance number, samples so far, audio so far)``.
         wall: ``time.monotonic()`` when the analysis ended.
+        lag_s: Seconds from the end of the batch's newest audio (its capture stamp, the
+            page's clock) to the start of its analysis: the page's send, the binding, both
+            queues and the wait for the worker. 0.0 for a batch without frames.
     """
 
     events: list[tuple[str, SegmenterEvent, float]]
     partials: list[tuple[str, int, int, npt.NDArray[np.float32]]]
     wall: float
+    lag_s: float = 0.0
 
 
 class Ingest:
@@ -278,6 +282,7 @@ class Ingest:
         partial_done: Callable[[str, int], int],
     ) -> Batch:
         """VAD + segmentation of a batch; runs in a worker thread, the only one touching them."""
+        lag_s = time.time() - max((frame.end_time for frame in frames), default=time.time())
         events: list[tuple[str, SegmenterEvent, float]] = []
         for frame in frames:
             track = self.tracks[frame.track_id]
@@ -308,7 +313,7 @@ class Ingest:
                 number, _, audio = current
                 if len(audio) - partial_done(track.track_id, number) >= partial_every:
                     partials.append((track.track_id, number, len(audio), audio))
-        return Batch(events, partials, time.monotonic())
+        return Batch(events, partials, time.monotonic(), round(lag_s, 3))
 
     def _push(self, track: Track, samples: npt.NDArray[np.float32]) -> list[SegmenterEvent]:
         probs = track.detector.process(samples)

@@ -31,6 +31,9 @@ class Utterance:
         ended: The segmenter's end event, once it ended.
         end_wall: ``time.monotonic()`` when its last voiced sample arrived (for delays).
         ended_wall: ``time.monotonic()`` when the segmenter ended it (for the debug log).
+        ended_lag_s: The ending batch's capture → analysis seconds (``Batch.lag_s``).
+        final_wall: ``time.monotonic()`` when its final decode started (None: the
+            speculative decode's result became the final).
         partial_text: Text of the last partial emitted.
         partial_samples: Samples the last partial decode covered.
     """
@@ -48,5 +51,7 @@ class Utterance:
     ended: Ended | None = None
     end_wall: float | None = None
     ended_wall: float | None = None
+    ended_lag_s: float | None = None
+    final_wall: float | None = None
     partial_text: str | None = None
     partial_samples: int = 0
