@@ -290,10 +290,19 @@ class Ingest:
             if gap > _GAP_TOLERANCE_S:
                 fill = np.zeros(int(min(gap, _MAX_GAP_FILL_S) * SAMPLE_RATE), dtype=np.float32)
                 events += [(track.track_id, e, track.epoch0) for e in self._push(track, fill)]
-            if abs(gap) > _GAP_TOLERANCE_S:
-                # Re-anchor the sample → epoch mapping on this frame (after a gap, or after
-                # synthesised silence that real frames now overlap).
+            # Where the sample → epoch mapping puts this frame, against its own stamp. Frame to
+            # frame the two agree within jitter, but a capture whose audio clock runs slower or
+            # faster than the wall clock drifts from its stamps without any one gap showing it:
+            # a headful Chromium on PulseAudio (the bot VM's) delivered 0.14 % fewer samples
+            # than wall seconds, so after 40 minutes every time the mapping gave was 3-4 s
+            # early — late endpoints in the log, speaker cuts at the wrong words (issue 19).
+            drift = frame.start_time - (track.epoch0 + track.segmenter.samples_pushed / SAMPLE_RATE)
+            if abs(drift) > _GAP_TOLERANCE_S:
+                # Re-anchor the mapping on this frame (after a gap, after synthesised silence
+                # that real frames now overlap, or once the clocks drifted this far apart).
                 track.epoch0 = frame.start_time - track.segmenter.samples_pushed / SAMPLE_RATE
+                if abs(gap) <= _GAP_TOLERANCE_S:
+                    self._metrics.clock_reanchors += 1
             samples = frame.pcm.astype(np.float32) / 32768.0
             events += [(track.track_id, e, track.epoch0) for e in self._push(track, samples)]
             track.expected_next = frame.end_time

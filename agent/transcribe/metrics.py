@@ -45,6 +45,9 @@ class TranscribeMetrics:
         multilingual_releases: Times the idle multilingual model was released
             (``agent.transcribe.standby``).
         multilingual_loads: Times it was loaded again because a decode needed it.
+        clock_reanchors: Times a track's sample → epoch mapping was moved back onto its frames'
+            stamps because the two had drifted apart with no gap between frames (a capture
+            whose audio clock is not the wall clock's, ``agent.transcribe.ingest``).
         detections_deferred: Unsure English decodes of a new speaker's utterance too short to
             detect a language from; kept as English, the speaker's language left open.
     """
@@ -73,6 +76,7 @@ class TranscribeMetrics:
     multilingual_releases: int = 0
     multilingual_loads: int = 0
     detections_deferred: int = 0
+    clock_reanchors: int = 0
 
     def snapshot(self) -> dict[str, float]:
         """Flat ``name → value`` view (``decodes_final``, ``dropped_no_speech``…)."""
@@ -98,6 +102,7 @@ class TranscribeMetrics:
             "multilingual_releases": self.multilingual_releases,
             "multilingual_loads": self.multilingual_loads,
             "detections_deferred": self.detections_deferred,
+            "clock_reanchors": self.clock_reanchors,
         }
         out.update({f"decodes_{kind}": n for kind, n in self.decodes.items()})
         out.update({f"dropped_{rule}": n for rule, n in self.dropped.items()})

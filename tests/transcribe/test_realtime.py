@@ -7,6 +7,7 @@ timestamps, so the cuts are the ones live audio would get.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import time
 from pathlib import Path
@@ -267,6 +268,31 @@ async def test_a_gap_in_frames_ends_the_utterance_and_keeps_the_clock(
     assert first.end <= 2.5
     assert all(s.start >= 7.3 for s in rest)
     assert "country" in " ".join(s.text for s in rest).lower()
+
+
+async def test_segment_times_follow_the_stamps_of_a_capture_whose_clock_drifts(
+    speech: Path, tiny_engine: WhisperEngine, silero: SileroSession
+) -> None:
+    # A page whose audio clock runs slower than the wall clock: each 100 ms frame is stamped
+    # 0.5 ms later than the one before it ended, never a gap the ingest would fill. Two
+    # minutes in, the samples count 0.6 s less than the stamps; the segment must sit where
+    # the stamps put its speech, not where the sample count does.
+    rate = 0.005
+    pcm = np.concatenate([silence(120.0), load_wav(speech, "jfk.wav"), silence(1.0)])
+    steady = frames(pcm, "t", JOIN)
+    drifting = [
+        dataclasses.replace(f, start_time=JOIN + (f.start_time - JOIN) * (1 + rate)) for f in steady
+    ]
+    expected = finals(await replay(_transcriber(tiny_engine, silero), steady))
+    transcriber = _transcriber(tiny_engine, silero)
+    got = finals(await replay(transcriber, drifting))
+    assert [s.text for s in got] == [s.text for s in expected]
+    for was, now in zip(expected, got, strict=True):
+        # Within the re-anchoring tolerance (0.1 s) of where the stamps put it; the mapping
+        # by sample count alone was 0.6 s early here.
+        assert abs(now.start - was.start * (1 + rate)) <= 0.12, (now, was)
+        assert abs(now.end - was.end * (1 + rate)) <= 0.12, (now, was)
+    assert transcriber.metrics.clock_reanchors >= 5
 
 
 async def _live_collect(

@@ -68,3 +68,31 @@ async def test_a_track_silent_longer_than_the_gap_limit_starts_a_new_file(tmp_pa
     tracks = await recorder.close()
     assert [(t.track_id, t.start_time) for t in tracks] == [("a", 0.0), ("a", 300.0)]
     assert [len(read_audio(t.path)) for t in tracks] == [BLOCK, BLOCK]
+
+
+async def test_a_file_stays_on_the_stamps_clock_when_the_page_audio_clock_drifts(
+    tmp_path: Path,
+) -> None:
+    # A page whose audio clock runs 0.5 % slow: each 100 ms frame is stamped 0.5 ms after the
+    # one before it ended, no gap between two frames worth filling. After a minute the file
+    # must still put its last sample where the stamps do, not 0.3 s early.
+    recorder = TrackRecorder(tmp_path)
+    stamps = [100.0 + i * 0.1005 for i in range(600)]
+    for at in stamps:
+        await recorder.add(AudioFrame("a", at, _tone()))
+    tracks = await recorder.close()
+    [track] = tracks
+    audio = read_audio(track.path)
+    assert abs(track.start_time + len(audio) / 16_000 - (stamps[-1] + 0.1)) <= 0.02
+    assert (audio != 0).sum() == 600 * BLOCK  # every sample kept, silence only added
+
+
+async def test_frames_stamped_late_now_and_then_add_silence_once(tmp_path: Path) -> None:
+    # Stamps are the page's arrival times: every other frame reaches the main thread 30 ms
+    # late. No audio is missing; the file may take the first lateness as silence, not each one
+    # (frame to frame, each late frame looked like a 30 ms gap: 0.6 s of silence in 4 s).
+    recorder = TrackRecorder(tmp_path)
+    for i in range(40):
+        await recorder.add(AudioFrame("a", 100.0 + 0.1 * i + (0.03 if i % 2 else 0.0), _tone()))
+    [track] = await recorder.close()
+    assert len(read_audio(track.path)) <= 40 * BLOCK + round(0.03 * 16_000)
