@@ -107,8 +107,8 @@ class TrackRecorder:
                 track = None
             else:
                 # Against the file's own clock, not the last frame's end: a page whose audio
-                # clock runs slow (0.14 % on a bot VM's PulseAudio, issue 19) leaves no gap
-                # between two frames, yet its file fell seconds behind the meeting in an hour.
+                # clock runs slow (~0.1 s a minute on PulseAudio as on the bot VM, issue 19)
+                # leaves no gap between two frames, yet its file falls seconds behind in an hour.
                 # And frame to frame, every frame that reached the page's main thread late
                 # looked like a gap: silence that was never missing, added again each time.
                 clock = track.audio.start_time + track.samples / SAMPLE_RATE

@@ -293,9 +293,10 @@ class Ingest:
             # Where the sample → epoch mapping puts this frame, against its own stamp. Frame to
             # frame the two agree within jitter, but a capture whose audio clock runs slower or
             # faster than the wall clock drifts from its stamps without any one gap showing it:
-            # a headful Chromium on PulseAudio (the bot VM's) delivered 0.14 % fewer samples
-            # than wall seconds, so after 40 minutes every time the mapping gave was 3-4 s
-            # early — late endpoints in the log, speaker cuts at the wrong words (issue 19).
+            # a headful Chromium on PulseAudio (as on the bot VM) lost about 0.1 s of samples a
+            # minute, so 14 minutes in the mapping put speech 1.4 s early and the endpoint log
+            # read 1.9 s instead of 0.6, until a stall re-anchored it (issue 19); speaker cuts
+            # on a mixed track use the same mapping.
             drift = frame.start_time - (track.epoch0 + track.segmenter.samples_pushed / SAMPLE_RATE)
             if abs(drift) > _GAP_TOLERANCE_S:
                 # Re-anchor the mapping on this frame (after a gap, after synthesised silence
