@@ -32,8 +32,13 @@ _FLUSH_SAMPLES = 10 * SAMPLE_RATE
 # track's file is closed and a new one starts.
 _MAX_GAP_S = 120.0
 # A file whose samples fall this far behind its frames' stamps gets the difference as silence,
-# so its sample index stays on the stamps' clock even when the page's audio clock drifts.
+# so its sample index stays on the stamps' clock even when the page's audio clock drifts: at
+# once after a gap between two frames; otherwise before the next quiet frame (peak under
+# ``_QUIET_PEAK``, -40 dBFS: a pause, where added silence is not heard), or anyway once it is
+# ``_FILL_ANYWAY_S`` behind.
 _FILL_AFTER_S = 0.02
+_FILL_ANYWAY_S = 0.25
+_QUIET_PEAK = 328
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,9 +116,14 @@ class TrackRecorder:
                 # leaves no gap between two frames, yet its file falls seconds behind in an hour.
                 # And frame to frame, every frame that reached the page's main thread late
                 # looked like a gap: silence that was never missing, added again each time.
-                clock = track.audio.start_time + track.samples / SAMPLE_RATE
-                behind = frame.start_time - clock
-                if behind > _FILL_AFTER_S:
+                # A drift is caught up in a pause, not as a click inside a word.
+                behind = frame.start_time - (track.audio.start_time + track.samples / SAMPLE_RATE)
+                due = (
+                    frame.start_time - track.expected_next > _FILL_AFTER_S
+                    or behind > _FILL_ANYWAY_S
+                    or int(np.abs(frame.pcm.astype(np.int32)).max()) < _QUIET_PEAK
+                )
+                if behind > _FILL_AFTER_S and due:
                     self._append(track, np.zeros(round(behind * SAMPLE_RATE), dtype=np.int16))
         if track is None:
             track = self._start(frame)
