@@ -5,6 +5,10 @@ answer with the devices the VM's units set up, and stopping removes everything."
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import psutil
@@ -69,3 +73,47 @@ async def test_two_bots_get_their_own_display_and_sound_server_and_leave_nothing
 def test_a_folder_without_the_scripts_is_refused(tmp_path: Path) -> None:
     with pytest.raises(RuntimeStartError, match=r"xvfb\.sh"):
         scripts_dir(tmp_path)
+
+
+_HOLDER = """
+import asyncio, sys
+from pathlib import Path
+from agent.runtime import BotRuntime, scripts_dir
+
+async def main() -> None:
+    async with BotRuntime(scripts_dir(), parent=Path(sys.argv[1])) as runtime:
+        print(runtime.display, flush=True)
+        await asyncio.sleep(600)
+
+asyncio.run(main())
+"""
+
+
+def test_an_agent_killed_without_its_cleanup_takes_its_display_and_sound_server_along(
+    tmp_path: Path,
+) -> None:
+    # An agent the OOM killer or the launcher's SIGKILL ends runs no cleanup; its servers
+    # must still go with it.
+    holder = subprocess.Popen(  # noqa: S603 - this interpreter and a fixed script
+        [sys.executable, "-c", _HOLDER, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
+    servers: list[psutil.Process] = []
+    try:
+        assert holder.stdout is not None
+        display = holder.stdout.readline().strip()
+        assert display.startswith(":"), display
+        servers = psutil.Process(holder.pid).children(recursive=True)
+        assert sorted(s.name().lower() for s in servers) == ["pulseaudio", "xvfb"], servers
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(10)
+        _, alive = psutil.wait_procs(servers, timeout=10)
+        assert not alive, alive
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait(10)
+        if holder.stdout is not None:
+            holder.stdout.close()
+        for server in servers:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                server.kill()
