@@ -118,12 +118,11 @@ class TrackRecorder:
                 # looked like a gap: silence that was never missing, added again each time.
                 # A drift is caught up in a pause, not as a click inside a word.
                 behind = frame.start_time - (track.audio.start_time + track.samples / SAMPLE_RATE)
-                due = (
+                if behind > _FILL_AFTER_S and (
                     frame.start_time - track.expected_next > _FILL_AFTER_S
                     or behind > _FILL_ANYWAY_S
-                    or int(np.abs(frame.pcm.astype(np.int32)).max()) < _QUIET_PEAK
-                )
-                if behind > _FILL_AFTER_S and due:
+                    or -_QUIET_PEAK < frame.pcm.min() <= frame.pcm.max() < _QUIET_PEAK
+                ):
                     self._append(track, np.zeros(round(behind * SAMPLE_RATE), dtype=np.int16))
         if track is None:
             track = self._start(frame)

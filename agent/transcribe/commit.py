@@ -136,8 +136,7 @@ class SegmentCommitter:
         # started (``waited_s``: the finals and the decode before it) → committed; one line a
         # final, with the finals' backlog left behind it.
         now, voice_end = time.time(), final.absolute_end_time.timestamp()
-        mono = time.monotonic()
-        ended = now - (mono - utt.ended_wall) if utt.ended_wall else now
+        ended = now - (time.monotonic() - utt.ended_wall) if utt.ended_wall else now
         waited = (
             utt.final_wall - utt.ended_wall
             if utt.final_wall is not None and utt.ended_wall is not None

@@ -104,7 +104,7 @@ class Batch:
     events: list[tuple[str, SegmenterEvent, float]]
     partials: list[tuple[str, int, int, npt.NDArray[np.float32]]]
     wall: float
-    lag_s: float = 0.0
+    lag_s: float
 
 
 class Ingest:
@@ -282,7 +282,8 @@ class Ingest:
         partial_done: Callable[[str, int], int],
     ) -> Batch:
         """VAD + segmentation of a batch; runs in a worker thread, the only one touching them."""
-        lag_s = time.time() - max((frame.end_time for frame in frames), default=time.time())
+        now = time.time()
+        lag_s = now - max((frame.end_time for frame in frames), default=now)
         events: list[tuple[str, SegmenterEvent, float]] = []
         for frame in frames:
             track = self.tracks[frame.track_id]
