@@ -6,7 +6,13 @@ the default bot's models (tiny.en and base, the Silero VAD) with 12 corpus clips
 times by four threads (PSS after the decodes; docs/architecture.md §5a):
 
 - Every thread that allocates may get an arena of its own, up to 8 per core, and keeps what it
-  freed there: 443 MB by default, 396 MB with :data:`ARENA_MAX` arenas.
+  freed there: 443 MB by default, 396 MB with two arenas. The realtime tier decodes one at a
+  time, but each decode runs on whichever pool thread ``asyncio.to_thread`` hands it, so with
+  two arenas a decode's buffers (~60 MB) are freed into one arena and allocated again in the
+  other. ``bench.agent_heap`` (94 decodes one at a time, pool threads busy beside them; three
+  runs each): PSS after the decodes 313-318 MB with one arena (:data:`ARENA_MAX`) against
+  332-364 MB with two, for the same CPU (41-45 s either way), and 257 against 262-278 MB once
+  trimmed.
 - Loading a whisper model leaves its file's converted buffers free but kept in the heap (about
   65 MB for the two models); :func:`trim` after a load returns them.
 
@@ -29,7 +35,7 @@ from typing import Any
 
 # mallopt's parameter number for the arena limit (glibc malloc.h, M_ARENA_MAX).
 _M_ARENA_MAX = -8
-ARENA_MAX = 2
+ARENA_MAX = 1
 
 
 def _libc_function(name: str) -> Any | None:

@@ -12,10 +12,12 @@ the price of page faults.
 
 Each setting runs in a process of its own (the variables are read by glibc at start), with
 the agent's own arena cap (:func:`agent.heap.tune`) and the models loaded and trimmed as the
-agent does (:func:`agent.transcribe.factory.load_engine`). Two threads, as two speakers,
-decode ``--clips`` corpus clips ``--rounds`` times each: every 2 s prefix as a partial, then
-the whole clip, all with tiny.en; one decode per clip with base detecting the language. It
-prints one JSON line per setting:
+agent does (:func:`agent.transcribe.factory.load_engine`). Decodes run one at a time through
+``asyncio.to_thread``, as the realtime tier's scheduler runs them, while a task beside them
+keeps other pool threads busy as the ingest's VAD analysis does (so decodes land on different
+threads, as in the agent): each of ``--clips`` corpus clips ``--rounds`` times, every 2 s
+prefix as a partial with tiny.en, then the whole clip as the final, then base detecting the
+clip's language as for a newcomer. It prints one JSON line per setting:
 
 ``{"bench": "agent_heap", "setting", "env", "decodes", "audio_s", "cpu_s", "cpu_per_audio_s",
 "wall_s", "pss_loaded_mb", "pss_after_mb", "pss_trimmed_mb"}``
@@ -24,7 +26,8 @@ prints one JSON line per setting:
 ``malloc_trim``, what the tidy gets back to; ``cpu_per_audio_s``: CPU seconds per second of
 audio decoded, partials included).
 
-Usage: ``python -m bench.agent_heap [--settings default,128k,1m,4m] [--clips 12] [--rounds 2]``.
+Usage: ``python -m bench.agent_heap [--settings default,2-arenas,128k,1m,4m] [--clips 12]
+[--rounds 2]``.
 Plays ``MEETBOT_SPEECH_DIR`` (or ../shared/data/speech), else the speech packaged with
 testmeeting.
 """
@@ -38,7 +41,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -58,6 +60,7 @@ from testmeeting.soak import corpus_clips
 
 SETTINGS: dict[str, dict[str, str]] = {
     "default": {},
+    "2-arenas": {"MALLOC_ARENA_MAX": "2"},
     "128k": {"MALLOC_MMAP_THRESHOLD_": "131072"},
     "512k": {"MALLOC_MMAP_THRESHOLD_": "524288"},
     "1m": {"MALLOC_MMAP_THRESHOLD_": "1048576"},
@@ -74,18 +77,37 @@ def _clip(path: Path) -> npt.NDArray[np.float32]:
     return (read_audio(path).astype(np.float32) / 32768.0).astype(np.float32)
 
 
-def _speaker(
-    engine: WhisperEngine, clips: list[npt.NDArray[np.float32]], rounds: int, counts: list[float]
-) -> None:
-    """One speaker's decodes: each clip's partials every 2 s, then its final."""
+async def _decodes(
+    tiny: WhisperEngine, base: WhisperEngine, clips: list[npt.NDArray[np.float32]], rounds: int
+) -> tuple[int, float]:
+    """The realtime tier's decodes, one at a time: partials every 2 s, the final, a detection.
+
+    Returns:
+        (decodes, seconds of audio decoded).
+    """
     options = DecodeOptions(window_s=15.0)
+    decodes, audio_s = 0, 0.0
+    step = int(PARTIAL_EVERY_S * SAMPLE_RATE)
     for _ in range(rounds):
         for audio in clips:
-            step = int(PARTIAL_EVERY_S * SAMPLE_RATE)
             for end in [*range(step, len(audio), step), len(audio)]:
-                engine.decode(audio[:end], language="en", task=Task.TRANSCRIBE, options=options)
-                counts[0] += 1
-                counts[1] += end / SAMPLE_RATE
+                await asyncio.to_thread(
+                    tiny.decode, audio[:end], language="en", task=Task.TRANSCRIBE, options=options
+                )
+                decodes, audio_s = decodes + 1, audio_s + end / SAMPLE_RATE
+            await asyncio.to_thread(
+                base.decode, audio, language=None, task=Task.TRANSCRIBE, options=options
+            )
+            decodes, audio_s = decodes + 1, audio_s + len(audio) / SAMPLE_RATE
+    return decodes, audio_s
+
+
+async def _ingest_beside(stop: asyncio.Event) -> None:
+    """Pool threads busy beside the decodes, as the ingest's analysis of each 0.1 s batch."""
+    batch = np.zeros(SAMPLE_RATE // 10, dtype=np.float32)
+    while not stop.is_set():
+        await asyncio.to_thread(np.abs, batch)
+        await asyncio.sleep(0.01)
 
 
 async def one(setting: str, clips: int, rounds: int) -> dict[str, object]:
@@ -104,28 +126,23 @@ async def one(setting: str, clips: int, rounds: int) -> dict[str, object]:
     process = psutil.Process()
     cpu_before = sum(process.cpu_times()[:2])
     began = time.perf_counter()
-    counts = [[0.0, 0.0], [0.0, 0.0]]
-    threads = [
-        threading.Thread(target=_speaker, args=(tiny, audio[i::2], rounds, counts[i]))
-        for i in range(2)
-    ]
-    for thread in threads:
-        thread.start()
-    for clip in audio:  # a newcomer's language detection, alongside
-        base.decode(clip, language=None, task=Task.TRANSCRIBE, options=DecodeOptions(window_s=15.0))
-    for thread in threads:
-        thread.join()
+    stop = asyncio.Event()
+    beside = asyncio.create_task(_ingest_beside(stop))
+    try:
+        decodes, audio_s = await _decodes(tiny, base, audio, rounds)
+    finally:
+        stop.set()
+        await beside
     wall = time.perf_counter() - began
     cpu = sum(process.cpu_times()[:2]) - cpu_before
     after = _pss_mb()
     heap.trim()
     trimmed = _pss_mb()
-    audio_s = counts[0][1] + counts[1][1] + sum(len(a) for a in audio) / SAMPLE_RATE
     return {
         "bench": "agent_heap",
         "setting": setting,
         "env": SETTINGS[setting],
-        "decodes": int(counts[0][0] + counts[1][0]) + len(audio),
+        "decodes": decodes,
         "audio_s": round(audio_s, 1),
         "cpu_s": round(cpu, 1),
         "cpu_per_audio_s": round(cpu / audio_s, 4),
@@ -138,7 +155,7 @@ async def one(setting: str, clips: int, rounds: int) -> dict[str, object]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--settings", default="default,128k,1m,4m")
+    parser.add_argument("--settings", default="default,2-arenas,128k,1m,4m")
     parser.add_argument("--clips", type=int, default=12)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--one", help=argparse.SUPPRESS)

@@ -1,4 +1,4 @@
-"""The agent's glibc tuning: threads share two malloc arenas; trimming runs."""
+"""The agent's glibc tuning: threads share one malloc arena; trimming runs."""
 
 from __future__ import annotations
 
@@ -48,9 +48,9 @@ def _arenas(mode: str) -> int:
     return sum(line.startswith("Arena ") for line in done.stderr.splitlines())
 
 
-def test_threads_share_two_arenas_once_tuned() -> None:
+def test_threads_share_one_arena_once_tuned() -> None:
     assert _arenas("default") >= 4  # the control: glibc gives most threads an arena each
-    assert _arenas("tuned") <= 2
+    assert _arenas("tuned") == 1
 
 
 def test_trim_runs_on_glibc() -> None:
