@@ -4,9 +4,11 @@ A bot's Python holds tiny.en and base (the default bot, language detected) and d
 it hears as the realtime tier does: partials of an open utterance every 2 s, then its final,
 with the encoder window of at least 15 s. Between the agent's minutely tidies its heap grows
 back by the decodes' freed buffers that glibc keeps (issue 19: the agent sat at 320-335 MB
-between tidies and 258-272 MB right after one in a soak). glibc's mapping threshold decides
-which buffers are kept: by default it rises to the largest block freed (up to 32 MB), so after
-the first decodes nearly every buffer comes from the heap and stays there; a fixed threshold
+between tidies and 258-272 MB right after one in a soak). Two things decide which buffers are
+kept. The arenas: with two, a decode freed into one arena is allocated again in the other
+(``2-arenas`` against the agent's one). glibc's mapping threshold: by default it rises to the
+largest block freed (up to 32 MB), so after the first decodes nearly every buffer comes from
+the heap and stays there; a fixed threshold
 (``MALLOC_MMAP_THRESHOLD_``) maps larger blocks on their own and unmaps them when freed, at
 the price of page faults.
 
