@@ -75,7 +75,7 @@ from agent.transcribe.options import TranscribeOptions
 from agent.voice.factory import synthesizer_for
 from agent.voice.microphone import PageMicrophone
 from agent.voice.speaker import Speaker
-from agent.watch import MeetingWatch, SpeakerSink
+from agent.watch import QUIET_LOG_S, MeetingWatch, SpeakerSink
 from agent.watchdog import PageWatchdog, screen_exit
 
 log = logging.getLogger(__name__)
@@ -163,6 +163,10 @@ class Bot:
             self.media,
             speaker_sink,
             audio=self.capture.stats,
+            # 10 minutes (scaled like the bot's timeouts), at least the left-alone timeout.
+            quiet_log_after=max(
+                self.timers.timeouts.left_alone, QUIET_LOG_S * settings.timeout_scale
+            ),
         )
         self.uploader = ArtifactUploader(config.agent_token, settings.data_dir / "artifacts")
         self.media.ship_pieces_to(self.uploader, config.control_plane_url)

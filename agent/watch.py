@@ -7,8 +7,10 @@ active-speaker changes to the transcription (and an optional extra sink).
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 from playwright.async_api import Error as PlaywrightError
@@ -20,9 +22,44 @@ from agent.contracts.link import ChatMessageEvent, utc_now
 from agent.errors import BrowserError, CapabilityNotSupported
 from agent.events import BotEvents
 from agent.lifecycle import MeetingTimers
-from agent.platforms.base import ChatLine, MeetingState, PlatformAdapter
+from agent.platforms.base import ChatLine, MeetingState, PlatformAdapter, Presence
+
+log = logging.getLogger(__name__)
 
 SpeakerSink = Callable[[SpeakerActivity], Awaitable[None]]
+
+QUIET_LOG_S = 600.0
+"""Seconds of nobody seen speaking and nothing heard, while the roster names someone, after
+which the bot says why it still thinks someone is there (issue 33): at least the left-alone
+timeout."""
+
+
+@dataclass(slots=True)
+class QuietSpell:
+    """How long the meeting has shown no sign of anyone: no speaker lit, nothing heard, no join.
+
+    Plain logic over a clock value. :meth:`observe` answers True once per quiet spell that
+    reaches ``after`` seconds while the roster still names someone.
+    """
+
+    after: float
+    since: float | None = None
+    voiced: float = 0.0
+    told: bool = False
+
+    def observe(self, now: float, voiced: float, speaking: bool, others: int) -> bool:
+        """Record one roster read; True when the quiet spell is to be reported now."""
+        if self.since is None or speaking or voiced > self.voiced:
+            self.since, self.voiced, self.told = now, voiced, False
+            return False
+        if others <= 0 or self.told or now - self.since < self.after:
+            return False
+        self.told = True
+        return True
+
+    def heard(self, now: float) -> None:
+        """A sign of someone (a join): the spell starts again."""
+        self.since, self.told = now, False
 
 
 class SpeakerListener(Protocol):
@@ -43,6 +80,9 @@ class MeetingWatch:
         speaker_sink: Optional extra consumer of active-speaker changes.
         audio: The capture's per-track statistics (remote audio tracks ending is one signal
             of being alone).
+        quiet_log_after: Seconds without a sign of anyone, while the roster names someone,
+            before the bot logs why it thinks someone is there (:data:`QUIET_LOG_S`, at least
+            the left-alone timeout).
     """
 
     def __init__(
@@ -53,6 +93,7 @@ class MeetingWatch:
         media: SpeakerListener,
         speaker_sink: SpeakerSink | None = None,
         audio: CaptureStats | None = None,
+        quiet_log_after: float | None = None,
     ) -> None:
         self._adapter = adapter
         self._bot_name = bot_name
@@ -65,6 +106,11 @@ class MeetingWatch:
         self.meeting_name: str | None = None
         self._speaking: set[str] = set()
         self._chat_seen: set[str] = set()
+        self._quiet = QuietSpell(
+            quiet_log_after
+            if quiet_log_after is not None
+            else max(timers.timeouts.left_alone, QUIET_LOG_S)
+        )
 
     def _remote_audio_gone(self) -> bool:
         if self._audio is None:
@@ -94,6 +140,9 @@ class MeetingWatch:
         if self._remote_audio_gone():
             others = 0
         self._timers.observe(others, now)
+        voiced = self._audio.voiced_seconds if self._audio is not None else 0.0
+        if self._quiet.observe(now, voiced, bool(self._speaking), others):
+            self._log_quiet(presence, others, now)
         if names == self.participants and not initial:
             return
         joined = [n for n in names if n not in self.participants]
@@ -101,10 +150,27 @@ class MeetingWatch:
         if not initial and not joined and not left:
             self.participants = names  # only the order changed
             return
+        if joined:
+            self._quiet.heard(now)
         self.participants = names
         if initial and self.meeting_name is None:
             self.meeting_name = await self._adapter.meeting_title(page)
         await events.participants(names, joined, left, self.meeting_name if initial else None)
+
+    def _log_quiet(self, presence: Presence, others: int, now: float) -> None:
+        """Say why the bot stays although nobody was seen speaking or heard for long."""
+        since = self._quiet.since if self._quiet.since is not None else now
+        log.warning(
+            "seen nobody and heard nothing for long, but the roster names someone",
+            extra={
+                "quiet_seconds": round(now - since, 1),
+                "others": others,
+                "participants": len(presence.names),
+                "platform_count": presence.count,
+                "roster_source": presence.source,
+                "only_you": presence.only_you,
+            },
+        )
 
     async def _still_in(self, page: Page) -> bool:
         """Whether the page still shows the meeting (a roster that emptied may mean it ended)."""

@@ -142,7 +142,9 @@ class Removal(_Model):
 
 VARIANTS: dict[Platform, frozenset[str]] = {
     Platform.GOOGLE_MEET: frozenset({"end_dialog", "cant_join", "sign_in"}),
-    Platform.ZOOM: frozenset({"legacy_form", "invalid_id_modal", "passcode_prompt", "bot_wall"}),
+    Platform.ZOOM: frozenset(
+        {"legacy_form", "invalid_id_modal", "passcode_prompt", "bot_wall", "speaker_view"}
+    ),
     Platform.TEAMS: frozenset({"sign_in_redirect", "id_passcode_form", "captcha"}),
 }
 """Skin variants per platform (each skin's ``data-tm-variant`` templates say what they show)."""

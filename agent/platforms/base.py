@@ -99,11 +99,14 @@ class Presence:
         names: Other participants' names from the tiles and lists, the bot excluded.
         count: The platform's own participant count, the bot included, if it shows one.
         only_you: The page says the bot is the only one there.
+        source: Where the names came from: ``list`` (the platform's participants list or
+            panel, its word on who is present) or ``tiles`` (the video tiles shown).
     """
 
     names: list[str]
     count: int | None = None
     only_you: bool = False
+    source: str = "tiles"
 
     def others(self) -> int:
         """Return how many others are present.
@@ -156,6 +159,8 @@ class PlatformSelectors:
     title_css: tuple[str, ...] = ()
     # Visible texts meaning nobody else is in the meeting ("You're the only one here").
     alone_texts: tuple[str, ...] = ()
+    # The button that shows the participants list (read by ``SelectorAdapter.roster_js``).
+    roster_open: Target = field(default_factory=Target)
 
 
 # Terminal screens first: a removal dialog can sit on top of the meeting's toolbar.
@@ -185,6 +190,10 @@ TERMINAL_STATES: frozenset[MeetingState] = frozenset(
     }
 )
 """Screens after which the bot cannot stay: the watchdog ends the bot on any of them."""
+
+ROSTER_RECHECK_S = 3.0
+"""Least seconds between two openings of a participants list that the tiles need (a stale
+view's names are then corrected within this, plus a read)."""
 
 EVALUATE_TIMEOUT_S = 20.0
 """Default longest a page evaluation may take before the page counts as hung, in seconds
@@ -338,6 +347,12 @@ class SelectorAdapter:
     chat_js: ClassVar[str] = ""
     # () => the platform's participant count (the bot included), or null when not shown.
     count_js: ClassVar[str] = ""
+    # () => [name, ...] of the participants list or panel while the page shows it, else null.
+    roster_js: ClassVar[str] = ""
+    # Whether the tiles of ``participants_js`` name everyone present (a grid of every
+    # participant). False where the page shows a view of some (Zoom's speaker view): the list
+    # is then opened whenever no count confirms the tiles (``selectors.roster_open``).
+    tiles_name_everyone: ClassVar[bool] = True
     # Texts that mark the bot's own entry in lists ("(You)").
     self_markers: ClassVar[tuple[str, ...]] = ("(you)",)
 
@@ -347,6 +362,9 @@ class SelectorAdapter:
     def __init__(self, evaluate_timeout_s: float = EVALUATE_TIMEOUT_S) -> None:
         """An adapter whose page evaluations give up after ``evaluate_timeout_s`` seconds."""
         self.evaluate_timeout_s = evaluate_timeout_s
+        # Loop time the participants list was last opened to confirm the tiles, and its names.
+        self._roster_checked_at: float | None = None
+        self._last_roster: list[str] | None = None
 
     def meeting_url(self, url: str, passcode: str | None = None) -> str:
         """The meeting URL, with the passcode added where the platform wants it.
@@ -507,7 +525,10 @@ class SelectorAdapter:
 
     async def participants(self, page: Page, bot_name: str) -> list[str]:
         """Other participants in page order, duplicates and the bot removed."""
-        names = await self._evaluate(page, self.participants_js) or []
+        return self._others(await self._evaluate(page, self.participants_js) or [], bot_name)
+
+    def _others(self, names: list[Any], bot_name: str) -> list[str]:
+        """``names`` whitespace-collapsed, without blanks, duplicates and the bot."""
         result: list[str] = []
         for raw in names:
             name = " ".join(str(raw).split())
@@ -528,7 +549,14 @@ class SelectorAdapter:
         return title or None
 
     async def presence(self, page: Page, bot_name: str) -> Presence:
-        """Names, the platform's count (:attr:`count_js`) and its "only you" texts."""
+        """Names, the platform's count (:attr:`count_js`) and its "only you" texts.
+
+        The names are the participants list's while the page shows it (:attr:`roster_js`),
+        else the tiles'. Where the tiles name only some (:attr:`tiles_name_everyone` false) and
+        no count confirms them, the list is opened (at most every :data:`ROSTER_RECHECK_S`) and
+        read, the chat panel shown again if opening the list closed it, and between two
+        openings the list's last names stand (with anyone new the tiles show).
+        """
         names = await self.participants(page, bot_name)
         count: int | None = None
         if self.count_js:
@@ -543,7 +571,58 @@ class SelectorAdapter:
                 [list(self.selectors.alone_texts), [], [], [], list(self.selectors.quoted)],
             )
             only_you = bool(found) and any(found["texts"])
+        listed = await self._roster(page, bot_name)
+        confirmed = count is not None and max(count - 1, 0) == len(names)
+        needs_list = not (self.tiles_name_everyone or confirmed)
+        if listed is None and needs_list and self._roster_due():
+            listed = await self._open_roster(page, bot_name)
+        if listed is not None:
+            self._last_roster = listed
+            return Presence(listed, count, only_you, "list")
+        if needs_list and self._last_roster is not None:
+            # The list's last word (at most ROSTER_RECHECK_S old), and whoever the tiles show
+            # that it did not name yet (a join is seen at once, a leave at the next check).
+            merged = self._last_roster + [n for n in names if n not in self._last_roster]
+            return Presence(merged, count, only_you, "list")
         return Presence(names, count, only_you)
+
+    async def _roster(self, page: Page, bot_name: str) -> list[str] | None:
+        """The participants list's names (the bot excluded), or None when it is not shown."""
+        if not self.roster_js:
+            return None
+        raw = await self._evaluate(page, self.roster_js)
+        if not isinstance(raw, list):
+            return None
+        return self._others(raw, bot_name)
+
+    def _roster_due(self) -> bool:
+        """Whether the participants list may be opened now (see :meth:`presence`)."""
+        if not self.roster_js or not self.selectors.roster_open:
+            return False
+        now = asyncio.get_running_loop().time()
+        if self._roster_checked_at is not None and now - self._roster_checked_at < ROSTER_RECHECK_S:
+            return False
+        self._roster_checked_at = now
+        return True
+
+    async def _open_roster(self, page: Page, bot_name: str) -> list[str] | None:
+        """Open the participants list, read it, and show the chat again if it went."""
+        s = self.selectors
+        chat_was_open = await self.visible(page, s.chat_input)
+        if not await self.click_if_visible(page, s.roster_open):
+            return None
+        listed: list[str] | None = None
+        for _ in range(10):
+            listed = await self._roster(page, bot_name)
+            if listed is not None:
+                break
+            await asyncio.sleep(0.1)
+        if chat_was_open and not await self.visible(page, s.chat_input):
+            # One side panel at a time (the list replaced the chat): the chat comes back, and
+            # its history with it; the list is opened again at the next check.
+            await self.click_if_visible(page, s.chat_open)
+        log.debug("participants list read", extra={"participants": len(listed or [])})
+        return listed
 
     async def speakers(self, page: Page) -> set[str]:
         """Names whose speaking indicator is lit."""

@@ -82,6 +82,9 @@ SELECTORS = PlatformSelectors(
         roles=(("button", "Join"),),
     ),
     title_css=(".meeting-info-container__topic", ".meeting-topic"),  # not confirmed
+    # Public Zoom-web bot code opens the participants panel with this label (with or without
+    # the "[N] particpants" count appended).
+    roster_open=Target(css=('button[aria-label*="open the participants list pane" i]',)),
     prejoin_dismiss=(
         Target(
             roles=(("button", "Continue without microphone and camera"),),  # VH
@@ -138,15 +141,33 @@ SELECTORS = PlatformSelectors(
     share_stop=Target(roles=(("button", "Stop Share"),)),
 )
 
-# Names in the footers of the speaker bar and the active-speaker frame (VH, PF).
+# Names in the footers of the speaker bar's thumbnails (VH, PF), one per participant shown.
+# Never the main active-speaker frame: its footer keeps the last speaker after they stop, and
+# after they leave (issue 33: a roster that never emptied).
 _PARTICIPANTS_JS = """
 () => {
-  const frames = document.querySelectorAll(
-    '.speaker-bar-container__video-frame, .speaker-active-container__video-frame');
   const names = [];
-  for (const frame of frames) {
+  for (const frame of document.querySelectorAll('.speaker-bar-container__video-frame')) {
     const footer = frame.querySelector('.video-avatar__avatar-footer');
     const name = footer ? footer.textContent : '';
+    if (name && name.trim()) names.push(name.trim());
+  }
+  return names;
+}
+"""
+
+# The participants panel, Zoom's own list of who is in the meeting: public Zoom-web bot code
+# opens it with button[aria-label*="open the participants list pane"] and reads
+# .participants-item__display-name in .participants-li rows (null while it is not shown).
+_ROSTER_JS = """
+() => {
+  const rows = document.querySelectorAll('.participants-li');
+  const list = document.querySelector('.participants-ul, #participants-ul');
+  if (!rows.length && !list) return null;
+  const names = [];
+  for (const row of rows) {
+    const label = row.querySelector('.participants-item__display-name');
+    const name = label ? label.textContent : (row.getAttribute('aria-label') || '').split(',')[0];
     if (name && name.trim()) names.push(name.trim());
   }
   return names;
@@ -211,6 +232,9 @@ class ZoomAdapter(SelectorAdapter):
     speakers_js: ClassVar[str] = _SPEAKERS_JS
     chat_js: ClassVar[str] = _CHAT_JS
     count_js: ClassVar[str] = _COUNT_JS
+    roster_js: ClassVar[str] = _ROSTER_JS
+    # The speaker bar may be hidden or paged and the main frame shows one (the last) speaker.
+    tiles_name_everyone: ClassVar[bool] = False
 
     passcode_param: ClassVar[str | None] = "pwd"
 

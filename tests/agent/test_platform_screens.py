@@ -301,3 +301,54 @@ async def test_a_page_showing_no_known_screen_ends_the_bot_with_page_lost(start:
     # lost_page_seconds after the page opened (Chromium's launch comes first), long before the
     # 20 s join timeout would have said join_error.
     assert 1.5 <= waited <= 12.0
+
+
+# Issue 33 goal: everyone left → completed/left_alone within left_alone_timeout + 5 s of the
+# last departure, whatever view the page shows.
+LEFT_ALONE_S = 10 * SCALE
+DEPARTURE_TO_LEFT_ALONE_S = 5.0
+
+
+def _speaks(name: str, at: float, leave_at: float) -> str:
+    return (
+        f"{{name: {name}, leave_at: {leave_at}, utterances: [{{at: {at}, text: '{name} here'}}]}}"
+    )
+
+
+# (platform, variant, participants): the page's views disagree with who is there.
+EVERYONE_LEAVES = [
+    pytest.param(
+        "zoom",
+        "speaker_view",
+        f"[{_speaks('Alice', 0.5, 4.0)}, {_speaks('Bob', 2.0, 4.0)}]",
+        id="zoom-stale-speaker-view-both-leave-at-once",
+    ),
+    pytest.param(
+        "zoom",
+        "speaker_view",
+        f"[{_speaks('Alice', 0.5, 3.0)}, {_speaks('Bob', 3.5, 5.0)}, {_speaks('Carol', 5.5, 7.0)}]",
+        id="zoom-stale-speaker-view-three-leave-one-by-one",
+    ),
+]
+
+
+@pytest.mark.parametrize(("platform", "variant", "participants"), EVERYONE_LEAVES)
+async def test_everyone_leaving_ends_the_bot_although_a_view_still_shows_the_last_speaker(
+    start: Start, platform: str, variant: str, participants: str
+) -> None:
+    run: Run = await start(
+        platform, f"variant: {variant}\nlobby: false\nparticipants: {participants}\n"
+    )
+    assert await run.finish() is BotStatus.COMPLETED
+    assert run.statuses()[-2:] == [("stopping", "left_alone"), ("completed", "left_alone")]
+    timeline = run.room.timeline()
+    names = {e.name for e in timeline if e.type == "joined" and e.name != BOT_NAME}
+    # Everyone spoke (the speaker frame named each in turn), then left.
+    assert {e.name for e in timeline if e.type == "speech"} == names
+    last_left = max(e.t for e in timeline if e.type == "left" and e.name in names)
+    waited = run.stopping_at() - last_left
+    assert LEFT_ALONE_S <= waited <= LEFT_ALONE_S + DEPARTURE_TO_LEFT_ALONE_S, f"{waited:.2f} s"
+    # The roster named everyone (from Zoom's participants list), then no one.
+    rosters = [e.participants for e in run.peer.events_of("participants")]
+    assert sorted(max(rosters, key=len)) == sorted(names)
+    assert rosters[-1] == []

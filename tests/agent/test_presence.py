@@ -1,10 +1,12 @@
-"""Left-alone cross-check: the page's "only you" text, then the platform's count, then names."""
+"""Left-alone cross-check: the page's "only you" text, then the platform's count, then names;
+and the quiet spell after which a bot that still sees someone named says why."""
 
 from __future__ import annotations
 
 import pytest
 
 from agent.platforms.base import Presence
+from agent.watch import QuietSpell
 
 pytestmark = pytest.mark.unit
 
@@ -23,3 +25,27 @@ def test_the_platform_count_overrides_a_stale_list_both_ways() -> None:
 
 def test_only_you_text_wins_over_everything() -> None:
     assert Presence(["Alice"], count=2, only_you=True).others() == 0
+
+
+def test_a_quiet_spell_is_told_once_after_its_time_while_someone_is_named() -> None:
+    quiet = QuietSpell(after=600.0)
+    assert not quiet.observe(0.0, voiced=5.0, speaking=False, others=1)  # the spell starts
+    assert not quiet.observe(599.0, voiced=5.0, speaking=False, others=1)
+    assert quiet.observe(600.0, voiced=5.0, speaking=False, others=1)
+    assert not quiet.observe(900.0, voiced=5.0, speaking=False, others=1)  # told once
+
+
+def test_sound_a_lit_speaker_or_a_join_starts_the_quiet_spell_again() -> None:
+    quiet = QuietSpell(after=10.0)
+    quiet.observe(0.0, voiced=1.0, speaking=False, others=2)
+    assert not quiet.observe(9.0, voiced=1.5, speaking=False, others=2)  # heard something
+    assert not quiet.observe(18.0, voiced=1.5, speaking=True, others=2)  # a speaker lit
+    quiet.heard(20.0)  # someone joined
+    assert not quiet.observe(29.0, voiced=1.5, speaking=False, others=2)
+    assert quiet.observe(30.0, voiced=1.5, speaking=False, others=2)
+
+
+def test_a_quiet_meeting_nobody_is_named_in_is_not_told() -> None:
+    quiet = QuietSpell(after=10.0)
+    quiet.observe(0.0, voiced=0.0, speaking=False, others=0)
+    assert not quiet.observe(60.0, voiced=0.0, speaking=False, others=0)
