@@ -140,9 +140,11 @@ def build(corpus: Path, kbps: int) -> None:
     missing = set(CHOSEN) - {r["file"] for r in rows}
     if missing:
         sys.exit(f"not in {corpus}/MANIFEST.tsv: {sorted(missing)}")
-    if PACKAGED_DIR.exists():
-        shutil.rmtree(PACKAGED_DIR)
-    PACKAGED_DIR.mkdir()
+    # Files only: the subfolders (conversational/) are other sets with their own builders.
+    PACKAGED_DIR.mkdir(exist_ok=True)
+    for stale in PACKAGED_DIR.iterdir():
+        if stale.is_file():
+            stale.unlink()
     out: list[dict[str, str]] = []
     for row in rows:
         wav = Path(row["file"])
@@ -162,7 +164,7 @@ def build(corpus: Path, kbps: int) -> None:
         writer = csv.DictWriter(manifest, COLUMNS, delimiter="\t", lineterminator="\n")
         writer.writeheader()
         writer.writerows(out)
-    size = sum(p.stat().st_size for p in PACKAGED_DIR.iterdir())
+    size = sum(p.stat().st_size for p in PACKAGED_DIR.iterdir() if p.is_file())
     print(json.dumps({"bench": "packaged_speech", "clips": len(out), "bytes": size}))
 
 

@@ -11,6 +11,12 @@ readers — runs unchanged on :func:`materialise`'s folder.
 The clips are re-encoded from the corpus's 16 kHz WAV by ``bench/packaged_speech.py build``;
 ``bench/packaged_speech.py wer`` shows that tiny.en's word error rate is the same on them as
 on the originals (the bitrate and the figures are in that script's docstring).
+
+``testmeeting/speech/conversational/`` is a second, separate set: spontaneous English speech
+(a hoarse speaker, fillers, whisper, laughter, long pauses, three turns of an AMI meeting)
+with human references and a speaker id per clip, built by ``bench/conversational_speech.py``.
+:func:`conversational_clips` and :func:`packaged_clips` decode either set in memory with its
+speaker ids, for ``testmeeting.stress``.
 """
 
 from __future__ import annotations
@@ -20,12 +26,41 @@ import hashlib
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
 
 from testmeeting.media import read_pcm, wav_bytes
 
 PACKAGED_DIR = Path(__file__).resolve().parent / "speech"
 """The packaged set: ``<stem>.opus`` + ``<stem>.txt`` per clip and ``MANIFEST.tsv``."""
+
+CONVERSATIONAL_DIR = PACKAGED_DIR / "conversational"
+"""Spontaneous speech: ``<stem>.opus`` + ``<stem>.txt`` per clip and its own ``MANIFEST.tsv``.
+
+Built by ``bench/conversational_speech.py`` (sources, licences and what was changed are in
+that script's docstring and in the manifest). Not part of :func:`materialise`'s corpus layout.
+"""
+
+PACKAGED_SPEAKERS: dict[str, str] = {
+    **{f"LJ001-{n:04d}.wav": "lj" for n in range(1, 13)},  # LJ Speech: one reader
+    "ls_testclean_1089-134686-0001.wav": "ls-1089",  # LibriSpeech speaker 1089
+    "ls_testclean_1995-1837-0001.wav": "ls-1995",
+    "ls_testclean_61-70968-0000.wav": "ls-61",
+    # The same recording as ls_testclean_61-70968-0000 (waveform correlation 0.99999).
+    "fw_stereo_diarization_ch0.wav": "ls-61",
+    # The other voice of faster-whisper's two-speaker test file; its speaker id is not given.
+    "fw_stereo_diarization_ch1.wav": "fw-ch1",
+    # Common Voice clips from one test folder, contributors not given: treated as one voice.
+    "common_voice_en_22058264.wav": "cv",
+    "common_voice_en_22058266.wav": "cv",
+    "common_voice_en_22058267.wav": "cv",
+    "jfk.wav": "jfk",
+    "es_mls_13697_11991_000000.wav": "mls-13697",  # MLS Spanish speaker 13697
+}
+"""Packaged clip (its ``file``) → speaker id: clips with the same id may be the same voice."""
 
 MARKER = ".packaged-speech"
 """File :func:`materialise` writes last into its folder: the hash of the set it decoded."""
@@ -44,6 +79,88 @@ def packaged_rows() -> list[dict[str, str]]:
     """
     with (PACKAGED_DIR / "MANIFEST.tsv").open(encoding="utf-8") as manifest:
         return list(csv.DictReader(manifest, delimiter="\t"))
+
+
+@dataclass(frozen=True, slots=True)
+class Clip:
+    """One packaged clip decoded.
+
+    Attributes:
+        name: The clip's stem (``jfk``, ``mfa_cold_corpus``).
+        samples: 16 kHz mono int16 samples, shape ``(n,)``; a read-only view of the decoded
+            bytes (not copied).
+        text: Reference transcript as the source has it (normalise before comparing).
+        speaker: Speaker id (:data:`PACKAGED_SPEAKERS`, or the conversational manifest's).
+        language: ISO 639-1 code.
+        what: What the clip is (``hoarse``, ``whispered``…); empty for the read-speech set.
+    """
+
+    name: str
+    samples: npt.NDArray[np.int16]
+    text: str
+    speaker: str
+    language: str
+    what: str
+
+    @property
+    def duration(self) -> float:
+        """Seconds of audio."""
+        return len(self.samples) / 16_000
+
+
+def _decode(path: Path) -> npt.NDArray[np.int16]:
+    return np.frombuffer(read_pcm(path), dtype=np.int16)
+
+
+def conversational_rows() -> list[dict[str, str]]:
+    """The conversational set's ``MANIFEST.tsv`` as rows (``file`` is the ``.opus`` name).
+
+    Raises:
+        OSError: The conversational set is not installed.
+    """
+    with (CONVERSATIONAL_DIR / "MANIFEST.tsv").open(encoding="utf-8") as manifest:
+        return list(csv.DictReader(manifest, delimiter="\t"))
+
+
+def conversational_clips() -> list[Clip]:
+    """Every clip of the conversational set, decoded (16 kHz mono int16), in manifest order.
+
+    Blocking: ffmpeg decodes each clip (about 2 s for the set).
+
+    Raises:
+        OSError: The set is not installed.
+        testmeeting.errors.ScenarioError: ffmpeg is missing or cannot decode a clip.
+    """
+    clips: list[Clip] = []
+    for row in conversational_rows():
+        path = CONVERSATIONAL_DIR / row["file"]
+        text = path.with_suffix(".txt").read_text(encoding="utf-8").strip()
+        clips.append(
+            Clip(path.stem, _decode(path), text, row["speaker"], row["language"], row["what"])
+        )
+    return clips
+
+
+def packaged_clips(language: str | None = None) -> list[Clip]:
+    """The read-speech set's clips decoded, with their :data:`PACKAGED_SPEAKERS` ids.
+
+    Args:
+        language: Only clips in this language (``en``); all when ``None``.
+
+    Raises:
+        OSError: The packaged set is not installed.
+        KeyError: A packaged clip has no entry in :data:`PACKAGED_SPEAKERS`.
+        testmeeting.errors.ScenarioError: ffmpeg is missing or cannot decode a clip.
+    """
+    clips: list[Clip] = []
+    for row in packaged_rows():
+        if language is not None and row["language"] != language:
+            continue
+        path = PACKAGED_DIR / row["packaged"]
+        text = path.with_suffix(".txt").read_text(encoding="utf-8").strip()
+        speaker = PACKAGED_SPEAKERS[row["file"]]
+        clips.append(Clip(path.stem, _decode(path), text, speaker, row["language"], ""))
+    return clips
 
 
 def _fingerprint() -> str:
