@@ -48,12 +48,19 @@ from playwright.async_api import Page
 
 from agent import __version__
 from agent.actions.settings import ActionSettings
-from agent.artifacts import ArtifactUploader
+from agent.artifacts import ArtifactUploader, png_size
 from agent.browser.session import BrowserSession
 from agent.capture.pcm import AudioCapture
 from agent.commands import CommandHandler
 from agent.contracts.bot_config import BotConfig
-from agent.contracts.link import Command, CommandErrorCode, Register, Segment
+from agent.contracts.link import (
+    ArtifactEvent,
+    ArtifactKind,
+    Command,
+    CommandErrorCode,
+    Register,
+    Segment,
+)
 from agent.contracts.status import BotStatus, StatusReason
 from agent.errors import BrowserError, CommandError, JoinFailed, MeetingExit, MeetingLeft
 from agent.events import BotEvents, Observer, iso
@@ -81,6 +88,8 @@ from agent.watchdog import PageWatchdog, screen_exit
 log = logging.getLogger(__name__)
 
 LEAVE_TIMEOUT_S = 10.0
+# Longest an unknown screen's screenshot and its upload may hold the watchdog.
+UNKNOWN_SHOT_TIMEOUT_S = 10.0
 # A pre-join screen still showing this long after the join click means the click did not take.
 REJOIN_CLICK_AFTER_S = 3.0
 
@@ -124,6 +133,7 @@ class Bot:
         # An exit found outside the attendance's own loops (the watchdog), if any.
         self._exit: MeetingExit | None = None
         self._watchdog_task: asyncio.Task[None] | None = None
+        self._unknown_screens = 0
         self._memory_task: asyncio.Task[None] | None = None
         self._outbox: Outbox | None = None
         self.link: LinkClient | None = None
@@ -404,10 +414,62 @@ class Bot:
             interval=self.settings.watchdog_interval_seconds,
             lost_after=self.settings.lost_page_seconds,
             grace=2 * self.settings.poll_interval_seconds,
+            on_unknown=self._unknown_screen,
         )
         watchdog.attach(page)
         self._watchdog_task = asyncio.create_task(
             watchdog.run(page, urlsplit(url).hostname or ""), name="watchdog"
+        )
+
+    async def _unknown_screen(self, text: str) -> None:
+        """Log a screen no adapter probe knows, with its text and a screenshot artifact."""
+        self._unknown_screens += 1
+        artifact_id = f"unknown-screen-{self._unknown_screens}"
+        log.warning(
+            "unknown screen",
+            extra={"screen_text": text, "artifact_id": artifact_id, "url": self._page_url()},
+        )
+        try:
+            await asyncio.wait_for(self._screenshot_artifact(artifact_id), UNKNOWN_SHOT_TIMEOUT_S)
+        except (BrowserError, CommandError, PlaywrightError, RuntimeError, TimeoutError) as exc:
+            log.warning("unknown screen not captured", extra={"error": type(exc).__name__})
+
+    def _page_url(self) -> str:
+        """The page's URL without its query (a passcode may ride in it)."""
+        try:
+            url = self.browser.page.url
+        except RuntimeError:
+            return ""
+        return url.split("?", 1)[0]
+
+    async def _screenshot_artifact(self, artifact_id: str) -> None:
+        """Store a screenshot of the page in the bot's artifacts and report it."""
+        captured_at = datetime.now(UTC)
+        png = await self.browser.screenshot()
+        width, height = png_size(png)
+        name = f"{artifact_id}.png"
+        slot = None
+        if self.link is not None and self.config.control_plane_url:
+            slot = await self.uploader.request_slot(
+                self.config.control_plane_url,
+                self.bot_id,
+                ArtifactKind.SCREENSHOT,
+                name,
+                "image/png",
+                len(png),
+            )
+        stored = await self.uploader.store(png, "image/png", name, slot)
+        await self.events.artifact(
+            ArtifactEvent(
+                kind=ArtifactKind.SCREENSHOT,
+                artifact_id=artifact_id,
+                storage_key=stored.storage_key,
+                content_type="image/png",
+                size_bytes=len(png),
+                width=width,
+                height=height,
+                captured_at=captured_at,
+            )
         )
 
     async def _stop_watchdog(self) -> None:

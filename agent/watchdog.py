@@ -10,7 +10,10 @@ banner, modal, full page), so the bot ends within one interval plus one probe.
 
 It also ends a bot that lost its way: the page crashed or closed, or for ``lost_page_seconds``
 the page showed no screen the adapter knows or a page off the meeting's host
-(``failed``/``page_lost``).
+(``failed``/``page_lost``). A screen it does not know is reported first, once per text, after
+:data:`UNKNOWN_REPORT_S` (half ``lost_page_seconds`` at most): its visible text (the first
+:data:`UNKNOWN_TEXT_CHARS` characters) goes to the ``on_unknown`` callback, which the bot logs
+with a screenshot in its artifacts, so operators can report screens the adapters lack.
 
 :func:`screen_exit` is the one table from screens to exits, used by the bot's loops too.
 """
@@ -18,8 +21,9 @@ the page showed no screen the adapter knows or a page off the meeting's host
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
 from playwright.async_api import Error as PlaywrightError
@@ -30,6 +34,13 @@ from agent.errors import BrowserError, JoinFailed, MeetingExit, MeetingLeft
 from agent.platforms.base import MeetingState, PlatformAdapter
 
 log = logging.getLogger(__name__)
+
+UNKNOWN_REPORT_S = 5.0
+"""Seconds of an unknown screen before it is reported (see the module docstring)."""
+UNKNOWN_TEXT_CHARS = 600
+"""Characters of an unknown screen's visible text that are reported."""
+
+_TEXT_JS = "() => (document.body ? document.body.innerText : '').replace(/\\s+/g, ' ').trim()"
 
 # Screens that end an attempt to join (before admission) and their reasons.
 JOIN_FAILURES: dict[MeetingState, StatusReason] = {
@@ -86,6 +97,8 @@ class PageWatchdog:
         lost_after: Seconds of unknown screens (or off-host pages) before ``page_lost``.
         grace: Seconds a terminal screen is left to the bot's own loop (which reports the
             lobby it saw first, for one) before the watchdog ends the bot itself.
+        on_unknown: Awaited with the visible text of a screen the adapter does not know (once
+            per text), before ``page_lost``.
     """
 
     def __init__(
@@ -96,6 +109,7 @@ class PageWatchdog:
         interval: float,
         lost_after: float,
         grace: float = 0.0,
+        on_unknown: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         self._adapter = adapter
         self._admitted = admitted
@@ -103,6 +117,8 @@ class PageWatchdog:
         self._interval = interval
         self._lost_after = lost_after
         self._grace = grace
+        self._on_unknown = on_unknown
+        self._reported: set[str] = set()
         self._fired = False
 
     def _fire(self, exit_: MeetingExit) -> None:
@@ -149,8 +165,26 @@ class PageWatchdog:
                 lost_since = None
             elif lost_since is None:
                 lost_since = now
-            elif now - lost_since >= self._lost_after:
+            elif now - lost_since >= min(UNKNOWN_REPORT_S, self._lost_after / 2):
+                await self._report_unknown(page)
+            if lost_since is not None and now - lost_since >= self._lost_after:
                 detail = f"unknown screen for {self._lost_after:.0f} s at {host or 'no host'}"
                 self._fire(JoinFailed(StatusReason.PAGE_LOST, detail))
                 return
             await asyncio.sleep(self._interval)
+
+    async def _report_unknown(self, page: Page) -> None:
+        """Hand the unknown screen's text to ``on_unknown`` (once per text; never raises)."""
+        if self._on_unknown is None:
+            return
+        text = ""
+        with contextlib.suppress(PlaywrightError, TimeoutError):
+            raw = await asyncio.wait_for(page.evaluate(_TEXT_JS), timeout=5.0)
+            text = str(raw or "")[:UNKNOWN_TEXT_CHARS]
+        if text in self._reported:
+            return
+        self._reported.add(text)
+        try:
+            await self._on_unknown(text)
+        except Exception as exc:  # the report must never end the watch
+            log.warning("unknown screen not reported", extra={"error": type(exc).__name__})

@@ -141,11 +141,20 @@ class Removal(_Model):
 
 
 VARIANTS: dict[Platform, frozenset[str]] = {
-    Platform.GOOGLE_MEET: frozenset({"end_dialog", "cant_join", "sign_in"}),
+    Platform.GOOGLE_MEET: frozenset({"end_dialog", "cant_join", "sign_in", "post_call_pages"}),
     Platform.ZOOM: frozenset(
-        {"legacy_form", "invalid_id_modal", "passcode_prompt", "bot_wall", "speaker_view"}
+        {
+            "legacy_form",
+            "invalid_id_modal",
+            "passcode_prompt",
+            "bot_wall",
+            "speaker_view",
+            "post_call_pages",
+        }
     ),
-    Platform.TEAMS: frozenset({"sign_in_redirect", "id_passcode_form", "captcha"}),
+    Platform.TEAMS: frozenset(
+        {"sign_in_redirect", "id_passcode_form", "captcha", "post_call_pages"}
+    ),
 }
 """Skin variants per platform (each skin's ``data-tm-variant`` templates say what they show)."""
 

@@ -199,8 +199,25 @@ EVALUATE_TIMEOUT_S = 20.0
 """Default longest a page evaluation may take before the page counts as hung, in seconds
 (``MEETBOT_AGENT_PAGE_TIMEOUT_SECONDS``; a bot VM under software emulation needs more)."""
 
+# A post-call screen by its shape, in any wording (issue 33): no in-meeting control (the
+# IN_MEETING probe, checked before), and a control to rejoin, go home or give feedback, or a
+# heading / dialog saying the call is over or that you left. Wordings the platforms use (public
+# bot code: Meet "Return to home screen" (VH), "You left the meeting" (AT), "Meeting ended"
+# (V09); Teams "Rejoin" (PF removal)) and their close variants. "Removed" in a heading or
+# dialog of such a screen makes it a removal.
+POST_CALL_CONTROL = (
+    r"\bre-?join\b|\b(return|back|go( back)?) to (the )?home|\bhome ?(screen|page)\b"
+    r"|feedback|\brate (the|this|your)\b|how was (the|this|your)\b"
+)
+POST_CALL_HEADING = (
+    r"\byou( have|'ve|’ve)? left\b|\bleft the (call|meeting)\b"
+    r"|\b(call|meeting)( has| is| was)? (ended|over|finished)\b|\bended (the|this) (call|meeting)\b"
+    r"|\bthanks? (you )?for (joining|attending)\b"
+)
+POST_CALL_REMOVED = r"\bremoved\b|\bkicked\b"
+
 _PROBE_JS = """
-([texts, selectors, scoped, urls, quoted]) => {
+([texts, selectors, scoped, urls, quoted, shape]) => {
   const visible = (el) => {
     if (!el.getClientRects().length) return false;
     const style = getComputedStyle(el);
@@ -223,11 +240,23 @@ _PROBE_JS = """
   const own = (el) => ((el.innerText || '') + ' ' + (el.getAttribute('aria-label') || ''))
     .toLowerCase();
   const href = location.href.toLowerCase();
+  let post = null;
+  if (shape) {
+    const [control, heading, removed] = shape.map((r) => new RegExp(r, 'i'));
+    const controls = all('button, a[href], [role="button"], [role="link"]').map(own);
+    const heads = all('h1, h2, h3, [role="heading"], [role="dialog"], [role="alertdialog"], '
+      + '[role="alert"], [role="status"]').map(own);
+    const said = heads.some((h) => removed.test(h));
+    if (said || controls.some((c) => control.test(c)) || heads.some((h) => heading.test(h))) {
+      post = said ? 'removed' : 'ended';
+    }
+  }
   return {
     texts: texts.map((t) => corpus.includes(t.toLowerCase())),
     css: selectors.map((s) => all(s).length > 0),
     scoped: scoped.map(([s, t]) => all(s).some((el) => own(el).includes(t.toLowerCase()))),
     urls: urls.map((u) => href.includes(u.toLowerCase())),
+    post,
   };
 }
 """
@@ -497,8 +526,9 @@ class SelectorAdapter:
             css += probe.css
             scoped += probe.scoped
             urls += probe.urls
+        shape = [POST_CALL_CONTROL, POST_CALL_HEADING, POST_CALL_REMOVED]
         found = await self._evaluate(
-            page, _PROBE_JS, [texts, css, scoped, urls, list(self.selectors.quoted)]
+            page, _PROBE_JS, [texts, css, scoped, urls, list(self.selectors.quoted), shape]
         )
         if not found:
             return MeetingState.LOADING
@@ -515,6 +545,11 @@ class SelectorAdapter:
                 or any(url_hits[u] for u in probe.urls)
             ):
                 return state
+        # No screen of the table: a post-call screen is still known by its shape.
+        if found.get("post") == "removed":
+            return MeetingState.REMOVED
+        if found.get("post") == "ended":
+            return MeetingState.ENDED
         return MeetingState.LOADING
 
     # ---- in the meeting ---------------------------------------------------------------
@@ -568,7 +603,7 @@ class SelectorAdapter:
             found = await self._evaluate(
                 page,
                 _PROBE_JS,
-                [list(self.selectors.alone_texts), [], [], [], list(self.selectors.quoted)],
+                [list(self.selectors.alone_texts), [], [], [], list(self.selectors.quoted), None],
             )
             only_you = bool(found) and any(found["texts"])
         listed = await self._roster(page, bot_name)
