@@ -92,6 +92,10 @@ LEAVE_TIMEOUT_S = 10.0
 UNKNOWN_SHOT_TIMEOUT_S = 10.0
 # A pre-join screen still showing this long after the join click means the click did not take.
 REJOIN_CLICK_AFTER_S = 3.0
+# A passcode prompt still showing this long after an answer is answered again, up to
+# PASSCODE_TRIES answers; then the passcode was refused (join_error).
+PASSCODE_RETRY_S = 3.0
+PASSCODE_TRIES = 2
 
 
 def _now() -> float:
@@ -134,6 +138,8 @@ class Bot:
         self._exit: MeetingExit | None = None
         self._watchdog_task: asyncio.Task[None] | None = None
         self._unknown_screens = 0
+        self._passcode_at: float | None = None
+        self._passcode_tries = 0
         self._memory_task: asyncio.Task[None] | None = None
         self._outbox: Outbox | None = None
         self.link: LinkClient | None = None
@@ -501,6 +507,8 @@ class Bot:
             self._screen_exit(state)
             if state is MeetingState.PASSCODE:
                 await self._passcode(page)
+                await self._pause(self.settings.poll_interval_seconds)
+                continue
             if state in (MeetingState.LOBBY, MeetingState.IN_MEETING):
                 return
             if await self.adapter.prepare(page, self.config.settings.bot_name):
@@ -516,19 +524,50 @@ class Bot:
     async def _passcode(self, page: Page) -> None:
         """Answer the platform's passcode prompt with the bot's passcode.
 
+        The passcode is the API's ``passcode``, else the one the meeting link carries (Zoom's
+        ``pwd=``, Teams' ``p=``). A name box beside the prompt is filled first. The prompt is
+        answered again when it still shows :data:`PASSCODE_RETRY_S` after an answer, up to
+        :data:`PASSCODE_TRIES` answers. Logs name the prompt and where the passcode came from,
+        never the passcode.
+
         Raises:
-            JoinFailed: ``join_error`` when the bot has no passcode to give.
+            JoinFailed: ``join_error`` at once when the bot has no passcode to give, and when
+                the prompt still shows after the last answer (the passcode was refused).
         """
-        given = await self.adapter.enter_passcode(
-            page, self.config.native_meeting_id or "", self.config.passcode
-        )
-        if not given:
+        passcode, source = self.config.passcode, "passcode"
+        if not passcode:
+            passcode = self.adapter.link_passcode(self.config.meeting_url)
+            source = "the meeting link"
+        if not passcode:
+            log.warning("passcode prompt, and the bot has no passcode")
             raise JoinFailed(StatusReason.JOIN_ERROR, "the meeting asks for a passcode")
+        now = _now()
+        if self._passcode_at is not None and now - self._passcode_at < PASSCODE_RETRY_S:
+            return  # the page is still checking the last answer
+        if self._passcode_tries >= PASSCODE_TRIES:
+            log.warning(
+                "the passcode prompt refused the passcode",
+                extra={"passcode_source": source, "tries": self._passcode_tries},
+            )
+            raise JoinFailed(
+                StatusReason.JOIN_ERROR, f"the passcode prompt refused the passcode ({source})"
+            )
+        self._passcode_at = now
+        self._passcode_tries += 1
+        await self.adapter.prepare(page, self.config.settings.bot_name)
+        try:
+            await self.adapter.enter_passcode(page, self.config.native_meeting_id or "", passcode)
+        except BrowserError as exc:
+            log.warning("passcode prompt not usable", extra={"error": str(exc)})
+            return
+        log.info(
+            "passcode prompt answered",
+            extra={"passcode_source": source, "tries": self._passcode_tries},
+        )
 
     async def _admission(self, page: Page) -> None:
         deadline = _now() + self.settings.join_timeout_seconds
         last_click = _now()
-        passcode_at = -REJOIN_CLICK_AFTER_S
         not_in_yet = time.time()
         while True:
             probed_at = time.time()
@@ -551,8 +590,7 @@ class Bot:
                 self.actions.start()
                 return
             not_in_yet = probed_at
-            if state is MeetingState.PASSCODE and _now() - passcode_at >= REJOIN_CLICK_AFTER_S:
-                passcode_at = _now()
+            if state is MeetingState.PASSCODE:
                 await self._passcode(page)
             if (
                 state is MeetingState.PREJOIN

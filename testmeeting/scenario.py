@@ -150,6 +150,7 @@ VARIANTS: dict[Platform, frozenset[str]] = {
             "bot_wall",
             "speaker_view",
             "post_call_pages",
+            "passcode_beside_name",
         }
     ),
     Platform.TEAMS: frozenset(

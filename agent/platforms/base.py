@@ -297,6 +297,10 @@ class PlatformAdapter(Protocol):
         """The URL the browser opens for a meeting URL (and passcode) of this platform."""
         ...
 
+    def link_passcode(self, url: str) -> str | None:
+        """The passcode a meeting link of this platform carries (``pwd=``, ``p=``), if any."""
+        ...
+
     async def prepare(self, page: Page, bot_name: str) -> bool:
         """Pass pre-join screens, fill the name, mute; returns whether the join button is ready."""
         ...
@@ -408,6 +412,15 @@ class SelectorAdapter:
             return url
         query.append((self.passcode_param, passcode))
         return urlunsplit(parts._replace(query=urlencode(query)))
+
+    def link_passcode(self, url: str) -> str | None:
+        """The passcode in the link's :attr:`passcode_param` query parameter, if it has one."""
+        if not self.passcode_param:
+            return None
+        for key, value in parse_qsl(urlsplit(url).query, keep_blank_values=True):
+            if key == self.passcode_param and value.strip():
+                return value.strip()
+        return None
 
     # ---- locating ---------------------------------------------------------------------
 

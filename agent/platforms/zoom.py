@@ -59,8 +59,10 @@ SELECTORS = PlatformSelectors(
                 (_MODAL, "authorized attendees only"),  # not confirmed
             ),
         ),
+        # Public Zoom-web automation code types the passcode into #input-for-pwd, on the
+        # pre-join form beside #input-for-name or on a prompt after it (issue 33).
         MeetingState.PASSCODE: Probe(
-            css=("#input-for-pwd", 'input[type="password"][placeholder*="passcode" i]'),  # NC
+            css=("#input-for-pwd", 'input[type="password"][placeholder*="passcode" i]'),
         ),
         MeetingState.LOBBY: Probe(
             texts=("Please wait, the meeting host will let you in soon",),  # VH
@@ -75,7 +77,7 @@ SELECTORS = PlatformSelectors(
     # Chat messages and video-tile name footers (VH) hold participants' own words.
     quoted=(".new-chat-message__container", ".video-avatar__avatar-footer"),
     passcode_input=Target(
-        css=("#input-for-pwd", 'input[type="password"][placeholder*="passcode" i]'),  # NC
+        css=("#input-for-pwd", 'input[type="password"][placeholder*="passcode" i]'),
     ),
     passcode_submit=Target(
         css=("button.preview-join-button", "#joinBtn"),  # VH (the same join button)

@@ -396,3 +396,73 @@ async def test_everyone_leaving_ends_the_bot_although_a_view_still_shows_the_las
     assert {name for roster in rosters for name in roster} == names
     assert rosters[-1] == []
 
+
+# Issue 33: the passcode is typed wherever the platform asks for it, from the API's `passcode`
+# or the link's (Zoom pwd=, Teams p=); a refused one and none at all are join_error.
+PASSCODE_PROMPTS = [
+    pytest.param(
+        "zoom", "passcode_beside_name", "prejoin", id="zoom-pwd-link-passcode-beside-name"
+    ),
+    pytest.param("zoom", "passcode_prompt", "passcode", id="zoom-pwd-link-passcode-after-join"),
+    pytest.param("teams", "id_passcode_form", "idform", id="teams-p-link-id-and-passcode-form"),
+]
+
+
+@pytest.mark.parametrize(("platform", "variant", "prompt"), PASSCODE_PROMPTS)
+async def test_the_links_passcode_answers_the_prompt(
+    start: Start, platform: str, variant: str, prompt: str
+) -> None:
+    run: Run = await start(
+        platform,
+        f"variant: {variant}\nlobby: false\nparticipants: [{{name: Alice, leave_at: 1.0}}]\n",
+        link_passcode=PASSCODE,
+    )
+    assert run.bot.config.passcode is None
+    assert await run.finish() is BotStatus.COMPLETED
+    assert run.statuses()[-2:] == [("stopping", "left_alone"), ("completed", "left_alone")]
+    # The page let the bot in only through its prompt, which checks the typed passcode.
+    assert any(e.type == "page_screen" and e.text == prompt for e in run.room.timeline())
+
+
+WRONG_PASSCODE = "271828"
+
+
+@pytest.mark.parametrize(("platform", "variant", "prompt"), PASSCODE_PROMPTS)
+async def test_a_refused_passcode_is_a_join_error_whose_log_keeps_the_secret(
+    start: Start, platform: str, variant: str, prompt: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="agent")
+    run: Run = await start(
+        platform,
+        f"variant: {variant}\nlobby: false\n",
+        link_passcode=WRONG_PASSCODE,
+        room_passcode=PASSCODE,
+    )
+    assert await run.finish() is BotStatus.FAILED
+    assert run.statuses()[-2:] == [("stopping", "join_error"), ("failed", "join_error")]
+    waited = run.stopping_at() - run.screen_at(prompt)
+    # Two answers PASSCODE_RETRY_S (3 s) apart, then the refusal.
+    assert 0 <= waited <= 8.0, f"{waited:.2f} s"
+    refused = [
+        r for r in caplog.records if r.getMessage() == "the passcode prompt refused the passcode"
+    ]
+    assert len(refused) == 1
+    assert WRONG_PASSCODE not in caplog.text
+    assert all(WRONG_PASSCODE not in (e.detail or "") for e in run.peer.events_of("status"))
+
+
+NO_PASSCODE = [
+    pytest.param("zoom", "passcode_beside_name", "prejoin", id="zoom-no-pwd-passcode-beside-name"),
+    pytest.param("teams", "id_passcode_form", "idform", id="teams-link-without-p"),
+]
+
+
+@pytest.mark.parametrize(("platform", "variant", "prompt"), NO_PASSCODE)
+async def test_a_passcode_prompt_without_any_passcode_is_a_join_error_at_once(
+    start: Start, platform: str, variant: str, prompt: str
+) -> None:
+    run: Run = await start(platform, f"variant: {variant}\nlobby: false\n", room_passcode=PASSCODE)
+    assert await run.finish() is BotStatus.FAILED
+    assert run.statuses()[-2:] == [("stopping", "join_error"), ("failed", "join_error")]
+    waited = run.stopping_at() - run.screen_at(prompt)
+    assert 0 <= waited <= SCREEN_TO_STATUS_S, f"{waited:.2f} s"
