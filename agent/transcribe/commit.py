@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 
 from agent.audio import SAMPLE_RATE
 from agent.contracts.link import Segment
+from agent.transcribe.agreement import drop_repeated
 from agent.transcribe.engine import DecodeResult
 from agent.transcribe.filters import judge
 from agent.transcribe.metrics import TranscribeMetrics
@@ -26,6 +27,10 @@ log = logging.getLogger(__name__)
 
 # Active-speaker history kept behind the latest final (utterances are at most ~25 s).
 _TIMELINE_KEEP_S = 300.0
+# A final's words cover this much voice evidence each; evidence beyond them is unaccounted
+# (``sparse_text``). People say 2-3 words per voiced second, a hesitant speaker about one; the
+# evidence test also counts breaths and the pauses inside words.
+_WORDS_PER_EVIDENCE_S = 0.7
 
 
 class SegmentCommitter:
@@ -95,7 +100,7 @@ class SegmentCommitter:
 
     async def partial(self, utt: Utterance, result: DecodeResult) -> None:
         """Emit a partial hypothesis unless it is no speech, unchanged, or the consumer lags."""
-        verdict = judge(result.text, result.stats, voiced_s=1.0)
+        verdict = judge(drop_repeated(result.text, utt.repeated), result.stats, voiced_s=1.0)
         if verdict.dropped or verdict.text == utt.partial_text:
             return
         segment = self._segment(utt, verdict.text, result, completed=False)
@@ -110,7 +115,22 @@ class SegmentCommitter:
     async def final(self, utt: Utterance, result: DecodeResult) -> None:
         """Commit an ended utterance: its final segment, or the clearing of its partials."""
         assert utt.ended is not None  # noqa: S101 - finals exist only for ended utterances
-        verdict = judge(result.text, result.stats, voiced_s=utt.ended.voiced_s)
+        evidence_s = utt.ended.evidence_s
+        text = drop_repeated(result.text, utt.repeated)
+        verdict = judge(text, result.stats, utt.ended.voiced_s, evidence_s)
+        # Voice evidence that did not become text is counted with the rule that lost it.
+        n_words = len(verdict.text.split()) if not verdict.dropped else 0
+        covered = n_words / _WORDS_PER_EVIDENCE_S
+        if evidence_s > covered:
+            start, end = self._span(utt)
+            self._metrics.lose(
+                verdict.dropped or "sparse_text",
+                evidence_s if verdict.dropped else evidence_s - covered,
+                track=utt.track,
+                segment_id=utt.segment_id,
+                span=f"{start - self._join_time:.2f}-{end - self._join_time:.2f}",
+                words=n_words,
+            )
         if verdict.dropped:
             self._metrics.dropped[verdict.dropped] += 1
             if utt.partial_text is not None:

@@ -63,18 +63,28 @@ import numpy.typing as npt
 
 from agent.audio import SAMPLE_RATE
 from agent.contracts.bot_config import Task
+from agent.transcribe.agreement import agreed_prefix, drop_repeated_words, tail_of
 from agent.transcribe.backlog import FinalsBacklog
 from agent.transcribe.commit import SegmentCommitter
 from agent.transcribe.engine import DecodeOptions, DecodeResult, WhisperEngine
-from agent.transcribe.filters import judge, repeats_a_phrase
+from agent.transcribe.filters import TRUSTED_VOICE_S, judge, repeats_a_phrase
 from agent.transcribe.ingest import Batch, Ingest
 from agent.transcribe.languages import LanguageMemory
 from agent.transcribe.metrics import TranscribeMetrics
+from agent.transcribe.normalize import normalize_text
 from agent.transcribe.options import TranscribeOptions
 from agent.transcribe.pace import PROBE_SECONDS, DecoderPace
-from agent.transcribe.segmenter import Discarded, Ended, Resume, Speculate, Started
+from agent.transcribe.segmenter import (
+    UNHEARD_MIN_S,
+    Discarded,
+    Ended,
+    Resume,
+    Speculate,
+    Started,
+)
 from agent.transcribe.standby import Loader, MultilingualStandby
 from agent.transcribe.utterance import Utterance
+from agent.transcribe.vad import WINDOW
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +107,10 @@ _RECHECK_VOICED_S = 2.0
 # on. tiny.en on the mixed conversation: "exhibition." (0.7 s voiced) had no-speech 0.72 and
 # log-prob -1.04 in a 10 s window, 0.74 and -0.72 in the 30 s one.
 _DOUBT_RULES = frozenset({"no_speech", "low_confidence", "repetition", "known_hallucination"})
+
+# Temperatures of the retry of a doubted final with voice evidence (openai/whisper's defaults
+# from 0.2 on; the first pass was greedy at 0.0).
+_FALLBACK_TEMPERATURES = (0.2, 0.4, 0.6, 0.8, 1.0)
 
 # A slow decoder's merged finals stay inside Whisper's 30 s window.
 _MERGE_MAX_S = 28.0
@@ -160,6 +174,8 @@ class DecodeScheduler:
         self._utterances: dict[str, dict[int, Utterance]] = {}  # track → number → utterance
         self._finals = FinalsBacklog(options.backlog_memory_s, metrics, options.backlog_dir)
         self._speculative: deque[Utterance] = deque()
+        # Last words of each track's latest agreement commit, for the utterance after the cut.
+        self._committed_tail: dict[str, tuple[str, ...]] = {}
         self._partial_due: dict[str, tuple[Utterance, npt.NDArray[np.float32]]] = {}
         self._wake = asyncio.Event()
         self._ingest_done = False
@@ -193,6 +209,7 @@ class DecodeScheduler:
                     start_epoch=epoch0 + event.start_sample / SAMPLE_RATE,
                     start_sample=event.start_sample,
                     speaker_hint=self._track_speakers.get(track_id),
+                    repeated=self._committed_tail.pop(track_id, ()),
                 )
             elif isinstance(event, Speculate):
                 utt = utterances.get(event.utterance)
@@ -212,6 +229,8 @@ class DecodeScheduler:
                 self._ended(track_id, event, batch.wall, batch.lag_s)
             elif isinstance(event, Discarded):
                 self._metrics.utterances_discarded += 1
+                if event.evidence_s >= UNHEARD_MIN_S:
+                    self._metrics.lose("too_short", event.evidence_s, track=track_id)
                 utt = utterances.pop(event.utterance, None)
                 if utt is not None:
                     self._unspeculate(utt)
@@ -245,6 +264,7 @@ class DecodeScheduler:
         if utt is None:
             return
         utt.ended = event
+        agreed = self._agreed_result(utt, event)
         utt.ended_wall = wall
         utt.ended_lag_s = lag_s
         speech_end_s = (len(event.audio) - event.trail) / SAMPLE_RATE
@@ -252,7 +272,20 @@ class DecodeScheduler:
         # Wall time when the last voiced sample arrived, as far as this batch tells.
         utt.end_wall = wall - max(0.0, silence_heard) if speech_end_s > 0 else wall
         self._partial_due.pop(track_id, None)
-        if event.speculated and utt.spec_state == "done" and utt.spec_result is not None:
+        if agreed is not None:
+            # Cut where two hypotheses agreed: their words are the final, no decode needed.
+            self._metrics.agreement_commits += 1
+            assert utt.agreed is not None  # noqa: S101 - set with its result
+            self._committed_tail[track_id] = tail_of(utt.agreed[0])
+            if utt.spec_state == "queued":
+                with contextlib.suppress(ValueError):
+                    self._speculative.remove(utt)
+            utt.spec_state = "done"
+            utt.spec_gen += 1
+            utt.spec_audio = None
+            utt.spec_result = agreed
+            self._finals.append(utt)
+        elif event.speculated and utt.spec_state == "done" and utt.spec_result is not None:
             self._metrics.speculation_hits += 1
             self._finals.append(utt)  # decoded already: the decode task only emits it
         elif event.speculated and utt.spec_state == "running":
@@ -266,6 +299,30 @@ class DecodeScheduler:
             utt.spec_audio = None  # a copy of the ended audio: a queued final holds it once
             utt.spec_result = None
             self._finals.append(utt)
+
+    @staticmethod
+    def _agreed_result(utt: Utterance, event: Ended) -> DecodeResult | None:
+        """The agreed words as the final of ``event``, when it is the cut they asked for."""
+        if utt.agreed is None or event.speculated:
+            return None
+        agreement, hypothesis, first, last = utt.agreed
+        end = event.start_sample + len(event.audio)
+        if not first - 2 * WINDOW <= end <= last + 2 * WINDOW:
+            return None  # ended some other way (a pause, a speaker change): decode it
+        return dataclasses.replace(hypothesis, text=agreement.text, words=agreement.words)
+
+    def _agree(self, utt: Utterance, result: DecodeResult, audio_s: float) -> None:
+        """Compare a long utterance's hypothesis with its previous one; cut what agrees."""
+        previous, utt.hypothesis = utt.hypothesis, drop_repeated_words(result.words, utt.repeated)
+        if utt.agreed is not None or not previous:
+            return
+        agreement = agreed_prefix(previous, utt.hypothesis, audio_s)
+        if agreement is None:
+            return
+        first = utt.start_sample + round(agreement.cut_from * SAMPLE_RATE)
+        last = utt.start_sample + round(agreement.cut_to * SAMPLE_RATE)
+        utt.agreed = (agreement, result, first, last)
+        self._ingest.commit_at(utt.track, utt.number, first, last)
 
     # ---- the decode task -----------------------------------------------------------------
 
@@ -329,6 +386,8 @@ class DecodeScheduler:
                 without_timestamps=self._opts.realtime_without_timestamps,
                 window_s=None,
             )
+        if kind == "partial" and result.words and utt.ended is None:
+            self._agree(utt, result, len(audio) / SAMPLE_RATE)
         await self._handle(kind, utt, result, gen)
 
     async def _engine_of(self, multilingual: bool) -> WhisperEngine:
@@ -347,12 +406,15 @@ class DecodeScheduler:
         language: str | None,
         utt: Utterance,
     ) -> DecodeResult:
+        options = self._decode_options
+        if kind == "partial" and self._agreeing(len(audio)):
+            options = dataclasses.replace(options, word_timestamps=True)
         result = await asyncio.to_thread(
             engine.decode,
             audio,
             language=language,
             task=self._task,
-            options=self._decode_options,
+            options=options,
             prompt=self._commit.context(utt.track),
         )
         self._account(kind, result, audio)
@@ -496,10 +558,16 @@ class DecodeScheduler:
             audio=audio,
             speculated=False,
             voiced_s=sum(utt.ended.voiced_s for utt in merged if utt.ended is not None),
+            evidence_s=sum(utt.ended.evidence_s for utt in merged if utt.ended is not None),
             lead=first.ended.lead,
             trail=last.ended.trail,
         )
         return dataclasses.replace(first, ended=ended, end_wall=last.end_wall)
+
+    def _agreeing(self, samples: int) -> bool:
+        """Whether an open utterance this long is decoded for agreement."""
+        after = self._opts.agreement_after_s
+        return after is not None and samples >= after * SAMPLE_RATE
 
     async def _handle(self, kind: JobKind, utt: Utterance, result: DecodeResult, gen: int) -> None:
         if kind == "final":
@@ -546,6 +614,27 @@ class DecodeScheduler:
                 without_timestamps=self._opts.realtime_without_timestamps,
                 window_s=None,
             )
+        if (
+            utt.ended.evidence_s >= TRUSTED_VOICE_S
+            and judge(result.text, result.stats, voiced).dropped in _DOUBT_RULES
+        ):
+            # A second or more of voice the model doubts: decode again with temperature
+            # fallback (openai/whisper's rule) and keep the more confident text; the judge
+            # then keeps it on the evidence (``agent.transcribe.filters``).
+            again = await self._redecode(
+                "fallback",
+                utt,
+                result,
+                utt.ended.audio,
+                without_timestamps=self._opts.realtime_without_timestamps,
+                window_s=None,
+                temperatures=_FALLBACK_TEMPERATURES,
+            )
+            if normalize_text(again.text) and (
+                again.stats.avg_logprob > result.stats.avg_logprob
+                or not normalize_text(result.text)
+            ):
+                result = again
         await self._commit.final(utt, result)
 
     @staticmethod
@@ -569,6 +658,7 @@ class DecodeScheduler:
         *,
         without_timestamps: bool,
         window_s: float | None,
+        temperatures: tuple[float, ...] = (0.0,),
     ) -> DecodeResult:
         """Decode an utterance's audio again, in the language its first decode used."""
         language = self._language or first.language
@@ -582,6 +672,7 @@ class DecodeScheduler:
                 beam_size=self._opts.realtime_beam_size,
                 without_timestamps=without_timestamps,
                 window_s=window_s,
+                temperatures=temperatures,
             ),
             prompt=self._commit.context(utt.track),
         )

@@ -55,7 +55,9 @@ def _utterances(
     found: list[Ended] = []
     for i in range(0, len(audio), _VAD_BLOCK):
         block = audio[i : i + _VAD_BLOCK]
-        found += [e for e in segmenter.push(block, detector.process(block)) if isinstance(e, Ended)]
+        windows = detector.process(block)
+        events = segmenter.push(block, windows.probs, windows.loud)
+        found += [e for e in events if isinstance(e, Ended)]
     found += [e for e in segmenter.flush() if isinstance(e, Ended)]
     return found
 

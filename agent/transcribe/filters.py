@@ -15,6 +15,13 @@ end a meeting. A text on the list of known hallucinations is dropped only when t
 says nobody spoke: the VAD heard (almost) no voice, or the model itself doubted it (no-speech
 probability above ``_DOUBT_NO_SPEECH`` or mean log-probability below ``_DOUBT_LOGPROB``). The
 same words decoded confidently from audio the VAD called voice are kept.
+
+Evidence outweighs confidence: with at least ``TRUSTED_VOICE_S`` of voice evidence (the
+independent test of ``agent.transcribe.segmenter``) the rules that rest on the model's doubt
+alone (``no_speech``, ``low_confidence``, ``known_hallucination``) drop nothing and a loop is
+cut down to one copy instead of dropped: a hoarse speaker's 25 s were otherwise lost whole
+because tiny.en was unsure of them (issue 32). The decoder retries such a result with
+temperature fallback first (``agent.transcribe.decoding``) and keeps the best.
 """
 
 from __future__ import annotations
@@ -60,6 +67,8 @@ _DOUBT_NO_SPEECH = 0.5
 _DOUBT_LOGPROB = -0.9
 # Less voice than this (seconds) is no voice: whatever was decoded from it is invented.
 _NO_VOICE_S = 0.1
+TRUSTED_VOICE_S = 1.0
+"""Seconds of voice evidence above which doubt alone drops nothing (module docstring)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,13 +128,15 @@ def repeats_a_phrase(text: str, min_words: int = 4) -> bool:
     return False
 
 
-def judge(text: str, stats: DecodeStats, voiced_s: float) -> Verdict:
+def judge(text: str, stats: DecodeStats, voiced_s: float, evidence_s: float = 0.0) -> Verdict:
     """Decide whether a decoded text is speech worth keeping.
 
     Args:
         text: The decoded text.
         stats: The decode's confidence figures.
         voiced_s: Seconds the VAD judged voiced in the decoded audio.
+        evidence_s: Seconds of independent voice evidence in it; from ``TRUSTED_VOICE_S``
+            on, the model's doubt alone drops nothing (module docstring).
 
     Returns:
         A :class:`Verdict`; ``dropped`` names the rule (``empty``, ``no_voice``,
@@ -135,8 +146,10 @@ def judge(text: str, stats: DecodeStats, voiced_s: float) -> Verdict:
     cleaned = re.sub(r"\s+", " ", text).strip()
     if not normalize_text(cleaned):
         return Verdict("", "empty")
-    if voiced_s < _NO_VOICE_S:
+    if voiced_s < _NO_VOICE_S and evidence_s < TRUSTED_VOICE_S:
         return Verdict("", "no_voice")
+    if evidence_s >= TRUSTED_VOICE_S:
+        return Verdict(collapse_repetitions(cleaned))
     if stats.no_speech_prob > 0.6 and stats.avg_logprob < -1.0:
         return Verdict("", "no_speech")
     if stats.avg_logprob < -1.5:

@@ -29,7 +29,7 @@ import numpy.typing as npt
 from agent.audio import SAMPLE_RATE, AudioFrame
 from agent.transcribe.metrics import TranscribeMetrics
 from agent.transcribe.segmenter import SegmenterEvent, SegmenterOptions, UtteranceSegmenter
-from agent.transcribe.vad import EnergyVad, SileroSession, VoiceDetector
+from agent.transcribe.vad import WINDOW, EnergyVad, SileroSession, VoiceDetector
 
 # A gap in a track's frames longer than this is silence the segmenter must hear, so an
 # utterance whose track went quiet (muted, left) still ends.
@@ -53,6 +53,12 @@ _CHANGE_LOOKAHEAD_S = 0.1
 # before the (poll-late) change, often inside the last word of the speaker before (issue 12).
 _CHANGE_MIN_PART_S = 0.5
 _CHANGE_MIN_REST_S = 0.1
+_CHANGE_MIN_REST = round(_CHANGE_MIN_REST_S * SAMPLE_RATE)
+# An agreement cut keeps at least this much audio before it (its words were agreed on).
+_COMMIT_MIN_PART = round(0.5 * SAMPLE_RATE)
+# …and the rest starts this much before it: word times are approximate, and a word the cut
+# went through was lost to both parts (the rest's decode drops what it repeats).
+_COMMIT_OVERLAP = round(0.4 * SAMPLE_RATE)
 
 
 @dataclass(slots=True)
@@ -72,6 +78,8 @@ class Track:
             synthesised); set on the event loop, ahead of ``expected_next``.
         speakers: Speaker names carried by the track's frames, counted.
         changes: Epoch seconds of active-speaker changes not yet applied (mixed tracks).
+        commits: Cuts asked for by agreement, not yet applied:
+            ``(utterance number, first sample, last sample)`` of where the cut may fall.
     """
 
     track_id: str
@@ -85,6 +93,7 @@ class Track:
     heard_until: float = 0.0
     speakers: Counter[str] = field(default_factory=Counter)
     changes: list[float] = field(default_factory=list)
+    commits: list[tuple[int, int, int]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +126,10 @@ class Ingest:
             much new audio of an open utterance makes it due a partial decode.
         partials: Whether partial decodes are wanted at all.
         named_tracks: Tracks the platform names a speaker for (never cut at speaker changes).
+        agreement_after_s: Open utterances longer than this (seconds) are due a partial
+            every ``agreement_hop_s`` of new audio, for the agreement of hypotheses
+            (``agent.transcribe.agreement``); None: at the partial interval only.
+        agreement_hop_s: See ``agreement_after_s``.
     """
 
     def __init__(
@@ -127,8 +140,14 @@ class Ingest:
         *,
         partials: bool,
         named_tracks: frozenset[str] = frozenset(),
+        agreement_after_s: float | None = None,
+        agreement_hop_s: float = 1.0,
     ) -> None:
         self.tracks: dict[str, Track] = {}
+        self._agree_after = (
+            None if agreement_after_s is None else round(agreement_after_s * SAMPLE_RATE)
+        )
+        self._agree_hop = round(agreement_hop_s * SAMPLE_RATE)
         self._segmenter = segmenter
         self._vad_session = vad_session
         self._metrics = metrics
@@ -147,6 +166,17 @@ class Ingest:
         the two speakers.
         """
         self._changes.append(at)
+
+    def commit_at(self, track_id: str, utterance: int, first: int, last: int) -> None:
+        """Cut a track's open utterance between samples ``first`` and ``last`` (event loop).
+
+        The cut falls at the quietest window in that span (widened by a window on each side),
+        at the next analysis, if utterance ``utterance`` is still the open one then; the part
+        before ends (its agreed words are its final), the rest goes on as a new utterance.
+        """
+        track = self.tracks.get(track_id)
+        if track is not None:
+            track.commits.append((utterance, first, last))
 
     def frame_speaker(self, track_id: str) -> str | None:
         """The speaker name most of a track's frames carried, if any."""
@@ -257,6 +287,23 @@ class Ingest:
             )
         return events
 
+    def _apply_commits(self, track: Track) -> list[SegmenterEvent]:
+        """Cut where agreement asked, if that utterance is still open (worker)."""
+        events: list[SegmenterEvent] = []
+        commits, track.commits = track.commits, []
+        for number, first, last in commits:
+            current = track.segmenter.current()
+            if current is None or current[0] != number:
+                continue
+            events += track.segmenter.cut(
+                last + WINDOW,
+                last - first + 2 * WINDOW,
+                _COMMIT_MIN_PART,
+                _CHANGE_MIN_REST,
+                overlap=_COMMIT_OVERLAP,
+            )
+        return events
+
     def _track(self, frame: AudioFrame) -> Track:
         track = self.tracks.get(frame.track_id)
         if track is None:
@@ -285,6 +332,8 @@ class Ingest:
         now = time.time()
         lag_s = now - max((frame.end_time for frame in frames), default=now)
         events: list[tuple[str, SegmenterEvent, float]] = []
+        for track in self.tracks.values():
+            events += [(track.track_id, e, track.epoch0) for e in self._apply_commits(track)]
         for frame in frames:
             track = self.tracks[frame.track_id]
             gap = frame.start_time - track.expected_next
@@ -312,7 +361,9 @@ class Ingest:
                 events += [(track.track_id, e, track.epoch0) for e in self._apply_changes(track)]
         if flush:
             for track in self.tracks.values():
+                unheard = track.segmenter.unheard_s
                 events += [(track.track_id, e, track.epoch0) for e in track.segmenter.flush()]
+                self._lost(track, track.segmenter.unheard_s - unheard)
         partials: list[tuple[str, int, int, npt.NDArray[np.float32]]] = []
         if partial_every > 0 and not flush:
             for track in self.tracks.values():
@@ -322,13 +373,26 @@ class Ingest:
                 if current is None:
                     continue
                 number, _, audio = current
-                if len(audio) - partial_done(track.track_id, number) >= partial_every:
+                every = partial_every
+                if self._agree_after is not None and len(audio) >= self._agree_after:
+                    every = min(every, self._agree_hop)
+                if len(audio) - partial_done(track.track_id, number) >= every:
                     partials.append((track.track_id, number, len(audio), audio))
         return Batch(events, partials, time.monotonic(), round(lag_s, 3))
 
     def _push(self, track: Track, samples: npt.NDArray[np.float32]) -> list[SegmenterEvent]:
-        probs = track.detector.process(samples)
-        return track.segmenter.push(samples, probs)
+        windows = track.detector.process(samples)
+        unheard = track.segmenter.unheard_s
+        events = track.segmenter.push(samples, windows.probs, windows.loud)
+        evidence = (windows.probs >= self._segmenter.evidence_threshold) & windows.loud
+        self._metrics.voice_evidence_s += float(np.count_nonzero(evidence)) * WINDOW / SAMPLE_RATE
+        self._lost(track, track.segmenter.unheard_s - unheard)
+        return events
+
+    def _lost(self, track: Track, seconds: float) -> None:
+        """Count voice evidence the VAD never opened an utterance for (worker thread)."""
+        if seconds > 0:
+            self._metrics.lose("vad_closed", seconds, track=track.track_id)
 
     def _idle_frames(self) -> list[AudioFrame]:
         """Silence for live tracks that stopped sending mid-utterance (on the event loop).

@@ -6,8 +6,11 @@ publishes metrics (Prometheus gauges, the bench's JSON lines, logs).
 
 from __future__ import annotations
 
+import logging
 from collections import Counter, deque
 from dataclasses import dataclass, field
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -50,6 +53,16 @@ class TranscribeMetrics:
             whose audio clock is not the wall clock's, ``agent.transcribe.ingest``).
         detections_deferred: Unsure English decodes of a new speaker's utterance too short to
             detect a language from; kept as English, the speaker's language left open.
+        agreement_commits: Finals committed inside a long utterance from the words two
+            hypotheses agreed on (``agent.transcribe.agreement``).
+        voice_evidence_s: Seconds of audio (all tracks) an independent test calls voice: the
+            VAD's probability at a low threshold and a level well above the track's own noise
+            floor (``agent.transcribe.segmenter``, "Voice evidence").
+        unaccounted_voice_s: Seconds of that voice evidence that ended in no final text, by
+            the rule that lost them: ``vad_closed`` (no utterance opened), ``too_short``
+            (discarded as a click), a drop rule of ``agent.transcribe.filters.judge``
+            (``no_speech``, ``no_voice``, …), ``sparse_text`` (a final with far fewer words
+            than the evidence: the part not covered, at 0.7 words per second).
     """
 
     frames_in: int = 0
@@ -77,6 +90,24 @@ class TranscribeMetrics:
     multilingual_loads: int = 0
     detections_deferred: int = 0
     clock_reanchors: int = 0
+    agreement_commits: int = 0
+    voice_evidence_s: float = 0.0
+    unaccounted_voice_s: dict[str, float] = field(default_factory=dict)
+
+    def lose(self, rule: str, seconds: float, **where: object) -> None:
+        """Count voice evidence that ended in no text, and log it (never silently)."""
+        if seconds <= 0:
+            return
+        self.unaccounted_voice_s[rule] = self.unaccounted_voice_s.get(rule, 0.0) + seconds
+        log.warning(
+            "voice without text",
+            extra={
+                "rule": rule,
+                "seconds": round(seconds, 3),
+                "unaccounted_voice_seconds": round(sum(self.unaccounted_voice_s.values()), 3),
+                **where,
+            },
+        )
 
     def snapshot(self) -> dict[str, float]:
         """Flat ``name → value`` view (``decodes_final``, ``dropped_no_speech``…)."""
@@ -103,7 +134,16 @@ class TranscribeMetrics:
             "multilingual_loads": self.multilingual_loads,
             "detections_deferred": self.detections_deferred,
             "clock_reanchors": self.clock_reanchors,
+            "agreement_commits": self.agreement_commits,
+            "voice_evidence_seconds": round(self.voice_evidence_s, 3),
+            "unaccounted_voice_seconds": round(sum(self.unaccounted_voice_s.values()), 3),
         }
+        out.update(
+            {
+                f"unaccounted_voice_seconds_{rule}": round(s, 3)
+                for rule, s in self.unaccounted_voice_s.items()
+            }
+        )
         out.update({f"decodes_{kind}": n for kind, n in self.decodes.items()})
         out.update({f"dropped_{rule}": n for rule, n in self.dropped.items()})
         return out

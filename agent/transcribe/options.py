@@ -50,6 +50,12 @@ class TranscribeOptions(BaseModel):
             fell behind keep in memory; the rest waits on disk (``agent.transcribe.backlog``).
             120 s is 7.7 MB; a decoder that keeps up never queues more than a few seconds.
         backlog_dir: Where that disk is (the agent's data folder); None: the temporary folder.
+        agreement_after_s: Open utterances longer than this commit their stable words as
+            finals while the speaker goes on (LocalAgreement-2, ``agent.transcribe.agreement``):
+            without a pause or a speaker change to end it, a final never lags its speech by
+            more than about two hops. None: only pauses, speaker changes and the hard cap end
+            an utterance.
+        agreement_hop_s: Audio between two hypotheses of such an utterance.
         tracks_per_participant: Each remote track carries one participant whom the platform
             does not name (Google Meet): tracks are never cut at active-speaker changes, and
             are named from the indicators (``agent.transcribe.speakers.TrackNames``). False:
@@ -78,6 +84,8 @@ class TranscribeOptions(BaseModel):
     multilingual_idle_s: float | None = Field(default=60.0, gt=0)
     backlog_memory_s: float = Field(default=120.0, gt=0)
     backlog_dir: Path | None = None
+    agreement_after_s: float | None = Field(default=2.0, gt=0.5)
+    agreement_hop_s: float = Field(default=1.0, ge=0.3)
     tracks_per_participant: bool = False
 
     def deferred_model_for(self, language: str | None, translate: bool) -> str:

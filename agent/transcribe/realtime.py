@@ -96,6 +96,8 @@ class RealtimeTranscriber:
             self.metrics,
             partials=opts.partials,
             named_tracks=frozenset(track_speakers or {}),
+            agreement_after_s=opts.agreement_after_s,
+            agreement_hop_s=opts.agreement_hop_s,
         )
         self._decoder = DecodeScheduler(
             engine,

@@ -30,6 +30,15 @@ Bounded finalisation: no utterance waits for a long silence to be final.
   their quietest window of the last ``split_search_s``.
 - *Speaker changes*: :meth:`UtteranceSegmenter.cut` ends the open utterance at the quietest
   window around a sample the caller names (a mixed track's active-speaker change).
+
+Voice evidence: beside the decision, each window says whether it is evidence of voice by a
+looser, independent test (probability at or above ``evidence_threshold`` *and* loud above the
+track's noise floor, ``agent.transcribe.level``). Every utterance carries the seconds of such
+windows it holds (``evidence_s`` of :class:`Ended` and :class:`Discarded`), so the tier can
+count the voice that never became text and why; windows of evidence that no utterance took
+(left behind the pre-roll while the VAD stayed closed) are counted in
+:attr:`UtteranceSegmenter.unheard_s` when they run for ``UNHEARD_MIN_S`` or more: a breath or
+the fading tail of a word the previous utterance already holds is not speech lost.
 """
 
 from __future__ import annotations
@@ -43,6 +52,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent.audio import SAMPLE_RATE
 from agent.transcribe.vad import WINDOW
+
+UNHEARD_MIN_S = 0.19
+"""Least run of voice evidence outside any utterance that counts as unheard (6 windows)."""
+_UNHEARD_MIN_WINDOWS = round(UNHEARD_MIN_S * SAMPLE_RATE / WINDOW)
 
 
 class SegmenterOptions(BaseModel):
@@ -59,6 +72,7 @@ class SegmenterOptions(BaseModel):
     soft_max_s: float = Field(default=6.0, gt=0.5)
     max_utterance_s: float = Field(default=15.0, gt=2, le=29.5)
     split_search_s: float = Field(default=5.0, gt=0)
+    evidence_threshold: float = Field(default=0.15, gt=0, lt=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +111,7 @@ class Ended:
         voiced_s: Seconds the VAD judged voiced.
         lead: Samples of pre-roll before the first voiced window.
         trail: Samples of silence kept after the last voiced window.
+        evidence_s: Seconds of voice evidence in ``audio`` (module docstring).
     """
 
     utterance: int
@@ -106,13 +121,18 @@ class Ended:
     voiced_s: float
     lead: int = 0
     trail: int = 0
+    evidence_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
 class Discarded:
-    """The utterance had less than ``min_speech_s`` of speech (a click, a cough): forget it."""
+    """The utterance had less than ``min_speech_s`` of speech (a click, a cough): forget it.
+
+    ``evidence_s`` is the voice evidence it held (module docstring), lost with it.
+    """
 
     utterance: int
+    evidence_s: float = 0.0
 
 
 SegmenterEvent = Started | Speculate | Resume | Ended | Discarded
@@ -124,15 +144,21 @@ class _Open:
     start_sample: int
     chunks: list[npt.NDArray[np.float32]] = field(default_factory=list)
     probs: list[float] = field(default_factory=list)
+    evidence: list[bool] = field(default_factory=list)
     length: int = 0
     lead: int = 0
     silence_windows: int = 0
     speculated_length: int | None = None
 
-    def append(self, window: npt.NDArray[np.float32], prob: float) -> None:
+    def append(self, window: npt.NDArray[np.float32], prob: float, evidence: bool) -> None:
         self.chunks.append(window)
         self.probs.append(prob)
+        self.evidence.append(evidence)
         self.length += len(window)
+
+    def evidence_s(self, windows: int | None = None) -> float:
+        kept = self.evidence if windows is None else self.evidence[:windows]
+        return sum(kept) * WINDOW / SAMPLE_RATE
 
     def audio(self, length: int | None = None) -> npt.NDArray[np.float32]:
         data = np.concatenate(self.chunks) if self.chunks else np.zeros(0, dtype=np.float32)
@@ -144,9 +170,10 @@ class UtteranceSegmenter:
 
     def __init__(self, options: SegmenterOptions | None = None) -> None:
         self._opts = options or SegmenterOptions()
-        self._pre_roll: deque[npt.NDArray[np.float32]] = deque(
-            maxlen=max(0, round(self._opts.pre_roll_s * SAMPLE_RATE / WINDOW))
-        )
+        self._pre_roll: deque[tuple[npt.NDArray[np.float32], bool]] = deque()
+        self._pre_roll_windows = max(0, round(self._opts.pre_roll_s * SAMPLE_RATE / WINDOW))
+        self._unheard_windows = 0
+        self._unheard_run = 0
         self._samples_seen = 0
         self._next_number = 0
         self._open: _Open | None = None
@@ -157,6 +184,11 @@ class UtteranceSegmenter:
         )
         self._max_windows = round(self._opts.max_utterance_s * SAMPLE_RATE / WINDOW)
         self._soft_windows = round(self._opts.soft_max_s * SAMPLE_RATE / WINDOW)
+
+    @property
+    def unheard_s(self) -> float:
+        """Seconds of voice evidence no utterance took so far (the VAD stayed closed)."""
+        return self._unheard_windows * WINDOW / SAMPLE_RATE
 
     @property
     def speaking(self) -> bool:
@@ -185,12 +217,16 @@ class UtteranceSegmenter:
         return (self._open.number, self._open.start_sample, self._open.audio())
 
     def push(
-        self, samples: npt.NDArray[np.float32], probs: npt.NDArray[np.float32]
+        self,
+        samples: npt.NDArray[np.float32],
+        probs: npt.NDArray[np.float32],
+        loud: npt.NDArray[np.bool_] | None = None,
     ) -> list[SegmenterEvent]:
         """Consume samples and the probabilities of the windows they complete.
 
         ``probs`` must come from a detector fed the same samples: one value per completed
-        512-sample window, remainders carried to the next call.
+        512-sample window, remainders carried to the next call. ``loud`` (same length) says
+        which windows stood above the track's noise floor; None: every window did.
         """
         data = np.concatenate([self._pending, samples]) if len(self._pending) else samples
         usable = len(probs) * WINDOW
@@ -198,9 +234,26 @@ class UtteranceSegmenter:
             raise ValueError("more VAD windows than samples")
         self._pending = data[usable:].copy()
         events: list[SegmenterEvent] = []
-        for i, prob in enumerate(probs):
-            self._window(data[i * WINDOW : (i + 1) * WINDOW], float(prob), events)
+        threshold = self._opts.evidence_threshold
+        for i, prob in enumerate(probs.tolist()):
+            evidence = prob >= threshold and (loud is None or bool(loud[i]))
+            self._window(data[i * WINDOW : (i + 1) * WINDOW], prob, evidence, events)
         return events
+
+    def _remember(self, window: npt.NDArray[np.float32], evidence: bool) -> None:
+        """Keep a window as pre-roll; evidence pushed out of it was never heard."""
+        self._pre_roll.append((window, evidence))
+        while len(self._pre_roll) > self._pre_roll_windows:
+            self._forget(self._pre_roll.popleft()[1])
+
+    def _forget(self, evidence: bool) -> None:
+        """A window leaves the pre-roll unheard; runs of evidence long enough are counted."""
+        if evidence:
+            self._unheard_run += 1
+            return
+        if self._unheard_run >= _UNHEARD_MIN_WINDOWS:
+            self._unheard_windows += self._unheard_run
+        self._unheard_run = 0
 
     def flush(self) -> list[SegmenterEvent]:
         """End the open utterance now (track closed): returns its :class:`Ended`, if any."""
@@ -208,14 +261,22 @@ class UtteranceSegmenter:
         if self._open is not None:
             tail = self._pending
             if len(tail):
-                self._open.append(tail, 0.0)
+                self._open.append(tail, 0.0, False)
                 self._samples_seen += len(tail)
             self._pending = np.zeros(0, dtype=np.float32)
             self._close(self._open.length, events, speculated=False)
+        for _, evidence in self._pre_roll:
+            self._forget(evidence)
+        self._forget(False)
+        self._pre_roll.clear()
         return events
 
     def _window(
-        self, window: npt.NDArray[np.float32], prob: float, out: list[SegmenterEvent]
+        self,
+        window: npt.NDArray[np.float32],
+        prob: float,
+        evidence: bool,
+        out: list[SegmenterEvent],
     ) -> None:
         opts = self._opts
         position = self._samples_seen
@@ -224,19 +285,20 @@ class UtteranceSegmenter:
         if utt is None:
             if prob >= opts.threshold:
                 roll = list(self._pre_roll)
-                start = position - sum(len(w) for w in roll)
+                start = position - sum(len(w) for w, _ in roll)
                 utt = _Open(number=self._next_number, start_sample=start, lead=position - start)
                 self._next_number += 1
-                for w in roll:
-                    utt.append(w, 0.0)
+                for w, ev in roll:
+                    utt.append(w, 0.0, ev)
                 self._pre_roll.clear()
-                utt.append(window, prob)
+                self._forget(False)  # a run leading into speech was heard with it
+                utt.append(window, prob, evidence)
                 self._open = utt
                 out.append(Started(utt.number, start))
             else:
-                self._pre_roll.append(window)
+                self._remember(window, evidence)
             return
-        utt.append(window, prob)
+        utt.append(window, prob, evidence)
         if prob >= opts.threshold or (prob >= opts.neg_threshold and utt.silence_windows == 0):
             if utt.speculated_length is not None:
                 out.append(Resume(utt.number))
@@ -280,18 +342,34 @@ class UtteranceSegmenter:
         audio = utt.audio()
         tail = audio[length:]
         for i in range(0, len(tail) - len(tail) % WINDOW, WINDOW):
-            self._pre_roll.append(tail[i : i + WINDOW])
+            # Heard already: the utterance's endpoint judged these windows its silence.
+            self._remember(tail[i : i + WINDOW], False)
+        evidence_s = utt.evidence_s(kept_windows)
         if self._speech_seconds(utt.probs[:kept_windows]) < self._opts.min_speech_s:
-            out.append(Discarded(utt.number))
+            out.append(Discarded(utt.number, evidence_s))
             return
         trail = utt.silence_windows * WINDOW if not speculated else self._speculate_windows * WINDOW
         trail = min(trail, max(0, length - utt.lead))
         out.append(
-            Ended(utt.number, utt.start_sample, audio[:length], speculated, voiced, utt.lead, trail)
+            Ended(
+                utt.number,
+                utt.start_sample,
+                audio[:length],
+                speculated,
+                voiced,
+                utt.lead,
+                trail,
+                evidence_s,
+            )
         )
 
     def cut(
-        self, at_sample: int, search_before: int, min_part: int, min_rest: int | None = None
+        self,
+        at_sample: int,
+        search_before: int,
+        min_part: int,
+        min_rest: int | None = None,
+        overlap: int = 0,
     ) -> list[SegmenterEvent]:
         """End the open utterance at its quietest window before ``at_sample`` (a speaker change).
 
@@ -308,6 +386,9 @@ class UtteranceSegmenter:
             min_rest: Least samples after the cut, when not ``min_part``: the rest goes on
                 as an open utterance, so it may start short, and the cut need not wait
                 ``min_part`` of audio past the change to fall where the voices meet.
+            overlap: Samples before the cut the rest starts with as well (whole windows), so
+                a word the cut went through is whole in the rest; the caller drops what the
+                rest repeats (an agreement cut, ``agent.transcribe.agreement``).
 
         Returns:
             ``Ended`` of the first part and ``Started`` of the rest, or nothing.
@@ -325,10 +406,12 @@ class UtteranceSegmenter:
         # The quietest window; among equals the latest (nearest the reported change).
         window = lo + len(probs) - 1 - int(np.argmin(probs[::-1]))
         out: list[SegmenterEvent] = []
-        self._split(out, window)
+        self._split(out, window, overlap // WINDOW)
         return out
 
-    def _split(self, out: list[SegmenterEvent], cut_window: int | None = None) -> None:
+    def _split(
+        self, out: list[SegmenterEvent], cut_window: int | None = None, overlap: int = 0
+    ) -> None:
         utt = self._open
         assert utt is not None  # noqa: S101 - called only with an open utterance
         if cut_window is None:
@@ -342,11 +425,31 @@ class UtteranceSegmenter:
         if utt.speculated_length is not None:
             out.append(Resume(utt.number))
         voiced = self._voiced_seconds(utt.probs[:cut_window])
-        out.append(Ended(utt.number, utt.start_sample, audio[:cut], False, voiced, utt.lead, 0))
-        nxt = _Open(number=self._next_number, start_sample=utt.start_sample + cut)
+        out.append(
+            Ended(
+                utt.number,
+                utt.start_sample,
+                audio[:cut],
+                False,
+                voiced,
+                utt.lead,
+                0,
+                utt.evidence_s(cut_window),
+            )
+        )
+        overlap = min(overlap, cut_window)
+        nxt = _Open(
+            number=self._next_number,
+            start_sample=utt.start_sample + cut - overlap * WINDOW,
+            lead=overlap * WINDOW,
+        )
         self._next_number += 1
-        for i, prob in enumerate(rest_probs):
-            nxt.append(rest_audio[i * WINDOW : (i + 1) * WINDOW], prob)
+        for i in range(cut_window - overlap, cut_window):
+            # Heard in the part before (its evidence counted there), repeated for context.
+            nxt.append(audio[i * WINDOW : (i + 1) * WINDOW], 0.0, False)
+        rest_evidence = utt.evidence[cut_window:]
+        for i, (prob, evidence) in enumerate(zip(rest_probs, rest_evidence, strict=True)):
+            nxt.append(rest_audio[i * WINDOW : (i + 1) * WINDOW], prob, evidence)
         nxt.silence_windows = utt.silence_windows
         self._open = nxt
         out.append(Started(nxt.number, nxt.start_sample))

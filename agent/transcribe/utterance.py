@@ -8,7 +8,8 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from agent.transcribe.engine import DecodeResult
+from agent.transcribe.agreement import Agreement
+from agent.transcribe.engine import DecodeResult, WordTiming
 from agent.transcribe.segmenter import Ended
 
 
@@ -36,6 +37,12 @@ class Utterance:
             speculative decode's result became the final).
         partial_text: Text of the last partial emitted.
         partial_samples: Samples the last partial decode covered.
+        hypothesis: Words (with times from ``start_sample``) of its last hypothesis decoded
+            with word timestamps, for the agreement of the next (``agent.transcribe.agreement``).
+        agreed: Words agreed on whose cut was asked for, with the hypothesis they came from
+            and the track samples where the cut may fall; their final when the cut comes.
+        repeated: The normalised last words committed before it, when it is the rest of an
+            agreement cut (it starts a little before the cut); its texts drop them.
     """
 
     track: str
@@ -55,3 +62,6 @@ class Utterance:
     final_wall: float | None = None
     partial_text: str | None = None
     partial_samples: int = 0
+    hypothesis: tuple[WordTiming, ...] = ()
+    agreed: tuple[Agreement, DecodeResult, int, int] | None = None
+    repeated: tuple[str, ...] = ()

@@ -107,18 +107,19 @@ async def test_partials_come_while_speaking_and_the_final_replaces_them(
                 first_seen.set()
 
         collector = asyncio.create_task(collect())
-        for frame in stream[:60]:  # 6 s into a 9.7 s sentence
+        for frame in stream[:35]:  # 3.5 s into the first phrase (a 0.48 s pause at 4.1 s)
             await transcriber.feed(frame)
         async with asyncio.timeout(60):
             await first_seen.wait()
-        for frame in stream[60:]:
+        for frame in stream[35:]:
             await transcriber.feed(frame)
     await collector
     partial = seen[0]
     assert not partial.completed and partial.text
     final = [s for s in seen if s.completed]
-    assert len(final) == 1 and final[0].id == partial.id
-    assert word_error_rate(reference(speech, "LJ001-0001.wav"), final[0].text) <= 0.15
+    assert final[0].id == partial.id
+    text = " ".join(s.text for s in final)
+    assert word_error_rate(reference(speech, "LJ001-0001.wav"), text) <= 0.15
     assert transcriber.metrics.partials >= 1
 
 

@@ -148,3 +148,44 @@ def test_a_cut_ends_the_utterance_at_the_quietest_window_before_the_change() -> 
     assert seg.speaking
     # Too close to the start of the new utterance: nothing to cut.
     assert seg.cut(started.start_sample + WINDOW, _windows(0.6) * WINDOW, WINDOW * 10) == []
+
+
+def _push_with_evidence(
+    segmenter: UtteranceSegmenter, pattern: list[float], loud: bool = True
+) -> list[SegmenterEvent]:
+    events: list[SegmenterEvent] = []
+    for prob in pattern:
+        samples = np.zeros(WINDOW, dtype=np.float32)
+        events += segmenter.push(
+            samples, np.array([prob], dtype=np.float32), np.array([loud], dtype=np.bool_)
+        )
+    return events
+
+
+def test_voice_the_vad_never_opened_for_is_counted_unheard() -> None:
+    seg = UtteranceSegmenter(SegmenterOptions(threshold=0.5, evidence_threshold=0.15))
+    # 1 s of windows at 0.3: voice by the evidence test, never an utterance.
+    _push_with_evidence(seg, [0.0] * 10 + [0.3] * _windows(1.0) + [0.0] * _windows(1.0))
+    seg.flush()
+    assert seg.unheard_s == pytest.approx(_windows(1.0) * W_S)
+
+
+def test_quiet_windows_and_short_blips_are_not_unheard_voice() -> None:
+    seg = UtteranceSegmenter()
+    # Loud but improbable, probable but not loud, and a 0.1 s blip: none of it is lost voice.
+    _push_with_evidence(seg, [0.05] * _windows(1.0))
+    _push_with_evidence(seg, [0.3] * _windows(1.0), loud=False)
+    _push_with_evidence(seg, [0.0] * 10 + [0.3] * 3 + [0.0] * 20)
+    seg.flush()
+    assert seg.unheard_s == 0.0
+
+
+def test_utterances_carry_their_evidence_and_a_discarded_one_says_what_it_lost() -> None:
+    seg = UtteranceSegmenter()
+    events = _push_with_evidence(seg, [0.0] * 12 + [0.9] * _windows(1.0) + [0.0] * _windows(1.0))
+    ended = [e for e in events if isinstance(e, Ended)]
+    assert len(ended) == 1 and ended[0].evidence_s == pytest.approx(_windows(1.0) * W_S)
+    click = _push_with_evidence(seg, [0.9, 0.3, 0.3] + [0.0] * _windows(1.0))
+    discarded = [e for e in click if isinstance(e, Discarded)]
+    assert len(discarded) == 1 and discarded[0].evidence_s == pytest.approx(3 * W_S)
+    assert seg.unheard_s == 0.0
