@@ -129,7 +129,11 @@ class MeetingWatch:
         A roster that empties at once is reported only while the page still shows the meeting:
         a meeting that ends takes its roster with it, and nobody left.
         """
+        asked = time.monotonic()
         presence = await self._adapter.presence(page, self._bot_name)
+        # What the page said holds as of its answer: opening a participants list takes a
+        # second, and an absence dated from before it would shorten the left-alone wait.
+        now += time.monotonic() - asked
         names = presence.names
         if not names and self.participants and not initial and not await self._still_in(page):
             # The meeting's screen went between the loop's state probe and this read (the host
