@@ -1,0 +1,289 @@
+"""Stress bench: the stress grid and the conversational recordings at 1x, ours beside WhisperLive.
+
+Each case of ``testmeeting.stress`` (clips of different speakers on one track: levels ±12 dB,
+gaps −0.3…+0.4 s, a quiet or hoarse speaker right after a loud one, a 2-s pause inside a
+monologue) and the conversational set of ``testmeeting.packaged_speech`` (each clip after the
+one before, 0.3 s apart, one ``conversation`` case) is streamed in real time, in 100 ms frames,
+with no speaker signal:
+
+- ``mixed``: the case as one track (what Teams' server-mixed audio gives);
+- ``per_speaker``: each clip on its own track (Meet's per-participant audio).
+
+For meetbot the realtime tier runs in this process (``RealtimeTranscriber``, the settings'
+models); with ``--whisperlive URL`` the same frames go to a running WhisperLive server as well
+(one connection per track, ``bench.whisperlive``), one engine after the other. One JSON line
+per engine and layout (``bench.transcription.emit``):
+
+- ``utterances``/``utterances_lost``: clips, and clips with under 90 % of their reference
+  words recovered in order (``testmeeting.stress.score``);
+- ``spanning``: finals that hold two clips' words (two or more of each);
+- ``unaccounted_voice_s`` and its share of the voice evidence (meetbot only: the counter of
+  ``agent.transcribe.metrics``), by rule;
+- ``wer``: pooled over the clips (each clip's reference against the words assigned to it);
+- ``eou_p50_s``/``eou_p95_s``/``eou_max_s``: from each clip's voice end to the arrival of the
+  final that holds its last recovered word (clips with no final are counted as lost);
+- ``cpu_per_audio_s`` (this process, or the server's with ``--pid``) and ``peak_rss_mb``;
+- the models: realtime tier (finals and partials) for meetbot, the server's for WhisperLive.
+
+Usage: ``python -m bench.stress [--cases N|all] [--seed S] [--layouts mixed,per_speaker]
+[--whisperlive ws://127.0.0.1:9090 --pid PID] [--no-meetbot]``. ``--cases all`` is the whole
+grid (198 cases, about 75 minutes of audio a layout and engine); the default is a sample of
+24 that covers every kind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import resource
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import aiohttp
+import numpy as np
+import numpy.typing as npt
+import psutil
+
+from agent.audio import SAMPLE_RATE, AudioFrame
+from agent.transcribe.engine import WhisperEngine
+from agent.transcribe.models import resolve_model
+from agent.transcribe.normalize import normalize_text, word_errors
+from agent.transcribe.options import TranscribeOptions
+from agent.transcribe.realtime import RealtimeTranscriber
+from agent.transcribe.vad import SileroSession
+from bench.conversation import Final
+from bench.transcription import JOIN, emit, pct
+from bench.whisperlive import _END_OF_AUDIO, _connect, _receive
+from testmeeting.packaged_speech import conversational_clips
+from testmeeting.stress import Case, Interval, Piece, grid, sample, score
+
+REPO = Path(__file__).resolve().parent.parent
+FRAME = SAMPLE_RATE // 10
+_TAIL_S = 4.0
+_LOST_BELOW = 0.9
+_CONVERSATION_GAP_S = 0.3
+
+
+@dataclass(slots=True)
+class Tally:
+    """What one engine did over the cases of one layout."""
+
+    clips: int = 0
+    lost: int = 0
+    spanning: int = 0
+    errors: int = 0
+    words: int = 0
+    latencies: list[float] = field(default_factory=list)
+    audio_s: float = 0.0
+    cpu_s: float = 0.0
+    evidence_s: float = 0.0
+    unaccounted: dict[str, float] = field(default_factory=dict)
+
+
+def conversation_case() -> Case:
+    """The conversational set as one case: each clip 0.3 s after the one before."""
+    intervals: list[Interval] = []
+    pieces: list[Piece] = []
+    cursor = 0.5
+    for clip in conversational_clips():
+        offset = round(cursor * SAMPLE_RATE)
+        pieces.append(Piece(np.asarray(clip.samples), offset, 1.0))
+        intervals.append(
+            Interval(clip.name, clip.speaker, clip.text, cursor, cursor + clip.duration, 0.0, "")
+        )
+        cursor += clip.duration + _CONVERSATION_GAP_S
+    gaps = tuple(_CONVERSATION_GAP_S for _ in intervals[1:])
+    return Case(
+        "conversation", "conversation", tuple(intervals), gaps, None, cursor + 1.0, tuple(pieces)
+    )
+
+
+def tracks_of(case: Case, layout: str) -> dict[str, npt.NDArray[np.int16]]:
+    """The case's audio by track: one mixed track, or each clip on its own."""
+    if layout == "mixed":
+        return {"mix": case.samples}
+    return {f"speaker-{i}": stem for i, stem in enumerate(case.stems())}
+
+
+def frames_of(tracks: dict[str, npt.NDArray[np.int16]]) -> list[AudioFrame]:
+    """100 ms frames of every track, in time order (tracks interleaved as a page sends them)."""
+    out = [
+        AudioFrame(track, JOIN + i / SAMPLE_RATE, pcm[i : i + FRAME])
+        for track, pcm in tracks.items()
+        for i in range(0, len(pcm), FRAME)
+    ]
+    return sorted(out, key=lambda frame: (frame.start_time, frame.track_id))
+
+
+async def _pace(began: float, frame: AudioFrame) -> None:
+    delay = began + (frame.end_time - JOIN) - time.monotonic()
+    if delay > 0:
+        await asyncio.sleep(delay)
+
+
+async def run_meetbot(
+    engine: WhisperEngine,
+    silero: SileroSession,
+    options: TranscribeOptions,
+    frames: list[AudioFrame],
+) -> tuple[list[Final], dict[str, float]]:
+    """Stream at 1x into a fresh realtime transcriber; its finals and its counters."""
+    transcriber = RealtimeTranscriber(
+        engine, join_time=JOIN, options=options, vad_session=silero, id_prefix="stress"
+    )
+    finals: list[Final] = []
+    began = time.monotonic()
+
+    async def collect() -> None:
+        async for segment in transcriber.segments():
+            if segment.completed and segment.text:
+                arrival = time.monotonic() - began
+                finals.append(Final(segment.text, None, segment.start, segment.end, arrival))
+
+    async with asyncio.TaskGroup() as group:
+        group.create_task(collect())
+        async with transcriber:
+            for frame in frames:
+                await _pace(began, frame)
+                await transcriber.feed(frame)
+    return finals, transcriber.metrics.snapshot()
+
+
+async def run_whisperlive(url: str, frames: list[AudioFrame], model: str) -> list[Final]:
+    """Stream at 1x to WhisperLive (a connection per track), then silence, then the end."""
+    finals: list[Final] = []
+    began = [0.0]
+    tracks = sorted({frame.track_id for frame in frames})
+    async with aiohttp.ClientSession() as session:
+        sockets = {track: await _connect(session, url, model) for track in tracks}
+        began[0] = time.monotonic()
+        async with asyncio.TaskGroup() as group:
+            for ws in sockets.values():
+                group.create_task(_receive(ws, None, began, finals))
+            for frame in frames:
+                await _pace(began[0], frame)
+                await sockets[frame.track_id].send_bytes(np.asarray(frame.pcm, "<i2").tobytes())
+            end = frames[-1].end_time - JOIN
+            silence = np.zeros(FRAME, dtype="<i2").tobytes()
+            for n in range(1, int(_TAIL_S * 10) + 1):
+                await asyncio.sleep(max(0.0, began[0] + end + n * 0.1 - time.monotonic()))
+                for ws in sockets.values():
+                    await ws.send_bytes(silence)
+            for ws in sockets.values():
+                await ws.send_bytes(_END_OF_AUDIO)
+    return finals
+
+
+def tally(case: Case, finals: Sequence[Final], into: Tally) -> None:
+    """Score one case's finals into ``into``."""
+    got = score(case, [(f.text, f.start, f.end) for f in finals], normalize=normalize_text)
+    into.clips += len(case.intervals)
+    into.spanning += got.spanning
+    for interval, recall, words in zip(case.intervals, got.recall, got.words, strict=True):
+        errors, n = word_errors(interval.text, " ".join(words))
+        into.errors += errors
+        into.words += n
+        if recall < _LOST_BELOW:
+            into.lost += 1
+        arrivals = [
+            f.arrival
+            for f in finals
+            if f.arrival is not None and f.end >= interval.end - 0.5 and f.start <= interval.end
+        ]
+        if arrivals and recall > 0:
+            into.latencies.append(max(0.0, min(arrivals) - interval.end))
+
+
+def _cpu(pid: int | None) -> float:
+    process = psutil.Process(pid) if pid else psutil.Process()
+    times = process.cpu_times()
+    return float(times.user + times.system)
+
+
+def report(engine: str, layout: str, t: Tally, models: dict[str, str]) -> None:
+    """One JSON line for an engine and layout."""
+    unaccounted = sum(t.unaccounted.values())
+    emit(
+        engine=engine,
+        layout=layout,
+        metric="stress",
+        utterances=t.clips,
+        utterances_lost=t.lost,
+        spanning=t.spanning,
+        wer=round(t.errors / max(1, t.words), 4),
+        eou_p50_s=pct(t.latencies, 50),
+        eou_p95_s=pct(t.latencies, 95),
+        eou_max_s=round(max(t.latencies), 3) if t.latencies else None,
+        cpu_per_audio_s=round(t.cpu_s / max(1e-9, t.audio_s), 3),
+        audio_s=round(t.audio_s, 1),
+        unaccounted_voice_s=round(unaccounted, 3) if engine == "meetbot" else None,
+        unaccounted_share=round(unaccounted / t.evidence_s, 4) if t.evidence_s else None,
+        unaccounted_by_rule={k: round(v, 3) for k, v in t.unaccounted.items()},
+        peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        **models,
+    )
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    cases = grid(args.seed) if args.cases == "all" else sample(int(args.cases), args.seed)
+    cases = [*cases, conversation_case()]
+    options = TranscribeOptions()
+    engine = await asyncio.to_thread(
+        WhisperEngine.load, resolve_model(options.model, REPO / "data" / "models")
+    )
+    silero = SileroSession()
+    for layout in args.layouts.split(","):
+        if not args.no_meetbot:
+            t = Tally()
+            for case in cases:
+                frames = frames_of(tracks_of(case, layout))
+                c0 = _cpu(None)
+                finals, counters = await run_meetbot(engine, silero, options, frames)
+                t.cpu_s += _cpu(None) - c0
+                t.audio_s += case.duration_s
+                t.evidence_s += counters.get("voice_evidence_seconds", 0.0)
+                for key, value in counters.items():
+                    if key.startswith("unaccounted_voice_seconds_"):
+                        rule = key.removeprefix("unaccounted_voice_seconds_")
+                        t.unaccounted[rule] = t.unaccounted.get(rule, 0.0) + value
+                tally(case, finals, t)
+            report(
+                "meetbot",
+                layout,
+                t,
+                {"model_finals": options.model, "model_partials": options.model},
+            )
+        if args.whisperlive:
+            t = Tally()
+            for case in cases:
+                frames = frames_of(tracks_of(case, layout))
+                c0 = _cpu(args.pid) if args.pid else 0.0
+                finals = await run_whisperlive(args.whisperlive, frames, args.whisperlive_model)
+                t.cpu_s += (_cpu(args.pid) - c0) if args.pid else float("nan")
+                t.audio_s += case.duration_s
+                tally(case, finals, t)
+            report("whisperlive", layout, t, {"model_finals": args.whisperlive_model})
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse the command line and run."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", default="24", help="how many cases of the grid, or 'all'")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--layouts", default="mixed,per_speaker")
+    parser.add_argument("--whisperlive", help="WhisperLive websocket URL, to run it beside us")
+    parser.add_argument("--whisperlive-model", default="tiny.en")
+    parser.add_argument("--pid", type=int, help="WhisperLive server pid (its CPU seconds)")
+    parser.add_argument("--no-meetbot", action="store_true", help="WhisperLive only")
+    args = parser.parse_args(argv)
+    if args.cases != "all" and not args.cases.isdigit():
+        parser.error("--cases takes a number or 'all'")
+    asyncio.run(main_async(args))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
