@@ -17,9 +17,11 @@ Exit reasons (``status_reason`` codes of docs/architecture.md §3):
 | cause | final status / reason |
 |---|---|
 | platform says the meeting does not exist | failed / meeting_not_found |
-| join button never appeared, page failed | failed / join_error |
+| join button never appeared, page failed, passcode missing or refused | failed / join_error |
 | platform asks the bot to sign in | failed / login_required |
-| platform refuses the bot (blocked, captcha, anti-bot wall) | failed / join_refused_by_platform |
+| platform refuses the bot (blocked, captcha) | failed / join_refused_by_platform |
+| Zoom's web client refuses automated clients ("must use Zoom RTMS") | failed / zoom_requires_rtms |
+| the organizer's policy blocks detected bots (Teams) | failed / bots_blocked_by_policy |
 | page crashed, closed, or unknown for ``lost_page_seconds`` | failed / page_lost |
 | in the meeting ``max_meeting_duration_seconds`` | completed / max_duration |
 | host denied the request | failed / admission_denied |
@@ -622,6 +624,7 @@ class Bot:
                 self._screen_exit(state)
                 await self.watch.speakers(page)
                 if tick % 2 == 0:
+                    await self.adapter.accept_notices(page)
                     await self.watch.read_participants(page, self.events, _now())
                     await self.watch.chat(page, self.events)
             except BrowserError as exc:

@@ -179,6 +179,15 @@ class BotEvents:
         self._observe(name, payload)
         await self._to_stream(name, payload)
 
+    async def meeting_audio_missing(self, shown_speaking_s: float) -> None:
+        """Others were shown speaking but no meeting audio reached the bot (stream only)."""
+        payload = {
+            "timestamp": iso(datetime.now(UTC)),
+            "shown_speaking_s": round(shown_speaking_s, 1),
+        }
+        self._observe("meeting_audio_missing", payload)
+        await self._to_stream("meeting_audio_missing", payload)
+
     def diagnostic(self, name: str, payload: dict[str, Any]) -> None:
         """A check of the bot's own machine (``sound_check``): the observer only.
 

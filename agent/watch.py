@@ -34,6 +34,38 @@ which the bot says why it still thinks someone is there (issue 33): at least the
 timeout."""
 
 
+UNHEARD_AFTER_S = 5.0
+"""Seconds of others shown speaking with no meeting audio reaching the bot before it says so
+(``meeting_audio_missing``, well within the 30 s issue 33 asks for)."""
+
+
+@dataclass(slots=True)
+class UnheardSpeakers:
+    """How long others were shown speaking while no meeting audio reached the bot.
+
+    Plain logic over a clock value: :meth:`observe` answers True once when that reaches
+    ``after`` seconds; audio arriving starts it again.
+    """
+
+    after: float
+    shown: float = 0.0
+    last: float | None = None
+    voiced: float = 0.0
+    told: bool = False
+
+    def observe(self, now: float, voiced: float, speaking: bool) -> bool:
+        """Record one read; True when the missing audio is to be reported now."""
+        if voiced > self.voiced:
+            self.voiced, self.shown, self.told = voiced, 0.0, False
+        elif speaking and self.last is not None:
+            self.shown += now - self.last
+        self.last = now
+        if self.told or self.shown < self.after:
+            return False
+        self.told = True
+        return True
+
+
 @dataclass(slots=True)
 class QuietSpell:
     """How long the meeting has shown no sign of anyone: no speaker lit, nothing heard, no join.
@@ -79,10 +111,12 @@ class MeetingWatch:
         media: Receives active-speaker changes (the meeting's transcription).
         speaker_sink: Optional extra consumer of active-speaker changes.
         audio: The capture's per-track statistics (remote audio tracks ending is one signal
-            of being alone).
+            of being alone; no voiced audio while others are shown speaking is reported).
         quiet_log_after: Seconds without a sign of anyone, while the roster names someone,
             before the bot logs why it thinks someone is there (:data:`QUIET_LOG_S`, at least
             the left-alone timeout).
+        unheard_after: Seconds of others shown speaking without any meeting audio before
+            ``meeting_audio_missing`` (:data:`UNHEARD_AFTER_S`).
     """
 
     def __init__(
@@ -94,6 +128,7 @@ class MeetingWatch:
         speaker_sink: SpeakerSink | None = None,
         audio: CaptureStats | None = None,
         quiet_log_after: float | None = None,
+        unheard_after: float = UNHEARD_AFTER_S,
     ) -> None:
         self._adapter = adapter
         self._bot_name = bot_name
@@ -111,6 +146,7 @@ class MeetingWatch:
             if quiet_log_after is not None
             else max(timers.timeouts.left_alone, QUIET_LOG_S)
         )
+        self._unheard = UnheardSpeakers(unheard_after)
 
     def _remote_audio_gone(self) -> bool:
         if self._audio is None:
@@ -147,6 +183,14 @@ class MeetingWatch:
         voiced = self._audio.voiced_seconds if self._audio is not None else 0.0
         if self._quiet.observe(now, voiced, bool(self._speaking), others):
             self._log_quiet(presence, others, now)
+        if self._audio is not None and self._unheard.observe(now, voiced, bool(self._speaking)):
+            # Others are shown speaking but nothing reaches the bot: a notice holding the media
+            # back, a capture that broke, a platform handing out no media (Vexa #1727).
+            log.warning(
+                "no meeting audio while others are shown speaking",
+                extra={"shown_speaking_seconds": round(self._unheard.shown, 1)},
+            )
+            await events.meeting_audio_missing(self._unheard.shown)
         if names == self.participants and not initial:
             return
         joined = [n for n in names if n not in self.participants]

@@ -51,6 +51,8 @@ JOIN_FAILURES: dict[MeetingState, StatusReason] = {
     MeetingState.ENDED: StatusReason.MEETING_ENDED,
     MeetingState.LOGIN_REQUIRED: StatusReason.LOGIN_REQUIRED,
     MeetingState.CANT_JOIN: StatusReason.JOIN_REFUSED_BY_PLATFORM,
+    MeetingState.RTMS_REQUIRED: StatusReason.ZOOM_REQUIRES_RTMS,
+    MeetingState.BOTS_BLOCKED: StatusReason.BOTS_BLOCKED_BY_POLICY,
 }
 # Screens that end a meeting the bot was in.
 MEETING_ENDS: dict[MeetingState, StatusReason] = {
@@ -60,6 +62,9 @@ MEETING_ENDS: dict[MeetingState, StatusReason] = {
     MeetingState.DENIED: StatusReason.REMOVED_BY_HOST,
     MeetingState.CANT_JOIN: StatusReason.REMOVED_BY_HOST,
     MeetingState.LOGIN_REQUIRED: StatusReason.REMOVED_BY_HOST,
+    # The platform's bot walls mid-meeting: the bot was put out as a bot.
+    MeetingState.RTMS_REQUIRED: StatusReason.ZOOM_REQUIRES_RTMS,
+    MeetingState.BOTS_BLOCKED: StatusReason.BOTS_BLOCKED_BY_POLICY,
 }
 
 

@@ -141,7 +141,9 @@ class Removal(_Model):
 
 
 VARIANTS: dict[Platform, frozenset[str]] = {
-    Platform.GOOGLE_MEET: frozenset({"end_dialog", "cant_join", "sign_in", "post_call_pages"}),
+    Platform.GOOGLE_MEET: frozenset(
+        {"end_dialog", "cant_join", "sign_in", "post_call_pages", "notetaker_consent"}
+    ),
     Platform.ZOOM: frozenset(
         {
             "legacy_form",
@@ -154,7 +156,7 @@ VARIANTS: dict[Platform, frozenset[str]] = {
         }
     ),
     Platform.TEAMS: frozenset(
-        {"sign_in_redirect", "id_passcode_form", "captcha", "post_call_pages"}
+        {"sign_in_redirect", "id_passcode_form", "captcha", "post_call_pages", "bot_blocked"}
     ),
 }
 """Skin variants per platform (each skin's ``data-tm-variant`` templates say what they show)."""

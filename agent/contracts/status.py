@@ -99,6 +99,8 @@ class StatusReason(StrEnum):
     JOIN_ERROR = "join_error"
     LOGIN_REQUIRED = "login_required"
     JOIN_REFUSED_BY_PLATFORM = "join_refused_by_platform"
+    ZOOM_REQUIRES_RTMS = "zoom_requires_rtms"
+    BOTS_BLOCKED_BY_POLICY = "bots_blocked_by_policy"
     MAX_DURATION = "max_duration"
     PAGE_LOST = "page_lost"
     SIGTERM = "sigterm"

@@ -46,6 +46,8 @@ class MeetingState(StrEnum):
     ENDED = "ended"
     LOGIN_REQUIRED = "login_required"
     CANT_JOIN = "cant_join"
+    RTMS_REQUIRED = "rtms_required"
+    BOTS_BLOCKED = "bots_blocked"
     PASSCODE = "passcode"
 
 
@@ -161,6 +163,10 @@ class PlatformSelectors:
     alone_texts: tuple[str, ...] = ()
     # The button that shows the participants list (read by ``SelectorAdapter.roster_js``).
     roster_open: Target = field(default_factory=Target)
+    # Notices over the meeting that every participant must accept to stay and receive media
+    # (another notetaker's "Your call audio and video will be shared with …"): clicked while
+    # the bot is in the meeting, in order.
+    meeting_notices: tuple[Target, ...] = ()
 
 
 # Terminal screens first: a removal dialog can sit on top of the meeting's toolbar.
@@ -170,6 +176,8 @@ STATE_ORDER: tuple[MeetingState, ...] = (
     MeetingState.DENIED,
     MeetingState.NO_ANSWER,
     MeetingState.NOT_FOUND,
+    MeetingState.RTMS_REQUIRED,
+    MeetingState.BOTS_BLOCKED,
     MeetingState.CANT_JOIN,
     MeetingState.LOGIN_REQUIRED,
     MeetingState.PASSCODE,
@@ -186,6 +194,8 @@ TERMINAL_STATES: frozenset[MeetingState] = frozenset(
         MeetingState.NO_ANSWER,
         MeetingState.NOT_FOUND,
         MeetingState.CANT_JOIN,
+        MeetingState.RTMS_REQUIRED,
+        MeetingState.BOTS_BLOCKED,
         MeetingState.LOGIN_REQUIRED,
     }
 )
@@ -327,6 +337,10 @@ class PlatformAdapter(Protocol):
 
     async def meeting_title(self, page: Page) -> str | None:
         """The meeting's title as the page shows it, if it shows one."""
+        ...
+
+    async def accept_notices(self, page: Page) -> bool:
+        """Accept notices over the meeting that hold its media back; True when one was."""
         ...
 
     async def speakers(self, page: Page) -> set[str]:
@@ -671,6 +685,15 @@ class SelectorAdapter:
             await self.click_if_visible(page, s.chat_open)
         log.debug("participants list read", extra={"participants": len(listed or [])})
         return listed
+
+    async def accept_notices(self, page: Page) -> bool:
+        """Click every visible notice of :attr:`PlatformSelectors.meeting_notices`."""
+        accepted = False
+        for target in self.selectors.meeting_notices:
+            if await self.click_if_visible(page, target):
+                log.info("meeting notice accepted", extra={"platform": self.platform.value})
+                accepted = True
+        return accepted
 
     async def speakers(self, page: Page) -> set[str]:
         """Names whose speaking indicator is lit."""

@@ -87,6 +87,18 @@ SELECTORS = PlatformSelectors(
     alone_texts=("You're the only one here",),  # not confirmed (Meet's empty-call text)
     title_css=("[data-meeting-title]",),  # not confirmed (the call's title, bottom left)
     prejoin_dismiss=(),
+    # Vexa #1727 (2026-09): with another notetaker in the call (Read AI), Meet shows every
+    # participant a dialog "Your call audio and video will be shared with <notetaker>" with
+    # "Leave" and "Join now", and hands out no media until "Join now" is clicked; every human
+    # clicks it to stay, and the host already admitted the notetaker.
+    meeting_notices=(
+        Target(
+            css=(
+                '[role="dialog"]:has-text("audio and video will be shared with") '
+                'button:has-text("Join now")',
+            ),
+        ),
+    ),
     name_input=Target(
         labels=("Your name",),  # V09: input[type="text"][aria-label="Your name"]
         css=(

@@ -41,6 +41,16 @@ SELECTORS = PlatformSelectors(
         MeetingState.CANT_JOIN: Probe(
             texts=("Verify you're a real person",),  # AT (captcha; attendee#741)
         ),
+        # The organizer's tenant blocks detected external bots (meeting policy
+        # ExternalBotAccessMode = BlockDetectedBots, Microsoft Learn "Manage external bots and
+        # their access to meetings", 2026). The words the bot is shown are not confirmed.
+        MeetingState.BOTS_BLOCKED: Probe(
+            texts=(
+                "doesn't allow external bots",  # not confirmed
+                "external bots can't join",  # not confirmed
+                "bots are blocked from joining",  # not confirmed
+            ),
+        ),
         MeetingState.LOGIN_REQUIRED: Probe(
             css=('input[name="loginfmt"]',),  # AT (the loginfmt sign-in form)
             urls=("login.microsoftonline.com",),  # Vexa #915 (redirect to sign-in)

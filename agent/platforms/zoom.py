@@ -47,9 +47,12 @@ SELECTORS = PlatformSelectors(
                 (_MODAL, "Meeting does not exist"),  # not confirmed
             ),
         ),
-        MeetingState.CANT_JOIN: Probe(
+        # Zoom's web client refusing automated clients (2026): only Zoom's RTMS apps may reach
+        # the meeting's content. VH fails fast on it with zoom_requires_rtms; screenappai/
+        # meeting-bot #45 and Vexa #345/#706 report it.
+        MeetingState.RTMS_REQUIRED: Probe(
             texts=(
-                "detected you may be a bot",  # VH anti-bot wall (zoom_requires_rtms)
+                "detected you may be a bot",  # VH anti-bot wall
                 "must use Zoom RTMS",  # VH anti-bot wall
             ),
         ),

@@ -345,6 +345,12 @@
       case "leave-cancel":
         el.closest("[data-tm-modal]")?.remove();
         break;
+      case "consent":
+        el.closest("[data-tm-modal]")?.remove();
+        state.screen = "meeting";
+        reportShown("meeting");
+        renderMeeting();
+        break;
       case "home":
         show(state.over ? state.screen : flow[0]);
         break;
@@ -418,6 +424,8 @@
         break;
       case "admitted":
         show("meeting");
+        // A variant may put a notice over the meeting that holds its media back until accepted.
+        if (screenTemplate("consent")) show("consent");
         break;
       case "participants": {
         state.participants = message.participants;
@@ -426,7 +434,8 @@
           state.hand = self.hand_raised;
           syncToggles();
         }
-        if (state.screen === "meeting") renderMeeting();
+        // The meeting stays beneath a notice (consent) and keeps up with who is there.
+        if (state.screen === "meeting" || state.screen === "consent") renderMeeting();
         break;
       }
       case "chat":
@@ -527,6 +536,9 @@
 
   function onSpeech(buffer) {
     if (!media.ctx || state.over || media.ctx.state === "closed") return;
+    // A notice over the meeting holds its media back until accepted: speakers still light up
+    // (the call goes on), but nothing plays.
+    const held = state.screen === "consent";
     const headerLength = new DataView(buffer).getUint32(0, true);
     const header = JSON.parse(new TextDecoder().decode(new Uint8Array(buffer, 4, headerLength)));
     let pcm = new Int16Array(buffer.slice(4 + headerLength));
@@ -563,7 +575,7 @@
     }
     const source = media.ctx.createBufferSource();
     source.buffer = clip;
-    source.connect(dest);
+    if (!held) source.connect(dest);
     if (header.type === "stream") {
       playStream(header.participant_id, source, samples);
       return;

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import logging
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,7 @@ from agent.contracts.bot_config import BotConfig, BotSettings
 from agent.contracts.status import BotStatus
 from agent.settings import AgentSettings
 from testmeeting import Room, TestMeetingServer, parse_scenario
+from testmeeting.scenario import VARIANTS
 from tests.agent.link_peer import LinkPeer
 
 pytestmark = [
@@ -200,8 +203,17 @@ TERMINAL_SCREENS = [
         "",
         "botwall",
         "failed",
-        "join_refused_by_platform",
+        "zoom_requires_rtms",
         id="zoom-anti-bot-wall",
+    ),
+    pytest.param(
+        "teams",
+        "bot_blocked",
+        "",
+        "botblocked",
+        "failed",
+        "bots_blocked_by_policy",
+        id="teams-external-bots-blocked-by-policy",
     ),
     pytest.param(
         "teams",
@@ -390,6 +402,7 @@ async def test_everyone_leaving_ends_the_bot_although_a_view_still_shows_the_las
     last_left = max(e.t for e in timeline if e.type == "left" and e.name in names)
     waited = run.stopping_at() - last_left
     assert LEFT_ALONE_S <= waited <= LEFT_ALONE_S + DEPARTURE_TO_LEFT_ALONE_S, f"{waited:.2f} s"
+    print(f"{variant}: last departure → stopping {waited:.2f} s")
     # The roster named everyone (from Zoom's participants list), then no one.
     rosters: list[list[str]] = [e.participants for e in run.peer.events_of("participants")]
     assert max(len(roster) for roster in rosters) == len(names)
@@ -466,3 +479,90 @@ async def test_a_passcode_prompt_without_any_passcode_is_a_join_error_at_once(
     assert run.statuses()[-2:] == [("stopping", "join_error"), ("failed", "join_error")]
     waited = run.stopping_at() - run.screen_at(prompt)
     assert 0 <= waited <= SCREEN_TO_STATUS_S, f"{waited:.2f} s"
+
+
+# Variants that end the bot before it can be in the meeting (their tests are above).
+NEVER_IN = {
+    "cant_join",
+    "sign_in",
+    "invalid_id_modal",
+    "bot_wall",
+    "sign_in_redirect",
+    "captcha",
+    "bot_blocked",
+}
+
+
+JOINABLE = [
+    pytest.param(platform.value, variant, id=f"{platform.value}-{variant or 'plain'}")
+    for platform, variants in sorted(VARIANTS.items())
+    for variant in [None, *sorted(variants - NEVER_IN)]
+]
+TWO_LEAVE = f"participants: [{_speaks('Alice', 0.5, 2.5)}, {{name: Bob, leave_at: 4.0}}]\n"
+
+
+@pytest.mark.parametrize(("platform", "variant"), JOINABLE)
+async def test_every_skin_variant_leaves_within_five_seconds_of_the_last_departure(
+    start: Start, platform: str, variant: str | None
+) -> None:
+    # Issue 33's goal on every skin and variant the bot can be in: one leaves after speaking,
+    # the other later; completed/left_alone within left_alone_timeout + 5 s of the last.
+    run: Run = await start(
+        platform,
+        (f"variant: {variant}\n" if variant else "") + f"lobby: false\n{TWO_LEAVE}",
+        link_passcode=PASSCODE if platform != "google_meet" else None,
+    )
+    assert await run.finish() is BotStatus.COMPLETED
+    assert run.statuses()[-2:] == [("stopping", "left_alone"), ("completed", "left_alone")]
+    last_left = max(e.t for e in run.room.timeline() if e.type == "left" and e.name == "Bob")
+    waited = run.stopping_at() - last_left
+    assert LEFT_ALONE_S <= waited <= LEFT_ALONE_S + DEPARTURE_TO_LEFT_ALONE_S, f"{waited:.2f} s"
+
+
+async def test_another_notetakers_notice_is_accepted_and_the_meeting_heard(start: Start) -> None:
+    # Vexa #1727: Meet holds every participant's media back behind "Your call audio and video
+    # will be shared with Read AI" until "Join now"; a bot that never clicks it hears nothing.
+    run: Run = await start(
+        "google_meet",
+        "variant: notetaker_consent\nlobby: false\nend_at: 6.0\nparticipants: [{name: Alice,"
+        " utterances: [{at: 1.5, text: 'Alice is speaking now'}, {at: 3.5, text: 'and again'}]}]\n",
+    )
+    assert await run.finish() is BotStatus.COMPLETED
+    assert run.statuses()[-1] == ("completed", "meeting_ended")
+    shown = [(e.text, e.t) for e in run.room.timeline() if e.type == "page_screen"]
+    consent = next(t for text, t in shown if text == "consent")
+    accepted = next(t for text, t in shown if text == "meeting" and t >= consent)
+    assert accepted - consent <= SCREEN_TO_STATUS_S, f"accepted after {accepted - consent:.2f} s"
+    assert run.bot.capture.stats.voiced_seconds > 0.5  # the meeting's speech reached the bot
+
+
+LONG = "this sentence goes on for a while so that the speaker stays lit for several seconds"
+
+
+async def test_a_bot_hearing_nothing_while_others_are_shown_speaking_says_so(
+    start: Start, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A notice the bot cannot accept holds the meeting's media back (Vexa #1727): others are
+    # shown speaking, nothing reaches the bot. It says so within 30 s (issue 33).
+    caplog.set_level(logging.WARNING, logger="agent.watch")
+    run: Run = await start(
+        "google_meet",
+        "variant: notetaker_consent\nlobby: false\nend_at: 16.0\nparticipants: [{name: Alice,"
+        f" utterances: [{{at: 1.0, text: '{LONG}'}}, {{at: 7.0, text: '{LONG}'}}]}}]\n",
+    )
+
+    async def cannot_accept(page: Any) -> bool:
+        return False
+
+    monkeypatch.setattr(run.bot.adapter, "accept_notices", cannot_accept)
+    assert await run.finish() is BotStatus.COMPLETED
+    assert run.bot.capture.stats.voiced_seconds == 0.0
+    said = [e for e in run.bot.stream.snapshot() if e.event == "meeting_audio_missing"]
+    assert len(said) == 1
+    first_speech = min(e.t for e in run.room.timeline() if e.type == "speech")
+    told_at = datetime.fromisoformat(json.loads(said[0].data)["timestamp"]).timestamp()
+    assert 0 < told_at - first_speech <= 30.0, f"{told_at - first_speech:.2f} s"
+    print(f"meeting_audio_missing {told_at - first_speech:.2f} s after the first speech")
+    assert any(
+        r.getMessage() == "no meeting audio while others are shown speaking" for r in caplog.records
+    )

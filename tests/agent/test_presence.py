@@ -1,12 +1,13 @@
 """Left-alone cross-check: the page's "only you" text, then the platform's count, then names;
-and the quiet spell after which a bot that still sees someone named says why."""
+the quiet spell after which a bot that still sees someone named says why; and others shown
+speaking while no meeting audio reaches the bot."""
 
 from __future__ import annotations
 
 import pytest
 
 from agent.platforms.base import Presence
-from agent.watch import QuietSpell
+from agent.watch import QuietSpell, UnheardSpeakers
 
 pytestmark = pytest.mark.unit
 
@@ -49,3 +50,20 @@ def test_a_quiet_meeting_nobody_is_named_in_is_not_told() -> None:
     quiet = QuietSpell(after=10.0)
     quiet.observe(0.0, voiced=0.0, speaking=False, others=0)
     assert not quiet.observe(60.0, voiced=0.0, speaking=False, others=0)
+
+
+def test_others_shown_speaking_with_no_audio_is_told_once_and_audio_starts_it_again() -> None:
+    unheard = UnheardSpeakers(after=5.0)
+    assert not unheard.observe(0.0, voiced=0.0, speaking=True)
+    assert not unheard.observe(4.0, voiced=0.0, speaking=True)
+    assert not unheard.observe(6.0, voiced=0.0, speaking=False)  # only the lit seconds count
+    assert unheard.observe(7.0, voiced=0.0, speaking=True)
+    assert not unheard.observe(20.0, voiced=0.0, speaking=True)  # told once
+    assert not unheard.observe(21.0, voiced=0.5, speaking=True)  # audio came: all is well
+    assert not unheard.observe(25.0, voiced=0.5, speaking=True)
+    assert unheard.observe(27.0, voiced=0.5, speaking=True)  # and then went again
+
+
+def test_silence_with_nobody_shown_speaking_is_not_missing_audio() -> None:
+    unheard = UnheardSpeakers(after=5.0)
+    assert not any(unheard.observe(float(t), voiced=0.0, speaking=False) for t in range(60))

@@ -23,6 +23,15 @@ pytestmark = pytest.mark.unit
             StatusReason.JOIN_REFUSED_BY_PLATFORM,
         ),
         (MeetingState.DENIED, False, BotStatus.FAILED, StatusReason.ADMISSION_DENIED),
+        # The platforms' 2026 bot walls, before admission and after (issue 33).
+        (MeetingState.RTMS_REQUIRED, False, BotStatus.FAILED, StatusReason.ZOOM_REQUIRES_RTMS),
+        (MeetingState.RTMS_REQUIRED, True, BotStatus.COMPLETED, StatusReason.ZOOM_REQUIRES_RTMS),
+        (
+            MeetingState.BOTS_BLOCKED,
+            False,
+            BotStatus.FAILED,
+            StatusReason.BOTS_BLOCKED_BY_POLICY,
+        ),
         (MeetingState.ENDED, True, BotStatus.COMPLETED, StatusReason.MEETING_ENDED),
         (MeetingState.REMOVED, True, BotStatus.COMPLETED, StatusReason.REMOVED_BY_HOST),
     ],
