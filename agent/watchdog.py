@@ -186,8 +186,8 @@ class PageWatchdog:
         with contextlib.suppress(PlaywrightError, TimeoutError):
             raw = await asyncio.wait_for(page.evaluate(_TEXT_JS), timeout=5.0)
             text = str(raw or "")[:UNKNOWN_TEXT_CHARS]
-        if text in self._reported:
-            return
+        if not text or text in self._reported:
+            return  # a blank page (still loading, or gone) has nothing to report
         self._reported.add(text)
         try:
             await self._on_unknown(text)

@@ -7,6 +7,13 @@ real link peer, and checks the final status and reason, and for terminal screens
 the page showing the screen (the room's ``page_screen`` event, reported by the page) to the
 bot's ``stopping`` status: at most 2 s (the watchdog's interval plus one probe, with room for a
 loaded CI box).
+
+Issue 33 adds: everyone leaving while a view still shows the last speaker (Zoom's speaker view),
+on every skin variant the bot can be in, within ``left_alone_timeout`` + 5 s of the last
+departure; post-call pages in words no probe lists (known by their shape); an unknown screen
+reported with its text and a screenshot; passcodes from the link, refused or missing; the 2026
+bot walls; another notetaker's notice that holds the media back, and a bot that hears nothing
+while others are shown speaking.
 """
 
 from __future__ import annotations
