@@ -166,7 +166,8 @@ class MeetingWatch:
         a meeting that ends takes its roster with it, and nobody left.
         """
         asked = time.monotonic()
-        presence = await self._adapter.presence(page, self._bot_name)
+        quiet_s = now - self._quiet.since if self._quiet.since is not None else 0.0
+        presence = await self._adapter.presence(page, self._bot_name, quiet_s)
         # What the page said holds as of its answer: opening a participants list takes a
         # second, and an absence dated from before it would shorten the left-alone wait.
         now += time.monotonic() - asked

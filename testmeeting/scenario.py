@@ -142,7 +142,14 @@ class Removal(_Model):
 
 VARIANTS: dict[Platform, frozenset[str]] = {
     Platform.GOOGLE_MEET: frozenset(
-        {"end_dialog", "cant_join", "sign_in", "post_call_pages", "notetaker_consent"}
+        {
+            "end_dialog",
+            "cant_join",
+            "sign_in",
+            "post_call_pages",
+            "notetaker_consent",
+            "frozen_tile",
+        }
     ),
     Platform.ZOOM: frozenset(
         {
@@ -156,7 +163,14 @@ VARIANTS: dict[Platform, frozenset[str]] = {
         }
     ),
     Platform.TEAMS: frozenset(
-        {"sign_in_redirect", "id_passcode_form", "captcha", "post_call_pages", "bot_blocked"}
+        {
+            "sign_in_redirect",
+            "id_passcode_form",
+            "captcha",
+            "post_call_pages",
+            "bot_blocked",
+            "frozen_tile",
+        }
     ),
 }
 """Skin variants per platform (each skin's ``data-tm-variant`` templates say what they show)."""

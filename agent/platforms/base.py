@@ -201,6 +201,10 @@ TERMINAL_STATES: frozenset[MeetingState] = frozenset(
 )
 """Screens after which the bot cannot stay: the watchdog ends the bot on any of them."""
 
+ROSTER_CONFIRM_QUIET_S = 3.0
+"""Seconds of nobody seen speaking or heard after which tiles that name someone are checked
+against the participants list (a tile can stay behind someone who left)."""
+
 ROSTER_RECHECK_S = 3.0
 """Least seconds between two openings of a participants list that the tiles need (a stale
 view's names are then corrected within this, plus a read)."""
@@ -331,8 +335,12 @@ class PlatformAdapter(Protocol):
         """Other participants' names, in page order, the bot excluded."""
         ...
 
-    async def presence(self, page: Page, bot_name: str) -> Presence:
-        """Other participants by every signal: names, the platform's count, "only you" texts."""
+    async def presence(self, page: Page, bot_name: str, quiet_s: float = 0.0) -> Presence:
+        """Other participants by every signal: names, the platform's count, "only you" texts.
+
+        ``quiet_s``: seconds nobody was seen speaking or heard; long enough, the tiles are
+        checked against the participants list.
+        """
         ...
 
     async def meeting_title(self, page: Page) -> str | None:
@@ -412,6 +420,10 @@ class SelectorAdapter:
         # Loop time the participants list was last opened to confirm the tiles, and its names.
         self._roster_checked_at: float | None = None
         self._last_roster: list[str] | None = None
+        self._tiles_at_roster: list[str] = []
+        # One side panel at a time on some platforms: the list check and a chat being sent
+        # must not switch it under each other.
+        self._panels = asyncio.Lock()
 
     def meeting_url(self, url: str, passcode: str | None = None) -> str:
         """The meeting URL, with the passcode added where the platform wants it.
@@ -610,12 +622,14 @@ class SelectorAdapter:
         title = " ".join(str(raw or "").split())[:300]
         return title or None
 
-    async def presence(self, page: Page, bot_name: str) -> Presence:
+    async def presence(self, page: Page, bot_name: str, quiet_s: float = 0.0) -> Presence:
         """Names, the platform's count (:attr:`count_js`) and its "only you" texts.
 
         The names are the participants list's while the page shows it (:attr:`roster_js`),
-        else the tiles'. Where the tiles name only some (:attr:`tiles_name_everyone` false) and
-        no count confirms them, the list is opened (at most every :data:`ROSTER_RECHECK_S`) and
+        else the tiles'. Where no count confirms the tiles and either they name only some
+        (:attr:`tiles_name_everyone` false) or they name someone although nobody was seen
+        speaking or heard for :data:`ROSTER_CONFIRM_QUIET_S` (``quiet_s``: a tile left behind
+        by someone gone), the list is opened (at most every :data:`ROSTER_RECHECK_S`) and
         read, the chat panel shown again if opening the list closed it, and between two
         openings the list's last names stand (with anyone new the tiles show).
         """
@@ -635,16 +649,18 @@ class SelectorAdapter:
             only_you = bool(found) and any(found["texts"])
         listed = await self._roster(page, bot_name)
         confirmed = count is not None and max(count - 1, 0) == len(names)
-        needs_list = not (self.tiles_name_everyone or confirmed)
+        doubted = bool(names) and count is None and quiet_s >= ROSTER_CONFIRM_QUIET_S
+        needs_list = not confirmed and (not self.tiles_name_everyone or doubted)
         if listed is None and needs_list and self._roster_due():
             listed = await self._open_roster(page, bot_name)
         if listed is not None:
-            self._last_roster = listed
+            self._last_roster, self._tiles_at_roster = listed, names
             return Presence(listed, count, only_you, "list")
         if needs_list and self._last_roster is not None:
             # The list's last word (at most ROSTER_RECHECK_S old), and whoever the tiles show
-            # that it did not name yet (a join is seen at once, a leave at the next check).
-            merged = self._last_roster + [n for n in names if n not in self._last_roster]
+            # that they did not show then (a join is seen at once, a leave at the next check).
+            seen = set(self._last_roster) | set(self._tiles_at_roster)
+            merged = self._last_roster + [n for n in names if n not in seen]
             return Presence(merged, count, only_you, "list")
         return Presence(names, count, only_you)
 
@@ -669,6 +685,10 @@ class SelectorAdapter:
 
     async def _open_roster(self, page: Page, bot_name: str) -> list[str] | None:
         """Open the participants list, read it, and show the chat again if it went."""
+        async with self._panels:
+            return await self._open_roster_unlocked(page, bot_name)
+
+    async def _open_roster_unlocked(self, page: Page, bot_name: str) -> list[str] | None:
         s = self.selectors
         chat_was_open = await self.visible(page, s.chat_input)
         if not await self.click_if_visible(page, s.roster_open):
@@ -727,17 +747,18 @@ class SelectorAdapter:
         s = self.selectors
         if not s.chat_input:
             raise CapabilityNotSupported(self.platform.value, "chat")
-        await self.open_chat(page)
-        box = self.locate(page, s.chat_input)
-        try:
-            await box.click(timeout=5_000)
-            await box.fill(text, timeout=5_000)
-            if s.chat_send and await self.visible(page, s.chat_send):
-                await self.locate(page, s.chat_send).click(timeout=5_000)
-            else:
-                await box.press("Enter")
-        except PlaywrightError as exc:
-            raise BrowserError("chat input not usable") from exc
+        async with self._panels:
+            await self.open_chat(page)
+            box = self.locate(page, s.chat_input)
+            try:
+                await box.click(timeout=5_000)
+                await box.fill(text, timeout=5_000)
+                if s.chat_send and await self.visible(page, s.chat_send):
+                    await self.locate(page, s.chat_send).click(timeout=5_000)
+                else:
+                    await box.press("Enter")
+            except PlaywrightError as exc:
+                raise BrowserError("chat input not usable") from exc
 
     async def set_hand(self, page: Page, raised: bool) -> None:
         """Click "Raise hand" or "Lower hand" (nothing to do when already in that state).

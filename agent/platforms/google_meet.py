@@ -87,6 +87,8 @@ SELECTORS = PlatformSelectors(
     alone_texts=("You're the only one here",),  # not confirmed (Meet's empty-call text)
     title_css=("[data-meeting-title]",),  # not confirmed (the call's title, bottom left)
     prejoin_dismiss=(),
+    # MB: the People button (nav button[aria-label="People"]) shows the participants list.
+    roster_open=Target(css=('button[aria-label="People"]',)),
     # Vexa #1727 (2026-09): with another notetaker in the call (Read AI), Meet shows every
     # participant a dialog "Your call audio and video will be shared with <notetaker>" with
     # "Leave" and "Join now", and hands out no media until "Join now" is clicked; every human
@@ -193,6 +195,22 @@ _PARTICIPANTS_JS = """
 }
 """
 
+# The people panel's list (MB: [role="list"][aria-label="Participants"] of role=listitem entries
+# labelled by name; V09: the name in span.notranslate); null while it is not shown.
+_ROSTER_JS = """
+() => {
+  const list = document.querySelector('[role="list"][aria-label="Participants"]');
+  if (!list) return null;
+  const names = [];
+  for (const item of list.querySelectorAll('[role="listitem"]')) {
+    const label = item.querySelector('span.notranslate');
+    const name = (label && label.textContent) || item.getAttribute('aria-label') || '';
+    if (name.trim()) names.push(name.trim());
+  }
+  return names;
+}
+"""
+
 # Speaking: the tile carries one of Meet's speaking classes (V09), or a non-zero
 # data-audio-level inside it (VH).
 _SPEAKERS_JS = """
@@ -242,3 +260,4 @@ class GoogleMeetAdapter(SelectorAdapter):
     participants_js: ClassVar[str] = _PARTICIPANTS_JS
     speakers_js: ClassVar[str] = _SPEAKERS_JS
     chat_js: ClassVar[str] = _CHAT_JS
+    roster_js: ClassVar[str] = _ROSTER_JS

@@ -97,6 +97,9 @@ SELECTORS = PlatformSelectors(
         roles=(("button", "Join meeting"),),  # not confirmed
     ),
     title_css=('[data-tid="call-title"]', '[data-tid="meeting-title"]'),  # not confirmed
+    # The People button shows the roster; its id appears in public Teams UI-automation code
+    # (testmeeting README), not confirmed.
+    roster_open=Target(css=("button#roster-button",), roles=(("button", "People"),)),
     prejoin_dismiss=(
         Target(
             roles=(("button", "Continue on this browser"),),
@@ -188,6 +191,22 @@ _PARTICIPANTS_JS = """
 }
 """
 
+# The roster: [data-tid*="roster-item"] entries (VH), the name after the "roster-item-" prefix;
+# null while no roster is shown.
+_ROSTER_JS = """
+() => {
+  const items = document.querySelectorAll('[data-tid*="roster-item"]');
+  if (!items.length && !document.querySelector('[data-tid="roster-list"]')) return null;
+  const names = [];
+  for (const item of items) {
+    const tid = item.getAttribute('data-tid') || '';
+    const name = tid.startsWith('roster-item-') ? tid.slice('roster-item-'.length) : item.innerText;
+    if (name && name.trim()) names.push(name.trim());
+  }
+  return names;
+}
+"""
+
 # Speaking: an ancestor of the voice-level outline carries vdi-frame-occlusion (V09, VH).
 _SPEAKERS_JS = """
 () => {
@@ -237,3 +256,4 @@ class TeamsAdapter(SelectorAdapter):
     participants_js: ClassVar[str] = _PARTICIPANTS_JS
     speakers_js: ClassVar[str] = _SPEAKERS_JS
     chat_js: ClassVar[str] = _CHAT_JS
+    roster_js: ClassVar[str] = _ROSTER_JS

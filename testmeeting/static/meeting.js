@@ -190,8 +190,10 @@
       for (const mic of tile.querySelectorAll("[data-tm-mic-off]")) mic.hidden = p.mic_on;
       paintSpeaking(p.id);
     }
+    // A variant may leave a departed participant's tile behind (data-tm-keep-tiles-<variant>).
+    const keep = CFG.variant && document.body.hasAttribute(`data-tm-keep-tiles-${CFG.variant}`);
     for (const [id, tile] of state.tiles) {
-      if (!present.has(id)) {
+      if (!present.has(id) && !keep) {
         tile.remove();
         state.tiles.delete(id);
       }
