@@ -149,6 +149,7 @@ VARIANTS: dict[Platform, frozenset[str]] = {
             "post_call_pages",
             "notetaker_consent",
             "frozen_tile",
+            "lobby_with_controls",
         }
     ),
     Platform.ZOOM: frozenset(

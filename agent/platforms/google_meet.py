@@ -66,6 +66,9 @@ SELECTORS = PlatformSelectors(
                 "Asking to be let in",  # V09, AT
                 "You'll join the call when someone lets you in",  # V09
                 "Please wait until a meeting host brings you into the call",  # V09
+                # Meeting-BaaS/meet-teams-bot PR#198 (2026-06): this wording, over a lobby that
+                # shows the call controls (Leave call included), made bots think they were in.
+                "Please wait until a meeting host admits you to the call",
                 "Waiting for the host to join",  # AT (host-wait)
             ),
             css=('[aria-label*="waiting room"]',),  # V09

@@ -66,6 +66,9 @@ SELECTORS = PlatformSelectors(
                 "Someone will let you in soon",  # AT
                 "Someone will let you in shortly",  # V09
                 "You're in the lobby",  # V09
+                # Meeting-BaaS/meet-teams-bot PR#291 (2026-08): "Hi, <name>. Someone will let you
+                # in when the meeting starts." (61 % of one customer's failed Teams bots sat there)
+                "Someone will let you in when the meeting starts",
             ),
             css=('[data-tid*="lobby"]',),  # V09
         ),

@@ -573,3 +573,22 @@ async def test_a_bot_hearing_nothing_while_others_are_shown_speaking_says_so(
     assert any(
         r.getMessage() == "no meeting audio while others are shown speaking" for r in caplog.records
     )
+
+
+async def test_a_lobby_showing_the_call_controls_is_still_the_lobby(start: Start) -> None:
+    # Meeting-BaaS/meet-teams-bot PR#198: Meet's lobby can show the call controls; a bot that
+    # took them for admission recorded the waiting room. It waits, and is admitted when the
+    # host admits it.
+    run: Run = await start(
+        "google_meet",
+        "variant: lobby_with_controls\nlobby: true\nadmission: {decision: admit, after_s: 0.8}\n"
+        "participants: [{name: Alice, leave_at: 1.0}]\n",
+    )
+    final = await run.finish()
+    statuses = run.statuses()
+    assert final is BotStatus.COMPLETED, statuses
+    assert ("awaiting_admission", "lobby") in statuses
+    assert ("active", "admitted") in statuses
+    admitted = next(e.t for e in run.room.timeline() if e.type == "admitted")
+    active = next(e for e in run.peer.events_of("status") if e.status.value == "active")
+    assert active.ts.timestamp() >= admitted
