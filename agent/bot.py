@@ -169,6 +169,7 @@ class Bot:
                 tracks_per_participant=self.adapter.audio_per_participant,
                 multilingual_idle_s=settings.multilingual_idle_seconds or None,
                 backlog_memory_s=settings.transcribe_backlog_memory_seconds,
+                final_beam_size=settings.transcribe_final_beam_size,
                 backlog_dir=settings.data_dir / "backlog",
             ),
             self.bot_id,

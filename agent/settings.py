@@ -216,6 +216,9 @@ class AgentSettings(BaseSettings):
     # A decoder that falls behind (a VM without KVM) queues the ended utterances' audio; past
     # this many seconds of it the rest waits on disk under data_dir (agent/transcribe/backlog.py).
     transcribe_backlog_memory_seconds: float = Field(default=120.0, gt=0)
+    # Beam of the realtime finals; unset: 5 when the decoder probes fast enough at start, else
+    # greedy, and greedy while it is slower than the audio (agent/transcribe/decoding.py).
+    transcribe_final_beam_size: int | None = Field(default=None, ge=1, le=10)
 
     # Recording (agent/recording): screenshots per second of the bot's view when the bot
     # captures video (JPEG quality 0-100); identical consecutive views are stored once.

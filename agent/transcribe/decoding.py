@@ -108,6 +108,12 @@ _RECHECK_VOICED_S = 2.0
 # log-prob -1.04 in a 10 s window, 0.74 and -0.72 in the 30 s one.
 _DOUBT_RULES = frozenset({"no_speech", "low_confidence", "repetition", "known_hallucination"})
 
+# Finals get the wider beam when the start-up probe (one second of silence, the realtime window)
+# decodes within this many seconds: tiny.en does in 0.1-0.2 s on two cores, where beam 5 keeps
+# a final within the endpoint wait; a VM under software emulation takes seconds and stays greedy.
+_FINAL_BEAM = 5
+_FINAL_BEAM_PROBE_S = 0.3
+
 # Temperatures of the retry of a doubted final with voice evidence (openai/whisper's defaults
 # from 0.2 on; the first pass was greedy at 0.0).
 _FALLBACK_TEMPERATURES = (0.2, 0.4, 0.6, 0.8, 1.0)
@@ -171,6 +177,7 @@ class DecodeScheduler:
             window_s=options.realtime_window_s,
         )
         self._pace = DecoderPace(options, metrics)
+        self._final_beam = options.final_beam_size or options.realtime_beam_size
         self._utterances: dict[str, dict[int, Utterance]] = {}  # track → number → utterance
         self._finals = FinalsBacklog(options.backlog_memory_s, metrics, options.backlog_dir)
         self._speculative: deque[Utterance] = deque()
@@ -409,6 +416,8 @@ class DecodeScheduler:
         options = self._decode_options
         if kind == "partial" and self._agreeing(len(audio)):
             options = dataclasses.replace(options, word_timestamps=True)
+        elif kind in ("final", "speculative", "detect"):
+            options = dataclasses.replace(options, beam_size=self._beam_for_finals())
         result = await asyncio.to_thread(
             engine.decode,
             audio,
@@ -433,6 +442,24 @@ class DecodeScheduler:
             options=self._decode_options,
         )
         self._account("probe", result, audio)
+        if self._opts.final_beam_size is None and result.seconds <= _FINAL_BEAM_PROBE_S:
+            self._final_beam = _FINAL_BEAM
+        log.info(
+            "final decoding chosen",
+            extra={
+                "model": self._engine.name,
+                "final_beam": self._final_beam,
+                "probe_s": round(result.seconds, 3),
+                "reason": "pinned by setting"
+                if self._opts.final_beam_size is not None
+                else f"probe {'within' if self._final_beam > 1 else 'over'} "
+                f"{_FINAL_BEAM_PROBE_S} s",
+            },
+        )
+
+    def _beam_for_finals(self) -> int:
+        """The finals' beam now: greedy while the decoder is slower than the audio."""
+        return self._opts.realtime_beam_size if self._pace.slow else self._final_beam
 
     def _account(
         self, kind: str, result: DecodeResult, audio: npt.NDArray[np.float32] | None
@@ -669,7 +696,7 @@ class DecodeScheduler:
             language=language,
             task=self._task,
             options=DecodeOptions(
-                beam_size=self._opts.realtime_beam_size,
+                beam_size=self._beam_for_finals(),
                 without_timestamps=without_timestamps,
                 window_s=window_s,
                 temperatures=temperatures,
