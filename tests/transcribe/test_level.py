@@ -43,6 +43,6 @@ def test_the_detector_starts_afresh_once_per_pause() -> None:
     tracker = LevelTracker()
     tracker.observe(_tone(-75.0, 40))
     speech, pause = _tone(-25.0, 30, seed=2), _tone(-75.0, 20, seed=3)
-    levels = tracker.observe(np.concatenate([speech, pause, speech, pause[:QUIET_WINDOWS - 1]]))
+    levels = tracker.observe(np.concatenate([speech, pause, speech, pause[: QUIET_WINDOWS - 1]]))
     resets = np.flatnonzero(levels.resets).tolist()
     assert resets == [30 + QUIET_WINDOWS - 1]  # one pause long enough, the short one not
