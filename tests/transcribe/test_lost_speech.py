@@ -8,17 +8,20 @@ the voice that never became text. These run the real realtime tier (Silero, tiny
 
 from __future__ import annotations
 
+import asyncio
+
 import numpy as np
 import pytest
 
 from agent.audio import SAMPLE_RATE
-from agent.transcribe.engine import WhisperEngine
+from agent.contracts.bot_config import Task
+from agent.transcribe.engine import DecodeOptions, WhisperEngine
 from agent.transcribe.normalize import normalize_text
 from agent.transcribe.options import TranscribeOptions
 from agent.transcribe.realtime import RealtimeTranscriber
 from agent.transcribe.segmenter import SegmenterOptions
 from agent.transcribe.vad import SileroSession
-from testmeeting.stress import Case, grid, score
+from testmeeting.stress import Case, grid, sample, score
 from tests.transcribe.helpers import finals, frames, replay
 
 pytestmark = pytest.mark.model
@@ -110,3 +113,81 @@ async def test_silence_and_noise_are_no_voice_evidence(
     transcriber = _transcriber(tiny_engine, silero)
     assert finals(await replay(transcriber, frames(pcm, "t", JOIN))) == []
     assert transcriber.metrics.snapshot()["unaccounted_voice_seconds"] == 0.0
+
+
+async def _paced(transcriber: RealtimeTranscriber, case: Case) -> list[tuple[str, float, float]]:
+    """Stream ``case`` at real time (as a meeting does) and return its finals."""
+    got: list[tuple[str, float, float]] = []
+
+    async def collect() -> None:
+        async for segment in transcriber.segments():
+            if segment.completed and segment.text:
+                got.append((segment.text, segment.start, segment.end))
+
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    async with asyncio.TaskGroup() as group:
+        group.create_task(collect())
+        async with transcriber:
+            for frame in frames(case.samples, "mix", JOIN):
+                await asyncio.sleep(max(0.0, began + frame.end_time - JOIN - loop.time()))
+                await transcriber.feed(frame)
+    return got
+
+
+def _alone_recall(engine: WhisperEngine, case: Case) -> list[float]:
+    """Each clip's recall when tiny.en decodes it alone, whole (what the model can do)."""
+    recalls = []
+    for index, stem in enumerate(case.stems()):
+        interval = case.intervals[index]
+        lo, hi = (
+            round(max(0.0, interval.start - 0.3) * SAMPLE_RATE),
+            round((interval.end + 0.3) * SAMPLE_RATE),
+        )
+        audio = stem[lo:hi].astype(np.float32) / 32768.0
+        text = engine.decode(
+            audio,
+            language="en",
+            task=Task.TRANSCRIBE,
+            options=DecodeOptions(beam_size=5, without_timestamps=False),
+        ).text
+        alone = score(case, [(text, interval.start, interval.end)], normalize=normalize_text)
+        recalls.append(alone.recall[index])
+    return recalls
+
+
+# Issue 32's property does not hold yet on three of the four (measured 2026-11-29, see the
+# closing note and bench.stress): they run, and are reported as expected failures until it does.
+_NOT_YET = {
+    "pair-015": "a 0.4 s gap to a speaker 9 dB quieter: one final holds the end of A and B",
+    "quiet_after_loud-011": "an AMI turn 9 dB under a loud reading: 0.72 of its words, 0.93 alone",
+    "pause_in_monologue-005": "a whispered sentence before a read one: 0.0 of it, 0.8 alone",
+}
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(
+            case,
+            id=case.name,
+            marks=[pytest.mark.xfail(reason=_NOT_YET[case.name])] if case.name in _NOT_YET else [],
+        )
+        for case in sample(4, seed=32)
+    ],
+)
+async def test_a_sample_of_the_stress_grid_loses_no_clip_and_runs_no_two_together(
+    case: Case, tiny_engine: WhisperEngine, silero: SileroSession
+) -> None:
+    """One track, no speaker signal, streamed at 1x with partials (the realtime default).
+
+    Every clip keeps at least 90 % of its words, or, where tiny.en itself does not reach 90 %
+    on the clip alone (whispered, fillers), no more than 0.15 below what it reaches there.
+    """
+    transcriber = RealtimeTranscriber(tiny_engine, join_time=JOIN, vad_session=silero)
+    got = await _paced(transcriber, case)
+    result = score(case, got, normalize=normalize_text)
+    alone = await asyncio.to_thread(_alone_recall, tiny_engine, case)
+    for streamed, offline in zip(result.recall, alone, strict=True):
+        assert streamed >= min(0.9, offline - 0.15), (case.name, result.recall, alone, got)
+    assert result.spanning == 0, (case.name, got)
