@@ -50,13 +50,12 @@ from playwright.async_api import Page
 
 from agent import __version__
 from agent.actions.settings import ActionSettings
-from agent.artifacts import ArtifactUploader, png_size
+from agent.artifacts import ArtifactUploader
 from agent.browser.session import BrowserSession
 from agent.capture.pcm import AudioCapture
 from agent.commands import CommandHandler
 from agent.contracts.bot_config import BotConfig
 from agent.contracts.link import (
-    ArtifactEvent,
     ArtifactKind,
     Command,
     CommandErrorCode,
@@ -455,31 +454,17 @@ class Bot:
         """Store a screenshot of the page in the bot's artifacts and report it."""
         captured_at = datetime.now(UTC)
         png = await self.browser.screenshot()
-        width, height = png_size(png)
-        name = f"{artifact_id}.png"
         slot = None
         if self.link is not None and self.config.control_plane_url:
             slot = await self.uploader.request_slot(
                 self.config.control_plane_url,
                 self.bot_id,
                 ArtifactKind.SCREENSHOT,
-                name,
+                f"{artifact_id}.png",
                 "image/png",
                 len(png),
             )
-        stored = await self.uploader.store(png, "image/png", name, slot)
-        await self.events.artifact(
-            ArtifactEvent(
-                kind=ArtifactKind.SCREENSHOT,
-                artifact_id=artifact_id,
-                storage_key=stored.storage_key,
-                content_type="image/png",
-                size_bytes=len(png),
-                width=width,
-                height=height,
-                captured_at=captured_at,
-            )
-        )
+        await self.commands.store_screenshot(png, captured_at, artifact_id, slot)
 
     async def _stop_watchdog(self) -> None:
         task, self._watchdog_task = self._watchdog_task, None

@@ -48,7 +48,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from agent.artifacts import ArtifactUploader, png_size
+from agent.artifacts import ArtifactUploader, StoredArtifact, png_size
 from agent.browser.session import BrowserSession
 from agent.contracts.link import (
     AgentCommand,
@@ -68,6 +68,7 @@ from agent.contracts.link import (
     StopScreenShareCommand,
     StopSpeakingCommand,
     UpdateSettingsCommand,
+    UploadSlot,
 )
 from agent.contracts.ssrf import TargetPolicy
 from agent.contracts.status import BotStatus, StatusReason
@@ -247,31 +248,46 @@ class CommandHandler:
     async def _stop_screen(self, command: StopScreenShareCommand) -> dict[str, Any]:
         return await self.screen.stop()
 
+    async def store_screenshot(
+        self, png: bytes, captured_at: datetime, artifact_id: str, upload: UploadSlot | None
+    ) -> tuple[ArtifactEvent, StoredArtifact]:
+        """Store a page screenshot (in ``upload`` when given) and report the artifact.
+
+        Used by the ``screenshot`` command and by the bot's report of a screen it does not know.
+
+        Args:
+            png: The screenshot's PNG bytes.
+            captured_at: When it was taken.
+            artifact_id: The artifact's id; the file is ``{artifact_id}.png``.
+            upload: Where to upload it; None: the uploader's own storage.
+        """
+        width, height = png_size(png)
+        stored = await self._uploader.store(png, "image/png", f"{artifact_id}.png", upload)
+        event = ArtifactEvent(
+            kind=ArtifactKind.SCREENSHOT,
+            artifact_id=artifact_id,
+            storage_key=stored.storage_key,
+            content_type="image/png",
+            size_bytes=len(png),
+            width=width,
+            height=height,
+            captured_at=captured_at,
+        )
+        await self.events.artifact(event)
+        return event, stored
+
     async def _screenshot(self, command: ScreenshotCommand) -> dict[str, Any]:
         captured_at = datetime.now(UTC)
         png = await self._browser.screenshot()
-        width, height = png_size(png)
         artifact_id = command.artifact_id or str(uuid.uuid4())
-        stored = await self._uploader.store(png, "image/png", f"{artifact_id}.png", command.upload)
-        await self.events.artifact(
-            ArtifactEvent(
-                kind=ArtifactKind.SCREENSHOT,
-                artifact_id=artifact_id,
-                storage_key=stored.storage_key,
-                content_type="image/png",
-                size_bytes=len(png),
-                width=width,
-                height=height,
-                captured_at=captured_at,
-            )
-        )
+        event, stored = await self.store_screenshot(png, captured_at, artifact_id, command.upload)
         result: dict[str, Any] = {
             "artifact_id": artifact_id,
             "storage_key": stored.storage_key,
             "content_type": "image/png",
-            "size_bytes": len(png),
-            "width": width,
-            "height": height,
+            "size_bytes": event.size_bytes,
+            "width": event.width,
+            "height": event.height,
             "captured_at": captured_at.isoformat(),
         }
         if stored.local_path is not None:
