@@ -382,10 +382,9 @@ class Ingest:
 
     def _push(self, track: Track, samples: npt.NDArray[np.float32]) -> list[SegmenterEvent]:
         windows = track.detector.process(samples)
-        unheard = track.segmenter.unheard_s
+        unheard, evidence = track.segmenter.unheard_s, track.segmenter.evidence_s
         events = track.segmenter.push(samples, windows.probs, windows.loud)
-        evidence = (windows.probs >= self._segmenter.evidence_threshold) & windows.loud
-        self._metrics.voice_evidence_s += float(np.count_nonzero(evidence)) * WINDOW / SAMPLE_RATE
+        self._metrics.voice_evidence_s += track.segmenter.evidence_s - evidence
         self._lost(track, track.segmenter.unheard_s - unheard)
         return events
 

@@ -174,6 +174,7 @@ class UtteranceSegmenter:
         self._pre_roll_windows = max(0, round(self._opts.pre_roll_s * SAMPLE_RATE / WINDOW))
         self._unheard_windows = 0
         self._unheard_run = 0
+        self._evidence_windows = 0
         self._samples_seen = 0
         self._next_number = 0
         self._open: _Open | None = None
@@ -184,6 +185,11 @@ class UtteranceSegmenter:
         )
         self._max_windows = round(self._opts.max_utterance_s * SAMPLE_RATE / WINDOW)
         self._soft_windows = round(self._opts.soft_max_s * SAMPLE_RATE / WINDOW)
+
+    @property
+    def evidence_s(self) -> float:
+        """Seconds of voice evidence pushed so far (module docstring)."""
+        return self._evidence_windows * WINDOW / SAMPLE_RATE
 
     @property
     def unheard_s(self) -> float:
@@ -237,6 +243,7 @@ class UtteranceSegmenter:
         threshold = self._opts.evidence_threshold
         for i, prob in enumerate(probs.tolist()):
             evidence = prob >= threshold and (loud is None or bool(loud[i]))
+            self._evidence_windows += evidence
             self._window(data[i * WINDOW : (i + 1) * WINDOW], prob, evidence, events)
         return events
 
