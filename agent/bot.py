@@ -592,6 +592,16 @@ class Bot:
             if state is MeetingState.LOBBY and self.machine.status is BotStatus.JOINING:
                 self.timers.entered_lobby(_now())
                 await self.machine.move(BotStatus.AWAITING_ADMISSION, StatusReason.LOBBY)
+                # The platform may hold bots here whatever the meeting's settings (issue 33):
+                # say whom to ask now, not when the admission timeout runs out.
+                log.info(
+                    "waiting in the lobby",
+                    extra={
+                        "platform": self.adapter.platform.value,
+                        "admission_timeout_seconds": self.timers.timeouts.admission,
+                        "held_because": self.adapter.lobby_hold or None,
+                    },
+                )
             if self.timers.expired(_now()) is StatusReason.ADMISSION_TIMEOUT:
                 raise JoinFailed(StatusReason.ADMISSION_TIMEOUT)
             if self.timers.lobby_since is None and _now() >= deadline:

@@ -150,6 +150,7 @@ VARIANTS: dict[Platform, frozenset[str]] = {
             "notetaker_consent",
             "frozen_tile",
             "lobby_with_controls",
+            "risky_queue",
         }
     ),
     Platform.ZOOM: frozenset(
@@ -171,10 +172,19 @@ VARIANTS: dict[Platform, frozenset[str]] = {
             "post_call_pages",
             "bot_blocked",
             "frozen_tile",
+            "bot_approval",
         }
     ),
 }
 """Skin variants per platform (each skin's ``data-tm-variant`` templates say what they show)."""
+
+HELD_IN_LOBBY: frozenset[tuple[Platform, str]] = frozenset({(Platform.TEAMS, "bot_approval")})
+"""Variants whose platform holds every browser participant (the bot under test) in the lobby
+whatever the scenario's ``lobby`` says: Teams places a participant it detects as an external bot
+in the lobby irrespective of the meeting's lobby configuration (meeting policy
+``ExternalBotAccessMode`` = ``RequireApprovalWhenDetected``, Microsoft Learn "Manage external
+bots and their access to meetings"); the scenario's ``admission`` is then the organizer's
+explicit approval."""
 
 
 class Scenario(_Model):
@@ -206,6 +216,11 @@ class Scenario(_Model):
     removals: list[Removal] = Field(default_factory=list)
     end_at: float | None = Field(default=None, ge=0)
     variant: str | None = None
+
+    @property
+    def waits_in_lobby(self) -> bool:
+        """Whether browser participants wait in the lobby (:data:`HELD_IN_LOBBY` or ``lobby``)."""
+        return self.lobby or (self.platform, self.variant or "") in HELD_IN_LOBBY
 
     @model_validator(mode="after")
     def _check(self) -> Self:

@@ -167,6 +167,10 @@ class PlatformSelectors:
     # (another notetaker's "Your call audio and video will be shared with …"): clicked while
     # the bot is in the meeting, in order.
     meeting_notices: tuple[Target, ...] = ()
+    # Why this platform may hold a bot in its lobby whatever the meeting's own lobby settings
+    # (a bot-detection policy), logged once when the bot enters the lobby so an operator knows
+    # whom to ask; empty where the platform has no such hold.
+    lobby_hold: str = ""
 
 
 # Terminal screens first: a removal dialog can sit on top of the meeting's toolbar.
@@ -307,6 +311,11 @@ class PlatformAdapter(Protocol):
         """Whether each remote audio track carries one participant (else one mixed track)."""
         ...
 
+    @property
+    def lobby_hold(self) -> str:
+        """Why the platform may hold a bot in its lobby regardless of the meeting ("" if never)."""
+        ...
+
     def meeting_url(self, url: str, passcode: str | None = None) -> str:
         """The URL the browser opens for a meeting URL (and passcode) of this platform."""
         ...
@@ -413,6 +422,11 @@ class SelectorAdapter:
 
     # Query parameter carrying the passcode in this platform's join links, if any.
     passcode_param: ClassVar[str | None] = None
+
+    @property
+    def lobby_hold(self) -> str:
+        """:attr:`PlatformSelectors.lobby_hold` of this platform."""
+        return self.selectors.lobby_hold
 
     def __init__(self, evaluate_timeout_s: float = EVALUATE_TIMEOUT_S) -> None:
         """An adapter whose page evaluations give up after ``evaluate_timeout_s`` seconds."""

@@ -54,7 +54,15 @@ SELECTORS = PlatformSelectors(
             ),
         ),
         MeetingState.CANT_JOIN: Probe(
-            texts=("You can't join this video call",),  # AT (blocked; PF §5.1 reports)
+            texts=(
+                "You can't join this video call",  # AT (blocked; PF §5.1 reports)
+                # screenappai/meeting-bot #46 (2026-06): after "Ask to join", a flat page "You
+                # can't join this meeting" (bots kept out since Meet screens joiners it judges
+                # risky, see lobby_hold); attendee PR#156: "You cannot join this meeting" for a
+                # meeting that already denied the bot.
+                "You can't join this meeting",
+                "You cannot join this meeting",
+            ),
             css=('iframe[src*="recaptcha"]',),  # VH (needs_human_help)
         ),
         MeetingState.LOGIN_REQUIRED: Probe(
@@ -88,6 +96,16 @@ SELECTORS = PlatformSelectors(
     # Chat messages (VC) and participant tiles (V09) hold participants' own words.
     quoted=("[data-message-id]", "[data-participant-id]"),
     alone_texts=("You're the only one here",),  # not confirmed (Meet's empty-call text)
+    # Google Workspace's "safeguarded guest admit flow" (2026-03, as cloud-captains.com and the
+    # press retell it): Meet sorts requests to join into two queues of the host's People panel;
+    # the second, for joiners it judges risky (bots, unverified identities), is high-scrutiny
+    # and its default action is deny. The knocking joiner's own screen is not recorded as
+    # different from the ordinary "Asking to be let in" one.
+    lobby_hold=(
+        "Meet may list the bot among requests it judges risky, a second queue of the host's "
+        "People panel whose default action is deny (Google Workspace, 2026-03); a host must "
+        "admit it from there"
+    ),
     title_css=("[data-meeting-title]",),  # not confirmed (the call's title, bottom left)
     prejoin_dismiss=(),
     # MB: the People button (nav button[aria-label="People"]) shows the participants list.

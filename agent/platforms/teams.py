@@ -90,6 +90,19 @@ SELECTORS = PlatformSelectors(
     # Chat messages (V09) and video tiles named in data-tid (VH) hold participants' own words.
     quoted=('[data-tid="chat-pane-message"]', "[data-stream-type][data-tid]"),
     alone_texts=("Waiting for others to join",),  # not confirmed (Teams' empty-call text)
+    # Microsoft Learn "Manage external bots and their access to meetings" (2026): with meeting
+    # policy ExternalBotAccessMode = RequireApprovalWhenDetected (the default), a participant
+    # Teams detects as an external bot is placed in the lobby whatever the meeting's lobby
+    # settings and must be admitted explicitly, one at a time, by an organizer (Teams lists it
+    # under "Suspected threats", marked "Unverified"; topedia, MC1251206). No public record says
+    # the bot's own lobby screen differs from the ordinary one, so the bot cannot tell this hold
+    # from a host who has not looked yet: it says so when it enters the lobby.
+    lobby_hold=(
+        "Teams holds a detected external bot in the lobby whatever the meeting's lobby "
+        "settings until an organizer admits it explicitly (meeting policy "
+        "ExternalBotAccessMode = RequireApprovalWhenDetected, the default since 2026-06; "
+        "listed to the organizer under 'Suspected threats')"
+    ),
     meeting_id_input=Target(
         css=('input[aria-label="Meeting ID"]',),  # not confirmed
     ),

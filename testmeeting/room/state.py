@@ -236,7 +236,7 @@ class RoomState:
         if self.ended:
             await link.send_json({"type": "ended"})
             return participant
-        if self.scenario.lobby:
+        if self.scenario.waits_in_lobby:
             self.record("lobby_entered", participant)
             await link.send_json({"type": "lobby"})
             self._schedule_admission(participant.id)

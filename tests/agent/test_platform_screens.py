@@ -592,3 +592,56 @@ async def test_a_lobby_showing_the_call_controls_is_still_the_lobby(start: Start
     admitted = next(e.t for e in run.room.timeline() if e.type == "admitted")
     active = next(e for e in run.peer.events_of("status") if e.status.value == "active")
     assert active.ts.timestamp() >= admitted
+
+
+# Issue 33's last two walls. Teams' RequireApprovalWhenDetected holds a detected bot in the
+# lobby whatever the meeting's settings (variant bot_approval: lobby false in the scenario) and
+# the bot's own screen is the ordinary lobby; Meet's queue of risky joiners denies by default
+# and bots were shown "You can't join this meeting" (variant risky_queue).
+LOBBY_TO_STATUS_S = 2.0
+
+
+async def test_a_teams_bot_held_for_approval_says_so_at_once_and_ends_at_its_admission_timeout(
+    start: Start, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="agent.bot")
+    run: Run = await start(
+        "teams",
+        "variant: bot_approval\nlobby: false\nadmission: {decision: ignore}\n"
+        "participants: [{name: Alice}]\n",
+    )
+    assert await run.finish() is BotStatus.FAILED
+    statuses = run.statuses()
+    assert statuses[-2:] == [("stopping", "admission_timeout"), ("failed", "admission_timeout")]
+    # Held although the meeting has no lobby; the client hears it as soon as the page shows it.
+    lobby = next(e for e in run.peer.events_of("status") if e.status.value == "awaiting_admission")
+    assert lobby.status_reason == "lobby"
+    shown = run.screen_at("lobby")
+    assert 0 <= lobby.ts.timestamp() - shown <= LOBBY_TO_STATUS_S
+    # The log says why Teams may hold it and whom to ask, once, on entering the lobby.
+    held = [r for r in caplog.records if r.getMessage() == "waiting in the lobby"]
+    assert len(held) == 1
+    assert "RequireApprovalWhenDetected" in getattr(held[0], "held_because", "")
+    # It ends at the client's admission timeout (30 s × SCALE), not minutes later.
+    waited = run.stopping_at() - shown
+    assert 30 * SCALE <= waited <= 30 * SCALE + LOBBY_TO_STATUS_S, f"{waited:.2f} s"
+
+
+async def test_meets_queue_of_risky_joiners_is_a_lobby_and_its_denial_a_platform_refusal(
+    start: Start,
+) -> None:
+    run: Run = await start(
+        "google_meet",
+        "variant: risky_queue\nlobby: true\nadmission: {decision: deny, after_s: 1.0}\n"
+        "participants: [{name: Alice}]\n",
+    )
+    assert await run.finish() is BotStatus.FAILED
+    statuses = run.statuses()
+    # The knock screen's "Return to home screen" button does not make it an end page.
+    assert ("awaiting_admission", "lobby") in statuses
+    assert statuses[-2:] == [
+        ("stopping", "join_refused_by_platform"),
+        ("failed", "join_refused_by_platform"),
+    ]
+    delay = run.stopping_at() - run.screen_at("denied")
+    assert 0 <= delay <= SCREEN_TO_STATUS_S, f"denied → stopping took {delay:.2f} s"
