@@ -5,12 +5,13 @@ back (LISTEN/NOTIFY relay); with no replica holding the link the answer is 503."
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 from aiohttp import web
 from pytest_aiohttp import AiohttpClient
 
-from agent.contracts.link import CommandErrorCode, HandCommand
+from agent.contracts.link import CommandErrorCode, HandCommand, SpeakCommand
 from agent.contracts.status import BotStatus
 from control_plane.app import create_app
 from control_plane.launchers.memory import MemoryLauncher
@@ -69,3 +70,30 @@ async def test_a_command_reaches_an_agent_linked_to_another_replica(
     await asyncio.sleep(0.05)
     response = await other_replica.post(f"/api/v1/bots/{bot.bot_id}/hand", headers=owner.headers)
     assert response.status == 503
+
+
+async def test_a_20_kb_speech_reaches_an_agent_linked_to_another_replica(
+    other_replica: Client,
+    owner: Caller,
+    launch_bot: LaunchBot,
+    connect_agent: ConnectAgent,
+) -> None:
+    """Over the ``NOTIFY`` payload limit (issue 35, item 6): stored, notified by key, relayed."""
+    bot = await launch_bot(BotStatus.ACTIVE)
+    agent = await connect_agent(bot)  # linked to the first replica
+    await agent.register()
+    text = ("Grüße。你好世界。Привет，мир。مرحبا。" * 200)[:4096]
+    assert len(json.dumps({"text": text}).encode()) > 20_000
+
+    call = asyncio.ensure_future(
+        other_replica.post(
+            f"/api/v1/bots/{bot.bot_id}/speak", json={"text": text}, headers=owner.headers
+        )
+    )
+    command = await agent.next_command()
+    assert isinstance(command.command, SpeakCommand)
+    assert command.command.text == text
+    await agent.answer(command, result={"speech_id": command.command.speech_id, "ahead": 0})
+    response = await call
+    assert response.status == 202, await response.text()
+    assert (await response.json())["speech_id"] == command.command.speech_id

@@ -16,6 +16,7 @@ from control_plane.db.models.agent_link import (
 from control_plane.db.models.bot import BotStatusChange, Meeting
 from control_plane.db.models.idempotency import IdempotencyRecord
 from control_plane.db.models.invitation import Invitation
+from control_plane.db.models.relay_message import RelayMessage
 from control_plane.db.models.segment import Segment
 from control_plane.db.models.webhook import (
     WebhookAttempt,
@@ -40,6 +41,7 @@ __all__ = [
     "Meeting",
     "MeetingAction",
     "Membership",
+    "RelayMessage",
     "Segment",
     "User",
     "WebhookAttempt",
