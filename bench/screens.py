@@ -11,11 +11,16 @@ class with the seconds from the event to the bot's ``stopping`` and to its final
   variants whose end screens differ (``end_dialog``, ``post_call_pages``). Event: the page shows
   the screen. Goal: ``meeting_ended`` / ``removed_by_host`` within 5 s.
 - ``refused``: screens that refuse the bot before it is in (sign-in, captcha, anti-bot wall,
-  invalid id). Event: the page shows the screen. Goal: within 5 s.
+  invalid id, Meet's denial of a joiner it judged risky after a lobby). Event: the page shows the
+  screen. Goal: within 5 s.
+- ``held``: Teams holds a detected bot in the lobby whatever the meeting's settings
+  (``bot_approval``) and nobody approves it. Event: the page shows the lobby. Goal: the bot
+  reports ``awaiting_admission`` within 5 s and ends ``admission_timeout`` when its admission
+  timeout (30 s × ``--scale``) runs out, not later.
 - ``passcode``: a passcode prompt answered from the link's ``pwd=`` / ``p=``. Event: the page
   shows the prompt; the bot must reach ``active`` (the seconds are prompt → ``active``).
 
-Usage: ``python -m bench.screens [--classes everyone_left,end_screen,refused,passcode]
+Usage: ``python -m bench.screens [--classes everyone_left,end_screen,refused,held,passcode]
 [--scale 0.05]``. Each run takes 5–10 s of a shared 2-core machine.
 """
 
@@ -61,6 +66,22 @@ REFUSED_SCREEN = {
     "captcha": "captcha",
     "bot_blocked": "botblocked",
 }
+# Walls met in the lobby: (platform, variant) → (scenario, screen that starts the clock, reason).
+LOBBY_WALLS = {
+    ("google_meet", "risky_queue"): (
+        "lobby: true\nadmission: {decision: deny, after_s: 1.0}\nparticipants: [{name: Alice}]\n",
+        "denied",
+        "join_refused_by_platform",
+    ),
+}
+HELD = {
+    ("teams", "bot_approval"): (
+        "admission: {decision: ignore}\nparticipants: [{name: Alice}]\n",
+        "lobby",
+        "admission_timeout",
+    ),
+}
+ADMISSION_S = 30.0
 PROMPTS = {
     ("zoom", "passcode_beside_name"): "prejoin",
     ("zoom", "passcode_prompt"): "passcode",
@@ -143,6 +164,15 @@ def cases(classes: set[str]) -> list[Case]:
                 }.get(variant, "join_refused_by_platform")
                 screen = ("page_screen", REFUSED_SCREEN[variant])
                 found.append(Case("refused", p, variant, "", screen, reason))
+            for (pp, variant), (scenario, shown, reason) in sorted(LOBBY_WALLS.items()):
+                if pp == p:
+                    found.append(
+                        Case("refused", p, variant, scenario, ("page_screen", shown), reason)
+                    )
+        if "held" in classes:
+            for (pp, variant), (scenario, shown, reason) in sorted(HELD.items()):
+                if pp == p:
+                    found.append(Case("held", p, variant, scenario, ("page_screen", shown), reason))
         if "passcode" in classes:
             for (pp, variant), prompt in sorted(PROMPTS.items()):
                 if pp == p:
@@ -171,10 +201,11 @@ async def run_case(
     passcode = PASSCODE if case.platform != "google_meet" else None
     variant = f"variant: {case.variant}\n" if case.variant else ""
     pass_line = f"passcode: '{passcode}'\n" if passcode else ""
+    lobby = "" if "lobby:" in case.scenario else "lobby: false\n"
     room = await server.create_room(
         parse_scenario(
             f"platform: {case.platform}\nmeeting_id: '{rid}'\n{pass_line}{variant}"
-            f"lobby: false\n{case.scenario}"
+            f"{lobby}{case.scenario}"
         )
     )
     seen = Seen()
@@ -186,7 +217,7 @@ async def run_case(
         native_meeting_id=rid,
         settings=BotSettings(
             bot_name="Notetaker",
-            admission_timeout_seconds=30,
+            admission_timeout_seconds=int(ADMISSION_S),
             startup_alone_timeout_seconds=60,
             left_alone_timeout_seconds=int(LEFT_ALONE_S),
             transcribe_enabled=False,
@@ -231,6 +262,9 @@ async def run_case(
             result["to_active_s"] = round(active - event_at, 2)
         return result
     result["outcome"] = f"{final[0]}/{final[1]}" if final else None
+    waiting = seen.first("awaiting_admission")
+    if case.kind == "held" and event_at is not None and waiting is not None:
+        result["to_lobby_s"] = round(waiting - event_at, 2)
     if event_at is not None and stopping is not None:
         result["to_stopping_s"] = round(stopping - event_at, 2)
     if event_at is not None and final is not None:
@@ -240,7 +274,7 @@ async def run_case(
 
 def summary(kind: str, rows: list[dict[str, Any]], scale: float) -> dict[str, Any]:
     """p50 / max per class against its goal."""
-    key = "to_active_s" if kind == "passcode" else "to_stopping_s"
+    key = {"passcode": "to_active_s", "held": "to_lobby_s"}.get(kind, "to_stopping_s")
     values = [r[key] for r in rows if key in r]
     right = sum(1 for r in rows if r["outcome"] and str(r["outcome"]).endswith(r["want"]))
     goal = (LEFT_ALONE_S * scale if kind == "everyone_left" else 0.0) + GOAL_S
@@ -250,6 +284,12 @@ def summary(kind: str, rows: list[dict[str, Any]], scale: float) -> dict[str, An
         "right_outcome": right,
         "goal_s": goal,
     }
+    if kind == "held":
+        # The admission timeout as the bot runs it; the final status is due then, not later.
+        out["admission_timeout_s"] = ADMISSION_S * scale
+        stops = [r["to_stopping_s"] for r in rows if "to_stopping_s" in r]
+        if stops:
+            out.update(p50_stopping_s=statistics.median(stops), max_stopping_s=max(stops))
     if values:
         out.update(p50_s=round(statistics.median(values), 2), max_s=round(max(values), 2))
         finals = [r["to_final_s"] for r in rows if "to_final_s" in r]
@@ -274,7 +314,7 @@ async def main(classes: set[str], scale: float) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(prog="python -m bench.screens", description=__doc__)
-    parser.add_argument("--classes", default="everyone_left,end_screen,refused,passcode")
+    parser.add_argument("--classes", default="everyone_left,end_screen,refused,held,passcode")
     parser.add_argument("--scale", type=float, default=0.05, help="timeout scale (tests' 0.05)")
     args = parser.parse_args()
     asyncio.run(main(set(args.classes.split(",")), args.scale))
