@@ -1,8 +1,11 @@
 """``python -m agent --config bot.json``: run one bot from a launcher's config file.
 
-Exit code 0 when the bot ends ``completed``, 1 when ``failed``, 2 for a bad config. SIGTERM
-and SIGINT make the bot leave the meeting cleanly (status reason ``sigterm``). Without
-``MEETBOT_AGENT_DATA_DIR`` the outbox and local artifacts live beside the config file.
+Exit code 0 when the bot ends ``completed``, 1 when ``failed``, 2 for a bad config or agent
+settings. The agent settings are the machine's ``MEETBOT_AGENT_*`` / ``MEETBOT_ACTIONS_*``
+environment with the config's ``agent_settings`` (the operator's, from the bootstrap exchange)
+on top (:mod:`agent.handed_settings`). SIGTERM and SIGINT make the bot leave the meeting
+cleanly (status reason ``sigterm``). Without ``MEETBOT_AGENT_DATA_DIR`` the outbox and local
+artifacts live beside the config file.
 
 ``--display`` runs the bot as on its VM, outside one: headful on an Xvfb display of its own with
 a private PulseAudio, started from images/runtime/ before the browser and stopped after the bot
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import signal
 import sys
@@ -27,6 +31,7 @@ from agent.bot import Bot
 from agent.browser.session import tune_driver_environment
 from agent.contracts.bot_config import BotConfig
 from agent.contracts.status import BotStatus, StatusReason
+from agent.handed_settings import unused, with_handed
 from agent.logs import configure_logging
 from agent.runtime import BotRuntime, RuntimeStartError, scripts_dir
 from agent.settings import AgentSettings
@@ -78,14 +83,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="run headful on an Xvfb display and PulseAudio of its own (images/runtime/)",
     )
     args = parser.parse_args(argv)
-    settings = AgentSettings()
-    action_settings = ActionSettings()
-    configure_logging(settings.log_level)
     try:
         config = BotConfig.model_validate_json(args.config.read_bytes())
     except (OSError, ValidationError) as exc:
         print(f"agent: cannot read config {args.config}: {exc}", file=sys.stderr)
         return 2
+    # The operator's settings from the bootstrap exchange win over the machine's environment.
+    try:
+        settings = with_handed(AgentSettings, config.agent_settings)
+        action_settings = with_handed(ActionSettings, config.agent_settings)
+    except ValidationError as exc:
+        # pydantic's message names each field; a handed-over value is never printed.
+        fields = ", ".join(".".join(map(str, error["loc"])) for error in exc.errors())
+        print(f"agent: invalid agent settings: {fields}", file=sys.stderr)
+        return 2
+    configure_logging(settings.log_level)
+    ignored = unused(config.agent_settings, AgentSettings, ActionSettings)
+    if ignored:
+        logging.getLogger("agent").warning(
+            "handed-over agent settings not applied", extra={"names": ignored}
+        )
     if "data_dir" not in settings.model_fields_set:
         # The launcher's per-bot folder (beside bot.json) keeps the outbox with the bot.
         settings = settings.model_copy(update={"data_dir": args.config.resolve().parent})

@@ -8,6 +8,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from control_plane.agent_hub.signing_keys import LEGACY_KEY_FILE, SigningKeyStore
 from control_plane.api.server import run_api
 from control_plane.app import create_app
 from control_plane.auth.provisioning import bootstrap
@@ -15,6 +16,7 @@ from control_plane.db.engine import create_database
 from control_plane.db.migrate import upgrade
 from control_plane.logs import configure_logging
 from control_plane.settings import Settings
+from control_plane.token_cipher import TokenCipher
 
 log = logging.getLogger(__name__)
 
@@ -53,16 +55,47 @@ async def _bootstrap(settings: Settings, email: str, workspace_name: str) -> str
         await database.dispose()
 
 
+async def _rotate_signing_key(settings: Settings) -> tuple[int, str]:
+    await upgrade(settings.effective_database_url)
+    database = create_database(settings.effective_database_url)
+    try:
+        store = SigningKeyStore(
+            database,
+            TokenCipher.from_settings(settings),
+            retention_seconds=settings.signing_key_retention_seconds,
+            legacy_file=settings.data_dir / LEGACY_KEY_FILE,
+        )
+        await store.ensure()
+        generation = await store.rotate()
+        newest = (await store.load())[0]
+        return generation, newest.kid
+    finally:
+        await database.dispose()
+
+
 def admin_main(argv: Sequence[str]) -> int:
-    """``admin bootstrap --email E [--workspace-name N]``: print a new owner key once."""
+    """``admin bootstrap --email E [--workspace-name N]``: print a new owner key once.
+
+    ``admin rotate-signing-key``: add a new signing key to the ring every replica shares (it
+    signs from then on; older keys verify for ``signing_key_retention_seconds``) and print its
+    generation and ``kid``.
+    """
     parser = argparse.ArgumentParser(prog="meetbot admin", description="Administration.")
     sub = parser.add_subparsers(dest="action", required=True)
     boot = sub.add_parser("bootstrap", help="create a workspace, its owner and an owner key")
     boot.add_argument("--email", required=True, help="the owner's e-mail address")
     boot.add_argument("--workspace-name", default="Default workspace", help="workspace name")
+    sub.add_parser(
+        "rotate-signing-key",
+        help="add a new key that signs stream tokens and derives agent tokens on every replica",
+    )
     args = parser.parse_args(list(argv))
     settings = Settings()
     _prepare(settings)
+    if args.action == "rotate-signing-key":
+        generation, kid = asyncio.run(_rotate_signing_key(settings))
+        print(f"signing key generation {generation} (kid {kid}) added")
+        return 0
     secret = asyncio.run(_bootstrap(settings, args.email, args.workspace_name))
     print(secret)
     print("store this key now: it is not shown again", file=sys.stderr)

@@ -6,18 +6,44 @@ nothing reads the environment anywhere else.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from aiohttp import web
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+from agent.contracts.agent_settings import HandedOverSettings, handed_over
 
 
 def _split_csv(value: object) -> object:
     if isinstance(value, str):
         return [part.strip() for part in value.split(",") if part.strip()]
     return value
+
+
+class _HandedOverAgentSettings(PydanticBaseSettingsSource):
+    """``fleet_agent_settings``: the environment's ``MEETBOT_AGENT_*``, ``MEETBOT_ACTIONS_*``.
+
+    :func:`agent.contracts.agent_settings.handed_over` picks them.
+    """
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        """Unused: :meth:`__call__` gives the one field this source fills."""
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        found = handed_over(os.environ)
+        if not found or "fleet_agent_settings" in self.current_state:
+            return {}  # none declared, or given to the constructor (tests)
+        return {"fleet_agent_settings": found}
 
 
 class Settings(BaseSettings):
@@ -129,6 +155,12 @@ class Settings(BaseSettings):
     kubernetes_memory_limit: str = "3Gi"
     kubernetes_shm_size: str = "1Gi"
     kubernetes_kubeconfig: str = ""
+    # Agent host settings every bot gets, declared with the agent's own names
+    # (MEETBOT_AGENT_TTS_API_KEY=..., MEETBOT_ACTIONS_PROVIDER=...; read from those variables,
+    # agent/contracts/agent_settings.py): local agents inherit them, bots on their own machine
+    # (qemu, ec2, kubernetes) get them in the bootstrap exchange's answer only. The machine's
+    # own (paths, display) are left out; the secret ones are never logged.
+    fleet_agent_settings: HandedOverSettings = Field(default_factory=dict)
     # The name of this deployment's fleet: cloud machines carry it (EC2 tag / Kubernetes label
     # meetbot:fleet) and reconciliation touches only machines of its own fleet.
     fleet_name: str = Field(
@@ -195,6 +227,24 @@ class Settings(BaseSettings):
     # Empty: the deferred pass picks the realtime model for English, the multilingual one otherwise.
     deferred_transcription_model: str = ""
     log_level: str = "INFO"
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """pydantic-settings' sources, with ``fleet_agent_settings`` read from the agent's names."""
+        return (
+            init_settings,
+            _HandedOverAgentSettings(settings_cls),
+            env_settings,
+            dotenv_settings,
+            file_secret_settings,
+        )
 
     @field_validator(
         "extra_meeting_hosts",

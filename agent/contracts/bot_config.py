@@ -12,6 +12,8 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent.contracts.agent_settings import HandedOverSettings
+
 
 class Platform(StrEnum):
     """Meeting platforms a bot can join."""
@@ -129,6 +131,10 @@ class BotConfig(BaseModel):
         deferred_transcription_model: Model of the deferred pass; None picks one by language.
         refine_after_meeting: The realtime tier also runs the deferred pass after the meeting
             and replaces its segments (``MEETBOT_REFINE_AFTER_MEETING``).
+        agent_settings: Agent host settings the control plane hands the bot's machine in the
+            bootstrap exchange (``MEETBOT_AGENT_*`` / ``MEETBOT_ACTIONS_*`` name → value as in
+            the environment; :mod:`agent.contracts.agent_settings`); they win over the
+            machine's environment. Empty from the local launcher (its agents inherit them).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -148,3 +154,4 @@ class BotConfig(BaseModel):
     transcription_model: str | None = None
     deferred_transcription_model: str | None = None
     refine_after_meeting: bool = False
+    agent_settings: HandedOverSettings = Field(default_factory=dict)

@@ -77,9 +77,11 @@ def _fit(
         value = getattr(model, name)
         if name not in known:
             if value != field.get_default(call_default_factory=True):
+                # Handed-over agent settings may be secret: their names only.
+                shown = sorted(value) if name == "agent_settings" else dumped[name]
                 problems.append(
                     f"{path}{name}: this agent does not know the option (set to "
-                    f"{dumped[name]!r}); build the bot image from this control plane's version"
+                    f"{shown!r}); build the bot image from this control plane's version"
                 )
             continue
         nested = _resolve(known[name], defs) if isinstance(value, BaseModel) else None
@@ -88,6 +90,13 @@ def _fit(
         else:
             fitted[name] = dumped[name]
     return fitted
+
+
+def _message(error: jsonschema.ValidationError) -> str:
+    """The error's message, without the value where it is a handed-over agent setting."""
+    if list(error.path)[:1] == ["agent_settings"]:
+        return f"the agent refuses this setting ({error.validator})"
+    return str(error.message)
 
 
 def fit_config(config: BotConfig, accepts: Mapping[str, Any]) -> dict[str, Any]:
@@ -120,7 +129,7 @@ def fit_config(config: BotConfig, accepts: Mapping[str, Any]) -> dict[str, Any]:
     if errors:
         raise IncompatibleAgent(
             [
-                f"{'.'.join(str(part) for part in error.path) or '(config)'}: {error.message}"
+                f"{'.'.join(str(part) for part in error.path) or '(config)'}: {_message(error)}"
                 " (this agent predates the value; build the bot image from this version)"
                 for error in errors
             ]

@@ -2,13 +2,14 @@
 
 - ``POST /internal/v1/agents/{bot_id}/bootstrap`` (``Authorization: Bearer <bootstrap
   token>``; body :class:`~agent.contracts.bootstrap.BootstrapRequest`, or none from agents
-  older than it) — answers the bot's ``BotConfig`` (with its agent token) once, fitted to the
-  ``config_schema`` the agent posted (:mod:`control_plane.agent_link.compatibility`); 401
-  ``invalid_bootstrap_token`` for an unknown token or another bot's, 401
-  ``bootstrap_token_expired``, 409 ``bootstrap_token_used``; 409 ``agent_incompatible`` when
-  the agent predates an option the bot uses (the token is spent and the bot becomes
-  ``failed``/``launch_failed``, the problems in its ``status_detail``: that image cannot run
-  it). A launcher that keeps the grant
+  older than it) — answers the bot's ``BotConfig`` (with its agent token and
+  ``Settings.fleet_agent_settings``, the only way secret agent settings reach a machine) once,
+  fitted to the ``config_schema`` the agent posted
+  (:mod:`control_plane.agent_link.compatibility`); 401 ``invalid_bootstrap_token`` for an
+  unknown token or another bot's, 401 ``bootstrap_token_expired``, 409
+  ``bootstrap_token_used``; 409 ``agent_incompatible`` when the agent predates an option the
+  bot uses (the token is spent and the bot becomes ``failed``/``launch_failed``, the problems
+  in its ``status_detail``: that image cannot run it). A launcher that keeps the grant
   (:class:`~control_plane.launchers.base.GrantKeeper`: ``kubernetes``'s Secret) deletes it then.
 - ``POST /internal/v1/agents/{bot_id}/artifacts`` (agent token; body ``ArtifactReport``) —
   stores an artifact uploaded through an upload slot after the agent's link is gone (the
@@ -38,6 +39,7 @@ from control_plane.agent_hub.artifacts import record_artifact
 from control_plane.agent_hub.bootstrap_tokens import BOOTSTRAP_TOKENS, BootstrapRefused
 from control_plane.agent_hub.keys import STORAGE, STREAM_SIGNER
 from control_plane.agent_link.compatibility import IncompatibleAgent, fit_config
+from control_plane.agent_link.config_step import linked_agent_token
 from control_plane.agent_link.endpoint import authenticate_agent
 from control_plane.api.http import path_uuid, read_body
 from control_plane.bots.status import change_status, lock_meeting
@@ -46,6 +48,7 @@ from control_plane.db.models.bot import Meeting
 from control_plane.errors import AuthError, Conflict, ErrorItem, NotConfigured, Validation
 from control_plane.hooks import STATUS_HOOKS
 from control_plane.launchers.base import LAUNCHER, GrantKeeper, LaunchError
+from control_plane.settings import SETTINGS
 from control_plane.storage.base import bot_prefix
 
 logger = logging.getLogger(__name__)
@@ -82,8 +85,10 @@ async def bootstrap(request: web.Request) -> web.Response:
         raise AuthError(
             "the bootstrap token is not valid for this bot", code="invalid_bootstrap_token"
         ) from exc
-    signer = request.app[STREAM_SIGNER]
-    config = config.model_copy(update={"agent_token": signer.agent_token(bot_id)})
+    agent_token = await linked_agent_token(request.app[DB], request.app[STREAM_SIGNER], bot_id)
+    # The operator's agent settings travel here only, never stored with the token.
+    handed = request.app[SETTINGS].fleet_agent_settings
+    config = config.model_copy(update={"agent_token": agent_token, "agent_settings": handed})
     launcher = request.app[LAUNCHER]
     if isinstance(launcher, GrantKeeper):  # the used grant is deleted where it is kept
         try:
@@ -91,7 +96,10 @@ async def bootstrap(request: web.Request) -> web.Response:
         except LaunchError:
             logger.exception("used bootstrap grant not deleted", extra={"bot_id": str(bot_id)})
     if asks is None or asks.config_schema is None:
-        logger.info("bootstrap token exchanged", extra={"bot_id": str(bot_id)})
+        logger.info(
+            "bootstrap token exchanged",
+            extra={"bot_id": str(bot_id), "agent_settings": sorted(handed)},
+        )
         return web.json_response(text=config.model_dump_json())
     try:
         fitted = fit_config(config, asks.config_schema)
@@ -103,7 +111,11 @@ async def bootstrap(request: web.Request) -> web.Response:
         ) from exc
     logger.info(
         "bootstrap token exchanged",
-        extra={"bot_id": str(bot_id), "agent_version": asks.agent_version},
+        extra={
+            "bot_id": str(bot_id),
+            "agent_version": asks.agent_version,
+            "agent_settings": sorted(handed),  # names only: some values are secret
+        },
     )
     return web.json_response(fitted)
 

@@ -2,8 +2,10 @@
 
 ``create_app`` calls :func:`setup_agent_link` once, after the database and launcher contexts
 are appended. Its cleanup context builds the hub, the artifact storage and the stream-token
-signer (key files are created off the event loop), publishes the agent commander, the artifact
-lister and purge hook of the meeting record, and owns the reaper's background loop, the link
+signer over the key ring in the database (:mod:`control_plane.agent_hub.signing_keys`; key
+files are read off the event loop), publishes the agent commander, the artifact lister and
+purge hook of the meeting record, and owns the reaper's background loop, the ring's re-read
+every :data:`RING_REFRESH_S` (a key rotated on another replica signs here too), the link
 batcher's writers (:mod:`control_plane.agent_link.batch`) and, for a launcher that lists its
 machines, the reconciler's loop (:mod:`control_plane.agent_link.reconciler`).
 """
@@ -24,12 +26,14 @@ from control_plane.agent_hub.hub import AgentHub, AgentNotConnected
 from control_plane.agent_hub.keys import AGENT_HUB, STORAGE, STREAM_SIGNER
 from control_plane.agent_hub.metrics import LinkMetrics
 from control_plane.agent_hub.relay import CommandRelay, asyncpg_dsn
+from control_plane.agent_hub.signing_keys import LEGACY_KEY_FILE, SigningKeyStore
 from control_plane.agent_hub.stream_tokens import StreamTokenSigner
 from control_plane.agent_link import endpoint, machine
 from control_plane.agent_link.batch import FRAME_BATCHER, FrameBatcher
 from control_plane.agent_link.meeting_parts import artifact_lister, purge_hook
 from control_plane.agent_link.reaper import Reaper
 from control_plane.agent_link.reconciler import Reconciler
+from control_plane.background import BackgroundLoop
 from control_plane.db.engine import DB, Database
 from control_plane.db.models.agent_link import AgentLink
 from control_plane.db.models.bot import Meeting
@@ -39,6 +43,10 @@ from control_plane.meetings.artifacts import ARTIFACT_LISTER
 from control_plane.metrics import METRICS
 from control_plane.settings import SETTINGS
 from control_plane.storage.factory import build_storage
+from control_plane.token_cipher import TokenCipher
+
+RING_REFRESH_S = 60.0
+"""How often each replica reads the key ring again (a rotation elsewhere signs here after it)."""
 
 
 def agent_commander(hub: AgentHub) -> AgentCommander:
@@ -81,8 +89,18 @@ async def agent_link_ctx(app: web.Application) -> AsyncIterator[None]:
     app[AGENT_HUB] = hub
     storage = await asyncio.to_thread(build_storage, settings)
     app[STORAGE] = storage
-    signer = await asyncio.to_thread(StreamTokenSigner.load_or_create, settings.data_dir)
+    cipher = await asyncio.to_thread(TokenCipher.from_settings, settings)
+    keys = SigningKeyStore(
+        app[DB],
+        cipher,
+        retention_seconds=settings.signing_key_retention_seconds,
+        legacy_file=settings.data_dir / LEGACY_KEY_FILE,
+    )
+    signer = await StreamTokenSigner.open(keys)
     app[STREAM_SIGNER] = signer
+    ring_refresh = BackgroundLoop(
+        "signing-keys", signer.refresh, interval=RING_REFRESH_S, start_delay=RING_REFRESH_S
+    )
     batcher = FrameBatcher(
         app[DB],
         max_frames=settings.link_batch_max_frames,
@@ -127,6 +145,7 @@ async def agent_link_ctx(app: web.Application) -> AsyncIterator[None]:
     try:
         async with contextlib.AsyncExitStack() as loops:
             await loops.enter_async_context(reaper.loop.running())
+            await loops.enter_async_context(ring_refresh.running())
             if reconciler is not None:  # its machines are listed and compared with live bots
                 await loops.enter_async_context(reconciler.loop.running())
             yield

@@ -32,7 +32,6 @@ from agent.contracts.link import StreamItem
 from agent.contracts.status import FINAL_STATUSES, BotStatus
 from agent.contracts.wire import AUTHORIZATION_HEADER, bearer_token
 from control_plane.agent_hub.keys import AGENT_HUB, STREAM_SIGNER
-from control_plane.agent_hub.stream_tokens import verify_stream_token
 from control_plane.agent_hub.streams import SUB_RENEW_S, BotFeed, BotStreams, StreamUnavailable
 from control_plane.api.routes import ApiRoutes
 from control_plane.db.engine import DB
@@ -84,7 +83,7 @@ def _unauthorized(detail: str) -> web.Response:
     )
 
 
-def _bot_of(request: web.Request) -> uuid.UUID | web.Response:
+async def _bot_of(request: web.Request) -> uuid.UUID | web.Response:
     """The path's bot id once the request's stream token names it, else the 401 answer."""
     token = bearer_token(request.headers.get(AUTHORIZATION_HEADER))
     if token is None:
@@ -94,7 +93,7 @@ def _bot_of(request: web.Request) -> uuid.UUID | web.Response:
     except ValueError:
         return _unauthorized("token is for another bot")
     try:
-        verify_stream_token(token, request.app[STREAM_SIGNER].public_key_pem, bot_id)
+        await request.app[STREAM_SIGNER].verify(token, bot_id)
     except jwt.ExpiredSignatureError:
         return _unauthorized("token expired")
     except jwt.exceptions.InvalidSubjectError:
@@ -213,7 +212,7 @@ async def stream(request: web.Request) -> web.StreamResponse:
     ``recording_ready``, ``speak_started``, ``speak_finished``, ``meeting_audio_missing``;
     ``: ping`` every 15 s. The stream ends when the bot's agent exits.
     """
-    checked = _bot_of(request)
+    checked = await _bot_of(request)
     if isinstance(checked, web.Response):
         return checked
     bot_id = checked

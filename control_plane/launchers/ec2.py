@@ -4,7 +4,9 @@ The AMI is the ``amazon-ebs`` build of ``packer/meetbot.pkr.hcl`` (the same imag
 ``qemu`` launcher's). An instance's user-data is the same cloud-config as a qemu VM's
 (:func:`control_plane.launchers.qemu.user_data`): only the bootstrap grant — the control-plane
 URL, the bot id and a one-time, expiring token — which ``meetbot-agent.service`` trades for
-the ``BotConfig``. The handle id (the bot's ``bot_container_id``) is the instance id.
+the ``BotConfig``. The operator's agent settings (``Settings.fleet_agent_settings``: the TTS
+provider and its key, log level, …) come with that answer only, never in user-data, tags or
+this launcher's log. The handle id (the bot's ``bot_container_id``) is the instance id.
 
 Every instance is tagged ``meetbot:bot_id``, ``meetbot:workspace_id``, ``meetbot:fleet``
 (``Settings.fleet_name``), ``Name`` and the configured extra tags; :meth:`machines` lists the

@@ -13,7 +13,9 @@ image) with:
   control-plane restart too);
 - the bootstrap grant (:class:`agent.contracts.bootstrap.BootstrapGrant`: URL, bot id, one-time
   token) from the Secret ``meetbot-{bot_id}-grant`` mounted read-only at
-  ``/etc/meetbot/bootstrap.json``; no service-account token, no service links.
+  ``/etc/meetbot/bootstrap.json``; no service-account token, no service links, no environment
+  of the operator's: the agent settings (``Settings.fleet_agent_settings``, secrets among them)
+  come with the bootstrap exchange's answer, never in the Pod spec, the Secret or a log.
 
 The Secret names the Pod as its owner (``ownerReferences``), so Kubernetes deletes it with the
 Pod; the control plane deletes it as soon as the token is exchanged

@@ -8,8 +8,11 @@ bot's ``bot_container_id``) holding:
   ``write_files`` puts the bootstrap grant (:class:`agent.contracts.bootstrap.BootstrapGrant`:
   the control-plane URL, the bot id and a one-time, expiring bootstrap token, nothing else) at
   ``/etc/meetbot/bootstrap.json`` (root, 0600). ``images/units/meetbot-agent.service`` trades
-  the token for the ``BotConfig`` when cloud-init has finished; the agent token never lies in
-  user-data or on this host's disk;
+  the token for the ``BotConfig`` when cloud-init has finished; the agent token and the
+  operator's agent settings (``Settings.fleet_agent_settings``, secrets among them) come with
+  that answer and never lie in user-data or on this host's disk. ``agent_env`` (the
+  ``qemu_agent_env`` setting) adds non-secret ``MEETBOT_AGENT_*`` lines to the image's
+  ``agent.env`` through user-data; secret names are refused there;
 - ``qemu.pid``, ``qmp.sock`` (the monitor), ``serial.log`` (the VM's console: boot and agent).
 
 The token comes from the control plane's issuer (:class:`~control_plane.launchers.base.
@@ -47,6 +50,7 @@ from uuid import UUID
 
 import psutil
 
+from agent.contracts.agent_settings import SECRET_SETTINGS
 from agent.contracts.bootstrap import BOOTSTRAP_GRANT_FILE, BootstrapGrant
 from agent.contracts.bot_config import BotConfig
 from control_plane.launchers.base import BootstrapIssuer, LaunchError, LaunchHandle
@@ -69,12 +73,18 @@ def agent_env_lines(env: Mapping[str, str]) -> str:
     """``env`` as lines of a systemd environment file, each value single-quoted (kept literal).
 
     Raises:
-        ValueError: A name is not ``MEETBOT_AGENT_*``, or a value holds a newline or ``'``.
+        ValueError: A name is not ``MEETBOT_AGENT_*`` or is a secret one (user-data is no
+            place for it), or a value holds a newline or ``'``.
     """
     lines = []
     for name, value in sorted(env.items()):
         if not re.fullmatch(r"MEETBOT_AGENT_[A-Z0-9_]+", name):
             raise ValueError(f"{name!r} is not a MEETBOT_AGENT_* setting")
+        if name in SECRET_SETTINGS:
+            raise ValueError(
+                f"{name} is secret and user-data is readable on the VM: set it as {name} on "
+                "the control plane, which hands it over in the bootstrap exchange"
+            )
         if "\n" in value or "'" in value:
             raise ValueError(f"{name}: a value cannot hold a newline or a single quote")
         lines.append(f"{name}='{value}'\n")

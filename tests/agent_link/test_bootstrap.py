@@ -11,6 +11,7 @@ full meeting record and downloadable.
 
 from __future__ import annotations
 
+import logging
 import stat
 import uuid
 from collections.abc import AsyncIterator
@@ -26,18 +27,22 @@ from pydantic import BaseModel, ConfigDict, create_model
 from pytest_aiohttp import AiohttpClient, AiohttpServer
 from sqlalchemy import select, update
 
+from agent.actions.settings import ActionSettings
 from agent.bootstrap import BootstrapRefusedError, exchange, write_config
 from agent.contracts.bootstrap import BootstrapGrant, BootstrapRequest
 from agent.contracts.bot_config import BotConfig, RecordingFormat
 from agent.contracts.link import ArtifactKind, ArtifactReport
 from agent.contracts.wire import agent_artifacts_path, agent_bootstrap_path, bearer
+from agent.handed_settings import with_handed
 from agent.log_upload import LOG_CONTENT_TYPE, upload_log
+from agent.settings import AgentSettings
 from control_plane.agent_hub.bootstrap_tokens import BOOTSTRAP_TOKENS
 from control_plane.agent_hub.keys import STORAGE
 from control_plane.db.engine import DB
 from control_plane.db.models.agent_link import BootstrapToken
 from control_plane.db.models.bot import Meeting
 from control_plane.settings import Settings
+from tests.handed_settings import HANDED, SECRET, logged
 from tests.plugins.agent_link import Client, LaunchBot, LaunchedBot
 from tests.plugins.api_app import KEY_PREFIX, Caller
 from tests.ports import free_port
@@ -63,6 +68,7 @@ def settings(database_url: str, tmp_path: Path, port: int) -> Settings:
         heartbeat_timeout_seconds=30.0,
         agent_connect_timeout_seconds=60.0,
         scheduler_interval_seconds=0.05,
+        fleet_agent_settings=HANDED,
     )
 
 
@@ -161,6 +167,49 @@ async def test_the_machine_program_writes_a_private_config_and_a_replay_is_final
     assert config.agent_token == bot.token
     with pytest.raises(BootstrapRefusedError, match="bootstrap_token_used"):
         await exchange(grant, wait_seconds=10)
+
+
+async def test_the_operators_agent_settings_reach_the_agent_in_the_exchange_and_nowhere_else(
+    client: Client, launch_bot: LaunchBot, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    bot = await launch_bot()
+    grant = BootstrapGrant(
+        control_plane_url=_base(client),
+        bot_id=bot.bot_id,
+        bootstrap_token=await _issue(client, bot),
+    )
+    async with client.app[DB].sessions() as session:  # what the token would buy, as stored
+        stored = await session.scalar(select(BootstrapToken.config))
+    assert stored is not None and SECRET not in stored
+
+    config = await exchange(grant, wait_seconds=10)
+    assert config.agent_settings == HANDED
+    out = tmp_path / "run" / "bot.json"
+    write_config(config, out, None)  # where the machine keeps it: the agent user's, 0600
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+
+    # What ``python -m agent`` builds from it: the handed-over settings win.
+    loaded = BotConfig.model_validate_json(out.read_bytes())
+    host = with_handed(AgentSettings, loaded.agent_settings)
+    assert (host.tts_provider, host.tts_api_key, host.log_level) == ("openai", SECRET, "DEBUG")
+    assert with_handed(ActionSettings, loaded.agent_settings) == ActionSettings()
+    assert SECRET not in logged(caplog.records)
+
+
+async def test_an_agent_predating_handed_settings_fails_the_bot_naming_them_without_values(
+    client: Client, launch_bot: LaunchBot
+) -> None:
+    bot = await launch_bot()
+    older = _older_agent("agent_settings").model_json_schema()
+    status, body = await _post_asking(client, bot.bot_id, await _issue(client, bot), older)
+    assert (status, body["code"]) == (409, "agent_incompatible")
+    assert "MEETBOT_AGENT_TTS_API_KEY" in body["detail"] and SECRET not in body["detail"]
+    async with client.app[DB].sessions() as session:
+        meeting = await session.get(Meeting, bot.meeting_id)
+        assert meeting is not None and meeting.status_detail is not None
+        assert "agent_settings" in meeting.status_detail
+        assert SECRET not in meeting.status_detail
 
 
 async def test_the_agent_log_is_uploaded_through_a_slot_and_listed_with_the_meeting(

@@ -1,16 +1,20 @@
-"""Stream tokens (EdDSA JWT claims, expiry, key kept across restarts), agent tokens, and the
-local storage's keys and URL signatures."""
+"""Stream tokens (EdDSA JWT claims, expiry, the key ring: rotation, retirement, a legacy key
+file imported and sealed), agent tokens, and the local storage's keys and URL signatures."""
 
 from __future__ import annotations
 
-import stat
+import shutil
 import uuid
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import jwt
 import pytest
+from cryptography.fernet import Fernet
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from agent.contracts.wire import bearer_token
 from control_plane.agent_hub.agent_tokens import (
@@ -18,48 +22,124 @@ from control_plane.agent_hub.agent_tokens import (
     agent_token_matches,
     mint_agent_token,
 )
-from control_plane.agent_hub.stream_tokens import StreamTokenSigner, verify_stream_token
+from control_plane.agent_hub.signing_keys import LEGACY_KEY_FILE, SigningKeyStore, key_id
+from control_plane.agent_hub.stream_tokens import (
+    StreamTokenSigner,
+    derive_agent_token,
+    verify_stream_token,
+)
+from control_plane.db.engine import create_database
 from control_plane.storage.base import InvalidArtifactKey, artifact_key, check_key
 from control_plane.storage.local import LocalArtifactStorage, SignatureExpired, SignatureInvalid
+from control_plane.token_cipher import TokenCipher
 
 pytestmark = pytest.mark.unit
 
 
-def test_stream_token_claims_and_their_checks(tmp_path: Path) -> None:
-    signer = StreamTokenSigner.load_or_create(tmp_path)
+@pytest.fixture
+async def keys(tmp_path: Path, sqlite_template: Path) -> AsyncIterator[SigningKeyStore]:
+    """A key ring on a migrated SQLite copy, sealed with a fresh cipher."""
+    path = tmp_path / "keys.db"
+    shutil.copyfile(sqlite_template, path)
+    database = create_database(f"sqlite+aiosqlite:///{path}")
+    cipher = TokenCipher(Fernet.generate_key())
+    yield SigningKeyStore(
+        database, cipher, retention_seconds=3600, legacy_file=tmp_path / LEGACY_KEY_FILE
+    )
+    await database.dispose()
+
+
+async def test_stream_token_claims_and_their_checks(keys: SigningKeyStore) -> None:
+    signer = await StreamTokenSigner.open(keys)
     bot_id = uuid.uuid4()
     issued = datetime(2026, 11, 21, 9, 30, 15, 123456, tzinfo=UTC)
     minted = signer.mint(bot_id, 900, now=datetime.now(UTC))
-    claims = verify_stream_token(minted.token, signer.public_key_pem, bot_id)
+    claims = await signer.verify(minted.token, bot_id)
+    assert claims == verify_stream_token(minted.token, signer.public_key_pem, bot_id)
     assert claims["sub"] == str(bot_id)
     assert claims["aud"] == "bot-stream"
     assert int(str(claims["exp"])) - int(str(claims["iat"])) == 900
-    assert jwt.get_unverified_header(minted.token)["alg"] == "EdDSA"
+    header = jwt.get_unverified_header(minted.token)
+    assert (header["alg"], header["kid"]) == ("EdDSA", signer.current.kid)
 
     expired = signer.mint(bot_id, 900, now=issued)
     assert expired.expires_at == datetime(2026, 11, 21, 9, 45, 15, tzinfo=UTC)
     with pytest.raises(jwt.ExpiredSignatureError):
-        verify_stream_token(expired.token, signer.public_key_pem, bot_id)
+        await signer.verify(expired.token, bot_id)
     with pytest.raises(jwt.InvalidTokenError):
-        verify_stream_token(minted.token, signer.public_key_pem, uuid.uuid4())
-    other_key = StreamTokenSigner.load_or_create(tmp_path / "elsewhere")
-    with pytest.raises(jwt.InvalidSignatureError):
-        verify_stream_token(minted.token, other_key.public_key_pem, bot_id)
+        await signer.verify(minted.token, uuid.uuid4())
+    with pytest.raises(jwt.InvalidTokenError):
+        await signer.verify("not.a.token", bot_id)
+    claims_now = {"sub": str(bot_id), "aud": "bot-stream", "iat": 1, "exp": 2**40}
+    stranger = Ed25519PrivateKey.generate()
+    for headers in ({"kid": signer.current.kid}, {"kid": "0123456789abcdef"}, None):
+        forged = jwt.encode(claims_now, stranger, algorithm="EdDSA", headers=headers)
+        with pytest.raises(jwt.InvalidSignatureError):
+            await signer.verify(forged, bot_id)
     wrong_audience = jwt.encode(
-        {"sub": str(bot_id), "aud": "api", "exp": int(minted.expires_at.timestamp())},
-        signer._private_key,
+        {**claims_now, "aud": "api"},
+        signer.current.private_key,
         algorithm="EdDSA",
+        headers={"kid": signer.current.kid},
     )
     with pytest.raises(jwt.InvalidAudienceError):
-        verify_stream_token(wrong_audience, signer.public_key_pem, bot_id)
+        await signer.verify(wrong_audience, bot_id)
 
 
-def test_the_stream_key_is_created_once_privately_and_kept(tmp_path: Path) -> None:
-    first = StreamTokenSigner.load_or_create(tmp_path)
-    again = StreamTokenSigner.load_or_create(tmp_path)
-    assert first.public_key_pem == again.public_key_pem
-    key_file = tmp_path / "keys" / "stream_ed25519.pem"
-    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+async def test_rotation_signs_with_the_new_key_and_old_tokens_verify_until_retired(
+    keys: SigningKeyStore,
+) -> None:
+    signer = await StreamTokenSigner.open(keys)
+    bot_id = uuid.uuid4()
+    old_key = signer.current
+    old_token = signer.mint(bot_id, 900)
+    old_agent_token = signer.agent_token(bot_id)
+
+    new_key = await signer.rotate()
+    assert new_key.generation == old_key.generation + 1 and new_key.kid != old_key.kid
+    assert signer.current == new_key
+    new_token = signer.mint(bot_id, 900)
+    assert jwt.get_unverified_header(new_token.token)["kid"] == new_key.kid
+    assert await signer.verify(new_token.token, bot_id)
+    assert await signer.verify(old_token.token, bot_id)  # the old key still verifies
+    # a new bot gets the new key's agent token; a relaunched one keeps its token
+    assert signer.agent_token(bot_id) != old_agent_token
+    assert signer.agent_token(bot_id, digest=agent_token_digest(old_agent_token)) == (
+        old_agent_token
+    )
+
+    later = datetime.now(UTC) + timedelta(seconds=3601)  # past the retention
+    with pytest.raises(jwt.InvalidSignatureError):
+        await signer.verify(old_token.token, bot_id, now=later)
+    await keys.rotate(now=later)  # the next rotation drops the retired key from the ring
+    await signer.refresh()
+    assert [key.kid for key in await keys.load()][1:] == [new_key.kid]
+
+
+async def test_an_existing_key_file_is_imported_once_and_sealed(
+    keys: SigningKeyStore, tmp_path: Path
+) -> None:
+    """A deployment from before the ring keeps its key: tokens already handed out still work."""
+    legacy = Ed25519PrivateKey.generate()
+    pem = legacy.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    (tmp_path / "keys").mkdir()
+    (tmp_path / LEGACY_KEY_FILE).write_bytes(pem)
+    bot_id = uuid.uuid4()
+    before = jwt.encode(  # a token as the key file's signer minted it: no kid
+        {"sub": str(bot_id), "aud": "bot-stream", "iat": 1, "exp": 2**40},
+        legacy,
+        algorithm="EdDSA",
+    )
+    signer = await StreamTokenSigner.open(keys)
+    again = await StreamTokenSigner.open(keys)
+    assert signer.current.kid == again.current.kid == key_id(legacy)
+    assert len(await keys.load()) == 1
+    assert await signer.verify(before, bot_id)
+    assert signer.agent_token(bot_id) == derive_agent_token(legacy, bot_id)
+    raw = (tmp_path / "keys.db").read_bytes()
+    assert pem not in raw and pem.split(b"\n")[1] not in raw  # sealed at rest
 
 
 def test_agent_tokens_are_random_and_stored_as_digests() -> None:

@@ -38,6 +38,7 @@ from control_plane.hooks import STATUS_HOOKS
 from control_plane.launchers.base import LaunchError, LaunchHandle
 from control_plane.launchers.ec2 import BOT_TAG, FLEET_TAG, WORKSPACE_TAG, Ec2Launcher
 from control_plane.settings import Settings
+from tests.handed_settings import HANDED, SECRET, logged
 from tests.plugins.agent_link import Client, LaunchBot
 from tests.plugins.api_app import KEY_PREFIX, Caller
 
@@ -108,9 +109,11 @@ class FaultyProxy:
     target: str
     faults: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
+    bodies: list[bytes] = field(default_factory=list)  # every call's parameters, as sent
 
     async def handle(self, request: web.Request) -> web.Response:
         body = await request.read()
+        self.bodies.append(body)
         if b"Action=RunInstances" in body and self.faults:
             code = self.faults.pop(0)
             self.refused.append(code)
@@ -174,6 +177,7 @@ def settings(database_url: str, tmp_path: Path) -> Settings:
         scheduler_interval_seconds=0.05,
         reconcile_interval_seconds=0.2,
         reconcile_grace_seconds=0.0,
+        fleet_agent_settings=HANDED,
     )
 
 
@@ -281,6 +285,42 @@ async def test_launch_boots_the_ami_with_the_grant_and_tags_and_terminate_ends_i
     assert await launcher.machines() == {}
     await launcher.terminate(LaunchHandle(id=handle_id))  # gone already: a no-op
     await launcher.terminate(LaunchHandle(id="i-0123456789abcdef0"))  # never existed
+
+
+async def test_a_secret_agent_setting_reaches_the_machine_only_through_the_bootstrap_exchange(
+    client: Client,
+    launch_bot: LaunchBot,
+    proxy: tuple[FaultyProxy, str],
+    aws: Aws,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    bot = await launch_bot()
+    async with client.app[DB].reads() as session:
+        handle_id = await session.scalar(
+            select(Meeting.bot_container_id).where(Meeting.id == bot.meeting_id)
+        )
+    assert handle_id is not None
+    # Not in any EC2 call's parameters (RunInstances' user-data is base64 in there: decoded
+    # too), the instance's tags or user-data, the log, or the row that holds the token.
+    run = [body for body in proxy[0].bodies if b"Action=RunInstances" in body]
+    assert run and not any(SECRET.encode() in body for body in proxy[0].bodies)
+    data = _user_data(aws, handle_id)
+    assert SECRET not in data and "TTS" not in data
+    assert SECRET not in json.dumps(_instance(aws, handle_id), default=str)
+    grant = BootstrapGrant.model_validate_json(
+        json.loads(data.removeprefix("#cloud-config\n"))["write_files"][0]["content"]
+    )
+    async with client.app[DB].reads() as session:
+        stored = await session.scalar(text("SELECT config FROM bootstrap_tokens"))
+    assert stored is not None and SECRET not in stored
+
+    answer = await client.post(
+        agent_bootstrap_path(bot.bot_id), headers=bearer(grant.bootstrap_token)
+    )
+    assert answer.status == 200
+    assert (await answer.json())["agent_settings"] == HANDED
+    assert SECRET not in logged(caplog.records)
 
 
 async def test_capacity_and_rate_limits_are_retried_across_types_then_the_launch_fails(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -33,6 +34,7 @@ from control_plane.launchers.kubernetes import (
 )
 from control_plane.settings import Settings
 from tests.cloud.kube_api import KubeApi, SchemaError, build
+from tests.handed_settings import HANDED, SECRET, logged
 from tests.plugins.agent_link import Client, LaunchBot
 from tests.plugins.api_app import KEY_PREFIX, Caller
 
@@ -54,6 +56,7 @@ def settings(database_url: str, tmp_path: Path) -> Settings:
         scheduler_interval_seconds=0.05,
         reconcile_interval_seconds=0.2,
         reconcile_grace_seconds=0.0,
+        fleet_agent_settings=HANDED,
     )
 
 
@@ -174,6 +177,29 @@ async def test_a_pod_per_bot_with_its_grant_secret_deleted_once_the_token_is_use
     assert await launcher.machines() == {}
     await launcher.terminate(LaunchHandle(id=name))  # gone already: a no-op
     assert ("DELETE", f"/api/v1/namespaces/{NS}/pods/{name}") in api.requests
+
+
+async def test_a_secret_agent_setting_reaches_the_pod_only_through_the_bootstrap_exchange(
+    client: Client,
+    launch_bot: LaunchBot,
+    kube: tuple[KubeApi, str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    api = kube[0]
+    bot = await launch_bot()
+    name = pod_name(bot.bot_id)
+    pod, secret = api.pods[(NS, name)], api.secrets[(NS, secret_name(name))]
+    assert SECRET not in json.dumps(pod) and "TTS" not in json.dumps(pod)
+    assert SECRET not in json.dumps(secret)  # the grant's Secret holds the grant only
+    grant = BootstrapGrant.model_validate_json(secret["stringData"]["bootstrap.json"])
+
+    answer = await client.post(
+        agent_bootstrap_path(bot.bot_id), headers=bearer(grant.bootstrap_token)
+    )
+    assert answer.status == 200
+    assert (await answer.json())["agent_settings"] == HANDED
+    assert SECRET not in logged(caplog.records)
 
 
 async def test_a_terminated_pod_takes_its_unused_grant_along(

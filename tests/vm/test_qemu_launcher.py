@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import shutil
 import stat
@@ -24,11 +25,15 @@ from aiohttp import web
 
 from agent.contracts.bootstrap import BOOTSTRAP_GRANT_FILE, BootstrapGrant
 from agent.contracts.bot_config import BotConfig, Platform
+from agent.contracts.wire import agent_bootstrap_path, bearer
 from control_plane.app import create_app
 from control_plane.db.migrate import upgrade
 from control_plane.launchers.base import LaunchError, LaunchHandle
 from control_plane.launchers.qemu import AGENT_ENV_FILE, QemuLauncher, guest_url, user_data
 from control_plane.settings import Settings
+from tests.handed_settings import HANDED, SECRET, logged
+from tests.plugins.agent_link import Client, LaunchBot
+from tests.plugins.api_app import KEY_PREFIX
 
 pytestmark = [
     pytest.mark.vm,
@@ -252,3 +257,53 @@ async def test_a_vm_killed_from_outside_is_dead_and_its_overlay_removed(
     assert not await launcher.is_alive(handle)
     assert not folder.exists()
     await launcher.terminate(handle)
+
+
+@pytest.fixture
+def settings(database_url: str, tmp_path: Path) -> Settings:
+    """The app of the exchange test: the operator declared a secret agent setting."""
+    return Settings(
+        database_url=database_url,
+        data_dir=tmp_path / "data",
+        launcher="memory",  # replaced by the qemu launcher passed to create_app
+        key_prefix=KEY_PREFIX,
+        public_url="http://127.0.0.1:18081",
+        fleet_agent_settings=HANDED,
+    )
+
+
+@pytest.fixture
+async def launcher(image: Path, tmp_path: Path) -> QemuLauncher:  # the app's launcher
+    return QemuLauncher(
+        image, tmp_path / "vms", accelerator="tcg", memory_mib=256, grace_seconds=2, nice=10
+    )
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+async def test_a_secret_agent_setting_reaches_the_vm_only_through_the_bootstrap_exchange(
+    client: Client,
+    launch_bot: LaunchBot,
+    launcher: QemuLauncher,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    bot = await launch_bot()
+    name = f"meetbot-{bot.bot_id}"
+    folder = launcher.vm_dir(name)
+    try:
+        # Neither in the seed (user-data, meta-data, the ISO) nor on qemu's command line.
+        assert SECRET.encode() not in _vm_files_text(folder)
+        pid = int((folder / "qemu.pid").read_text())
+        assert SECRET not in " ".join(psutil.Process(pid).cmdline())
+        cloud_config = json.loads(
+            (folder / "seed" / "user-data").read_text().removeprefix("#cloud-config\n")
+        )
+        grant = BootstrapGrant.model_validate_json(cloud_config["write_files"][0]["content"])
+        answer = await client.post(
+            agent_bootstrap_path(bot.bot_id), headers=bearer(grant.bootstrap_token)
+        )
+        assert answer.status == 200
+        assert (await answer.json())["agent_settings"] == HANDED
+    finally:
+        await launcher.terminate(LaunchHandle(id=name))
+    assert SECRET not in logged(caplog.records)

@@ -18,6 +18,7 @@ from control_plane.db.models.idempotency import IdempotencyRecord
 from control_plane.db.models.invitation import Invitation
 from control_plane.db.models.relay_message import RelayMessage
 from control_plane.db.models.segment import Segment
+from control_plane.db.models.signing_key import SigningKey
 from control_plane.db.models.webhook import (
     WebhookAttempt,
     WebhookDelivery,
@@ -43,6 +44,7 @@ __all__ = [
     "Membership",
     "RelayMessage",
     "Segment",
+    "SigningKey",
     "User",
     "WebhookAttempt",
     "WebhookDelivery",
