@@ -87,6 +87,11 @@ class Settings(BaseSettings):
     # Seconds an API-key lookup is reused in-process (0 disables); see control_plane.auth.key_cache.
     auth_cache_ttl_seconds: float = Field(default=2.0, ge=0)
     stream_token_ttl_seconds: int = Field(default=900, ge=10)
+    # How long a signing key replaced by `meetbot admin rotate-signing-key` still verifies the
+    # stream tokens it signed and derives the agent tokens of bots launched with it (the key
+    # ring lives in the database, sealed with token_encryption_key). Longer than a stream
+    # token lives and than a bootstrap token waits; the default covers a bot's whole life.
+    signing_key_retention_seconds: float = Field(default=172800.0, ge=60)
     presigned_url_ttl_seconds: int = Field(default=3600, ge=1)
     subscribe_wait_seconds: float = Field(default=30.0, ge=0)
     # The bot streams served here (docs/api.md 2.7): a ``: ping`` comment this often; each
