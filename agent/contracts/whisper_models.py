@@ -58,6 +58,26 @@ MODEL_REGISTRY: dict[str, WhisperModelInfo] = {
 DEFAULT_MODEL = "tiny.en"
 MULTILINGUAL_DEFAULT_MODEL = "base"
 
+# The language tokens of Whisper's multilingual vocabulary before large-v3, in its own order
+# (openai/whisper whisper/tokenizer.py LANGUAGES; faster-whisper's tokenizer holds the same list):
+# the 99 languages the bundled ``base`` transcribes, and the only codes bots accept. large-v3
+# added ``yue`` (Cantonese), which no bundled model knows; it is not accepted.
+WHISPER_LANGUAGES: tuple[str, ...] = (
+    "en", "zh", "de", "es", "ru", "ko", "fr", "ja", "pt", "tr", "pl", "ca", "nl", "ar", "sv",
+    "it", "id", "hi", "fi", "vi", "he", "uk", "el", "ms", "cs", "ro", "da", "hu", "ta", "no",
+    "th", "ur", "hr", "bg", "lt", "la", "mi", "ml", "cy", "sk", "te", "fa", "lv", "bn", "sr",
+    "az", "sl", "kn", "et", "mk", "br", "eu", "is", "hy", "ne", "mn", "bs", "kk", "sq", "sw",
+    "gl", "mr", "pa", "si", "km", "sn", "yo", "so", "af", "oc", "ka", "be", "tg", "sd", "gu",
+    "am", "yi", "lo", "uz", "fo", "ht", "ps", "tk", "nn", "mt", "sa", "lb", "my", "bo", "tl",
+    "mg", "as", "tt", "haw", "ln", "ha", "ba", "jw", "su",
+)  # fmt: skip
+
+LANGUAGE_CODES_SOURCE = (
+    "the codes are listed in docs/api.md 2.3 (Languages) and as the enum of `language` in "
+    "GET /api/v1/openapi.json"
+)
+"""Where a refused ``language`` is told to look (the 422 message ends with it)."""
+
 
 class UnsupportedTranscriptionOptions(ValueError):
     """The model cannot serve the requested language or task.
@@ -83,6 +103,35 @@ def _vocabulary_size(model_dir: Path) -> int:
     raise UnsupportedTranscriptionOptions(
         "model_not_found", f"{model_dir} has no vocabulary.txt or vocabulary.json"
     )
+
+
+def model_languages(model: str) -> frozenset[str]:
+    """The language codes ``model`` transcribes for a bot.
+
+    ``{"en"}`` for an English-only model, :data:`WHISPER_LANGUAGES` for a multilingual one.
+
+    Raises:
+        UnsupportedTranscriptionOptions: ``model_not_found`` (see :func:`is_multilingual`).
+    """
+    return frozenset(WHISPER_LANGUAGES) if is_multilingual(model) else frozenset({"en"})
+
+
+def check_language_code(language: str | None) -> None:
+    """Refuse a ``language`` that is no Whisper language code (None: detection, accepted).
+
+    Codes are lower case as Whisper spells them (``en``, ``haw``): :data:`WHISPER_LANGUAGES`.
+
+    Raises:
+        UnsupportedTranscriptionOptions: ``language_not_supported``; the message says where the
+            codes are listed (:data:`LANGUAGE_CODES_SOURCE`).
+    """
+    if language is not None and language not in WHISPER_LANGUAGES:
+        raise UnsupportedTranscriptionOptions(
+            "language_not_supported",
+            f"language {language!r} is not a language code the transcription models know "
+            f"(lower-case ISO 639-1 such as 'en' or 'de', or Whisper's own such as 'haw'); "
+            f"{LANGUAGE_CODES_SOURCE}",
+        )
 
 
 def is_multilingual(model: str) -> bool:
@@ -120,9 +169,16 @@ def check_model_supports(model: str, language: str | None, task: Task | str) -> 
     Raises:
         UnsupportedTranscriptionOptions: ``task_not_supported`` (translate on an English-only
             model), ``language_not_supported`` (a language other than English on an
-            English-only model) or ``model_not_found``.
+            English-only model, or one a multilingual model does not know: :func:`model_languages`)
+            or ``model_not_found``.
     """
     if is_multilingual(model):
+        if language is not None and language not in model_languages(model):
+            raise UnsupportedTranscriptionOptions(
+                "language_not_supported",
+                f"model {model!r} does not transcribe language {language!r}; "
+                f"{LANGUAGE_CODES_SOURCE}",
+            )
         return
     if Task(task) is Task.TRANSLATE:
         raise UnsupportedTranscriptionOptions(

@@ -29,6 +29,7 @@ from control_plane.bots.live_count import live_expression
 from control_plane.bots.scheduler import SCHEDULER
 from control_plane.bots.schemas import BotCreate, ScheduledBotCreate
 from control_plane.bots.service import BOT_SERVICE
+from control_plane.bots.url_guard import checked as checked_url
 from control_plane.db.engine import DB
 from control_plane.db.models.bot import Meeting
 from control_plane.db.models.idempotency import IdempotencyRecord
@@ -46,6 +47,8 @@ async def create_response(
     """Create a bot from the request and answer 201 with ``render(meeting)``.
 
     The key's workspace binding is checked first (403), then the body (415/413/400/422), then
+    an http(s) ``default_avatar_url`` against the media URL rules (422 ``url_not_allowed``,
+    :mod:`control_plane.bots.url_guard`), then
     the idempotency key (replay, or 422 ``idempotency_key_reused``; the answer is stored with
     the bot, see :mod:`control_plane.api.idempotency`). A bot that would launch
     now is refused with 409 ``quota_exceeded`` while the workspace has ``max_concurrent_bots``
@@ -59,6 +62,10 @@ async def create_response(
     body = validate(model, raw, "body")
     key = idempotency_key(request)
     digest = body_digest(raw)
+    avatar = body.default_avatar_url
+    if avatar is not None and not avatar.startswith("data:"):
+        # The bot fetches it when it starts: the same address rules as every media URL.
+        await checked_url(request.app, "default_avatar_url", avatar)
     service = request.app[BOT_SERVICE]
     zoom_connection_id = await service.require_zoom_token(auth, body)
     database = request.app[DB]

@@ -11,6 +11,7 @@ bot's agent link and waits for its result; a refusal becomes the API's error
 | ``setting_not_live`` | 409 | ``setting_not_live``; ``errors[0].loc`` = ``["body", <field>]`` |
 | ``avatar_unavailable``, ``screen_source_unavailable`` | 422 | the same; ``errors`` names it |
 | ``voice_agent_disabled`` | 409 | ``voice_agent_disabled`` |
+| ``invalid_arguments`` on ``voice`` | 422 | ``voice_not_available``; ``errors`` names it |
 | any other (``invalid_arguments``, ``unknown_command``, …) | 502 | ``agent_command_failed`` |
 
 and, before any answer: no link → 503 ``agent_unavailable``, no answer in
@@ -45,6 +46,7 @@ from control_plane.errors import (
     DomainError,
     ErrorItem,
     NotFound,
+    Validation,
 )
 from control_plane.settings import Settings
 from control_plane.storage.base import ArtifactStorage, PresignedUrl, artifact_key
@@ -105,6 +107,21 @@ def refusal_error(result: CommandResult, name: CommandName) -> DomainError:
     if result.error is not None and result.error in _MEDIA_ERRORS:
         field = result.field or "image_url"
         return MediaUnavailable(result.error.value, field, detail or f"{field} cannot be used")
+    if result.error is CommandErrorCode.INVALID_ARGUMENTS and result.field == "voice":
+        # The agent's synthesizer knows its voices (agent.voice: Piper's packaged one); a name
+        # it lacks is the caller's to change, not a failure of the bot.
+        return Validation(
+            detail or "the bot has no such voice",
+            status=422,
+            code="voice_not_available",
+            errors=[
+                ErrorItem(
+                    loc=["body", "voice"],
+                    msg=detail or "no such voice",
+                    type="voice_not_available",
+                )
+            ],
+        )
     if result.error is CommandErrorCode.VOICE_AGENT_DISABLED:
         return Conflict(
             detail or "the bot's voice_agent_enabled is false", code="voice_agent_disabled"

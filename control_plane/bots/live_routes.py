@@ -382,7 +382,8 @@ async def speak(request: web.Request) -> web.Response:
     webhook address rules (422 ``url_not_allowed``), at most 20 MiB and 600 s, any format
     ffmpeg reads; a file that cannot be fetched or decoded ends as ``speak_finished`` with
     ``error`` ``audio_unavailable``. 409 ``voice_agent_disabled`` when the bot's
-    ``voice_agent_enabled`` is false; 502 ``agent_command_failed`` for a voice the bot lacks.
+    ``voice_agent_enabled`` is false; 422 ``voice_not_available`` (``errors[0].loc``
+    ``["body", "voice"]``) for a voice the bot's synthesizer lacks.
     """
     body = await read_body(request, SpeakRequest)
     meeting = await _voice_bot(request)

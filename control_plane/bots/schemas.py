@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -19,6 +20,7 @@ from agent.contracts.bot_config import (
     TranscriptionTier,
 )
 from agent.contracts.status import BotStatus
+from agent.contracts.whisper_models import WHISPER_LANGUAGES
 from control_plane.records.schemas import BotRecord
 from control_plane.timestamps import UtcDateTime
 
@@ -29,15 +31,60 @@ class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+LanguageCode = Annotated[
+    str,
+    Field(
+        min_length=2,
+        max_length=8,
+        json_schema_extra={"enum": list(WHISPER_LANGUAGES)},
+        description=(
+            "A Whisper language code, lower case (the 99 the bundled multilingual model "
+            "transcribes); any other, or one the configured models cannot serve, is 422 "
+            "language_not_supported (docs/api.md 2.3)."
+        ),
+    ),
+]
+"""A transcription language as the API accepts it: the enum of the document, checked again at
+creation against the models (:func:`control_plane.bots.transcription.check_transcription`)."""
+
+AvatarUrl = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=2048,
+        pattern=r"^(https?://|data:image/)",
+        description=(
+            "http(s):// URL or data:image/ URL of the camera image. An http(s) URL must pass "
+            "the webhook address rules (docs/api.md 2.8), else 422 url_not_allowed; the bot "
+            "fetches it when it starts (at most 5 MiB, an image)."
+        ),
+    ),
+]
+
+
+CaptureModes = Annotated[
+    list[CaptureMode],
+    # The document states what the service refuses (422 capture_needs_audio,
+    # agent.contracts.capture_options): a list without audio.
+    Field(min_length=1, max_length=2, json_schema_extra={"contains": {"const": "audio"}}),
+]
+
+
 class _EditableOptions(_Body):
     """Options a bot's owner may change before it joins (PATCH of bots and scheduled bots)."""
 
     bot_name: str | None = Field(default=None, min_length=1, max_length=100)
-    language: str | None = Field(default=None, min_length=2, max_length=8)
+    language: LanguageCode | None = None
     recording_enabled: bool | None = None
     transcribe_enabled: bool | None = None
     voice_agent_enabled: bool | None = None
-    capture_modes: list[CaptureMode] | None = Field(default=None, min_length=1, max_length=2)
+    capture_modes: CaptureModes | None = Field(
+        default=None,
+        description=(
+            "Must include audio (422 capture_needs_audio); video needs recording_enabled "
+            "(422 video_needs_recording) and a format other than mp3 (422 format_has_no_video)."
+        ),
+    )
     recording_format: RecordingFormat | None = None
 
 
@@ -86,7 +133,7 @@ class _LaunchOptions(_EditableOptions):
     )
     task: Task | None = None
     transcription_tier: TranscriptionTier | None = None
-    default_avatar_url: str | None = Field(default=None, max_length=2048)
+    default_avatar_url: AvatarUrl | None = None
     enable_actions: bool | None = None
     prompt_version_id: str | None = Field(default=None, min_length=1, max_length=64)
     passcode: str | None = Field(default=None, min_length=1, max_length=256)

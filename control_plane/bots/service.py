@@ -39,6 +39,7 @@ from agent.contracts.status import (
 from control_plane.action_prompts.service import version_of_workspace
 from control_plane.agent_hub.errors import AgentUnavailable
 from control_plane.auth.context import AuthContext
+from control_plane.bots.launch_checks import check_bot_options
 from control_plane.bots.live_commands import LiveCommands
 from control_plane.bots.live_settings import (
     apply_live,
@@ -54,7 +55,6 @@ from control_plane.bots.schemas import (
     ScheduledBotUpdate,
 )
 from control_plane.bots.status import change_status, lock_meeting, record_creation
-from control_plane.bots.transcription import check_transcription
 from control_plane.db.engine import Database
 from control_plane.db.models.bot import Meeting
 from control_plane.db.models.workspace import Workspace
@@ -150,7 +150,7 @@ def _merged_settings(
         }
     )
     bot_settings = BotSettings.model_validate(merged)
-    check_transcription(settings, bot_settings)
+    check_bot_options(settings, bot_settings, update.model_fields_set)
     return bot_settings.model_dump(mode="json")
 
 
@@ -284,7 +284,8 @@ class BotService:
         Raises:
             KeyNotBound: 403, the key has no workspace.
             Validation: 400 missing/invalid meeting id, ``scheduled_start_in_past``; 422 malformed
-                meeting URL.
+                meeting URL, options the bot cannot serve
+                (:func:`~control_plane.bots.launch_checks.check_bot_options`).
         """
         workspace_id = auth.require_workspace()
         workspace = await session.get(Workspace, workspace_id)
@@ -299,7 +300,7 @@ class BotService:
             extra_hosts=settings.extra_meeting_hosts,
         )
         bot_settings = _settings_from(body, workspace)
-        check_transcription(settings, bot_settings)
+        check_bot_options(settings, bot_settings, body.model_fields_set)
         if body.prompt_version_id is not None and (
             await version_of_workspace(session, workspace_id, body.prompt_version_id) is None
         ):
@@ -369,7 +370,8 @@ class BotService:
             NotFound: 404 ``bot_not_found``.
             Conflict: 409 ``bot_not_updatable`` in any other status (or the bot is leaving).
             SettingNotLive: 409 ``setting_not_live``; ``errors[0].loc`` names the field.
-            Validation: 422 for options the transcription models cannot serve.
+            Validation: 422 for options the bot cannot serve
+                (:func:`~control_plane.bots.launch_checks.check_bot_options`).
             AgentUnavailable: 503. AgentTimeout: 504. AgentCommandFailed: 502.
         """
         async with self.database.sessions.begin() as session:

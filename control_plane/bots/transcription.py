@@ -7,12 +7,15 @@ launched bot is told which models to use, so the agent and the check agree.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.contracts.bot_config import BotConfig, BotSettings
 from agent.contracts.whisper_models import (
     UnsupportedTranscriptionOptions,
     check_bot_transcription,
+    check_language_code,
 )
 from control_plane.bots.config_builder import TransactionRun
 from control_plane.db.models.bot import Meeting
@@ -20,18 +23,25 @@ from control_plane.errors import ErrorItem, Validation
 from control_plane.settings import Settings
 
 
-def check_transcription(settings: Settings, bot: BotSettings) -> None:
-    """Refuse ``bot``'s language/task when its tier's model cannot serve them.
+def check_transcription(
+    settings: Settings, bot: BotSettings, given: Collection[str] = ("language",)
+) -> None:
+    """Refuse ``bot``'s language/task when no model knows them or its model cannot serve them.
 
-    Nothing is checked when ``transcribe_enabled`` is false (no model is loaded then).
+    A ``language`` the request sets (``given``) must be a code of
+    ``agent.contracts.whisper_models.WHISPER_LANGUAGES``, whether or not the bot transcribes;
+    the model check is skipped when ``transcribe_enabled`` is false (no model is loaded then).
 
     Raises:
         Validation: 422 with code ``task_not_supported``, ``language_not_supported`` or
-            ``model_not_found`` (see ``agent.contracts.whisper_models.check_model_supports``).
+            ``model_not_found`` (see ``agent.contracts.whisper_models.check_model_supports``);
+            ``errors[0].loc`` is ``["body", "task"]`` or ``["body", "language"]``.
     """
-    if not bot.transcribe_enabled:
-        return
     try:
+        if "language" in given:
+            check_language_code(bot.language)
+        if not bot.transcribe_enabled:
+            return
         check_bot_transcription(
             bot.language,
             bot.task,

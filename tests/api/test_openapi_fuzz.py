@@ -13,7 +13,10 @@ relative to the clock (``expires_at_in_past``, ``scheduled_start_in_past``), to 
 (``zoom_token_required``: no usable Zoom connection; ``prompt_version_not_found``: no such
 action prompt version in the workspace; ``idempotency_key_reused``: an earlier request sent the
 same ``Idempotency-Key`` with another body), to a third party
-(``zoom_authorization_failed``: Zoom refused the code), to the instant a timestamp names once
+(``zoom_authorization_failed``: Zoom refused the code), to what a host name resolves to
+(``url_not_allowed``: a ``default_avatar_url`` at a private address or none), to the
+workspace's default ``recording_enabled`` or another option (``video_needs_recording``,
+``format_has_no_video``), to the instant a timestamp names once
 its offset is applied (``invalid_date``: a ``date_from``/``date_to`` outside 0002–9997 UTC;
 ``format: date-time`` has no range), to a registry (an invitation's ``email`` at a
 special-use or reserved domain such as ``.test``; ``format: email`` has no such list) or to
@@ -81,6 +84,12 @@ BEYOND_SCHEMA = {
     "idempotency_key_reused",
     "zoom_authorization_failed",
     "invalid_date",
+    # Issue 35: capture combinations that depend on another field or on the workspace's default
+    # recording_enabled, and a default_avatar_url whose host resolves to a refused address (or
+    # not at all).
+    "video_needs_recording",
+    "format_has_no_video",
+    "url_not_allowed",
 }
 """Problem codes that refuse schema-valid data for reasons no schema states (see above)."""
 MEETING_CODES = {"invalid_meeting_id", "malformed_meeting_url"}
