@@ -35,7 +35,6 @@ from control_plane.bots import routes as bot_routes
 from control_plane.bots.config_builder import (
     CONFIG_BUILDER,
     BotConfigBuilder,
-    NetworkStep,
     TransactionStep,
 )
 from control_plane.bots.live_commands import LIVE_COMMANDS, LiveCommands
@@ -51,7 +50,6 @@ from control_plane.hooks import (
     AGENT_COMMANDS,
     PURGE_HOOKS,
     STATUS_HOOKS,
-    ZOOM_TOKENS,
 )
 from control_plane.invitations import routes as invitations
 from control_plane.launchers import create_launcher
@@ -66,7 +64,6 @@ from control_plane.webhooks.ssrf import TargetRefused, check_target
 from control_plane.webhooks.wiring import add_to_openapi, target_policy, webhooks_ctx
 from control_plane.workspaces import routes as workspaces
 from control_plane.zoom import routes as zoom_connections
-from control_plane.zoom.config_step import zoom_token_step
 from control_plane.zoom.wiring import zoom_ctx
 
 
@@ -130,13 +127,12 @@ def _launcher_ctx(
 def bot_config_builder(app: web.Application) -> BotConfigBuilder:
     """THE list of steps that build a launched bot's ``BotConfig``, in order.
 
-    See :mod:`control_plane.bots.config_builder`; needs the Zoom and agent-link contexts started.
+    See :mod:`control_plane.bots.config_builder`; needs the agent-link context started.
     """
     settings = app[SETTINGS]
     return BotConfigBuilder(
         database=app[DB],
         control_plane_url=settings.effective_public_url,
-        network_steps=(NetworkStep("zoom_obf_token", zoom_token_step(app.get(ZOOM_TOKENS))),),
         transaction_steps=(
             TransactionStep("transcription_models", transcription_step(settings)),
             TransactionStep("action_prompt", prompt_step),
@@ -165,7 +161,6 @@ async def _bots_ctx(app: web.Application) -> AsyncIterator[None]:
         settings=settings,
         launcher=app[LAUNCHER],
         status_hooks=status_hooks,
-        zoom_tokens=app.get(ZOOM_TOKENS),
         agent_commands=app.get(AGENT_COMMANDS),
         recording_url=first_recording_url(lister) if lister is not None else None,
         live_commands=live,

@@ -3,8 +3,6 @@
 * :data:`StatusHook` — ``await hook(session, change)`` runs inside the transaction of every bot
   status change, after the meeting row and its audit row are written and before commit; raising
   rolls the change back. The webhook outbox emits ``bot.status_changed`` from one.
-* :class:`ZoomTokenSource` — whether a usable stored Zoom connection exists for a launch, and
-  minting an on-behalf-of token from it.
 * :data:`AgentCommander` — ``delivered = await send(bot_id, command)``; False when no agent of
   that bot is connected.
 * :data:`RecordingUrl` — ``url = await first(session, meeting)``: the presigned URL of the
@@ -19,7 +17,6 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
 
 from aiohttp import web
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -53,31 +50,8 @@ RecordingUrl = Callable[[AsyncSession, Meeting], Awaitable[str | None]]
 PurgeHook = Callable[[AsyncSession, Meeting], Awaitable[None]]
 
 
-class ZoomTokenSource(Protocol):
-    """Zoom on-behalf-of tokens from stored connections (docs/api.md 2.3)."""
-
-    async def usable_connection(
-        self, workspace_id: uuid.UUID, user_id: int | None, connection_id: int | None
-    ) -> int | None:
-        """The id of the connection a launch would use, or None when there is none.
-
-        ``connection_id`` when given and usable, else the user's newest usable one.
-        """
-        ...
-
-    async def mint(self, connection_id: int, native_meeting_id: str) -> str:
-        """A fresh OBF token for the meeting.
-
-        Raises:
-            control_plane.errors.ProviderError: Zoom refused or failed.
-        """
-        ...
-
-
 STATUS_HOOKS: web.AppKey[list[StatusHook]] = web.AppKey("status_hooks")
 """In-transaction status hooks (the metrics counter, the webhook outbox)."""
-ZOOM_TOKENS = web.AppKey("zoom_tokens", ZoomTokenSource)
-"""Usable Zoom connections and OBF minting (set by the Zoom integration)."""
 AGENT_COMMANDS: web.AppKey[AgentCommander] = web.AppKey("agent_commands")
 """Sends a command to a connected agent; set by the agent link."""
 PURGE_HOOKS: web.AppKey[list[PurgeHook]] = web.AppKey("purge_hooks")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from aiohttp import web
-from pydantic import Field, field_validator
+from pydantic import Field, IPvAnyNetwork, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -70,6 +70,17 @@ class Settings(BaseSettings):
     # lookup), and unauthenticated writes (invitation acceptance); docs/api.md 2.1.
     address_rate_limit_per_second: float = Field(default=5.0, gt=0)
     address_rate_limit_burst: int = Field(default=50, ge=1)
+    # The proxies (addresses or networks, comma-separated: "10.0.0.0/8,127.0.0.1") whose
+    # Forwarded / X-Forwarded-For headers name the client (control_plane.api.client_address);
+    # empty: the TCP peer is the client and those headers are ignored. Keep it to the load
+    # balancers in front of the API: a listed address can claim to be any client.
+    trusted_proxies: Annotated[list[IPvAnyNetwork], NoDecode] = Field(default_factory=list)
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _proxy_list(cls, value: object) -> object:
+        return _split_csv(value)
+
     # Quotas per workspace (docs/api.md 2.10): over one, creation answers 409 quota_exceeded.
     max_webhook_endpoints: int = Field(default=20, ge=1)
     max_api_keys: int = Field(default=100, ge=1)

@@ -11,7 +11,11 @@
   A request without a key, with a malformed key, or with a key the lookup does not find takes a
   token of its client address's bucket; an address whose bucket is empty gets 429
   ``rate_limited`` *before* any lookup, so bad keys are throttled per address and cost no query
-  once throttled. Unauthenticated writes (invitation acceptance) take a token too.
+  once throttled. Every request to a route declared without a key (``/healthz``, ``/readyz``,
+  ``/metrics``, the OpenAPI document, the stream with its token, invitation acceptance) takes a
+  token too. The address is the client's as the ``trusted_proxies`` tell it
+  (:mod:`control_plane.api.client_address`). Buckets are per process (docs/api.md 2.1 gives
+  the fleet-wide figure).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 from sqlalchemy import and_, select, update
 
+from control_plane.api.client_address import client_address
 from control_plane.api.routes import ROUTE_SPECS, RouteSpec
 from control_plane.auth import api_keys
 from control_plane.auth.context import AUTH, AuthContext
@@ -171,11 +176,14 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
 def _throttle_address(request: web.Request, *, take: bool = True) -> None:
     """Take (or, with ``take`` false, only look for) a token of the client address's bucket.
 
+    The address is the client's as the trusted proxies tell it
+    (:mod:`control_plane.api.client_address`).
+
     Raises:
         RateLimited: 429 with ``Retry-After`` when the bucket is empty.
     """
     limiter = request.app[ADDRESS_RATE_LIMITER]
-    address = f"addr:{request.remote or ''}"
+    address = f"addr:{client_address(request, request.app[SETTINGS].trusted_proxies)}"
     retry_after = limiter.acquire(address) if take else limiter.wait_of(address)
     if retry_after:
         raise RateLimited(
@@ -247,7 +255,7 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
     """Authenticate, rate-limit and permission-check routes that need a key."""
     spec = spec_of(request)
     if spec is None or not spec.auth:
-        if spec is not None and request.method not in ("GET", "HEAD", "OPTIONS"):
+        if spec is not None:  # every public route: probes, metrics, the document, stream tokens
             _throttle_address(request)
         return await handler(request)
     context = await _authenticate(request)

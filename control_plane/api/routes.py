@@ -18,8 +18,8 @@ parameters (``path_types`` gives non-string ones, e.g. ``{"meeting_id": int}``),
 parameters (from the ``query`` model's fields), the JSON request body, the success response
 (``response`` model and/or ``text_media`` for text bodies, or none for 204; ``also_status``
 lists further success statuses with the same body) and problem+json
-error responses: the declared ``errors`` plus the ones every route can give (401/403/429 when
-``auth``; 400/413/415/422 with a body; 500).
+error responses: the declared ``errors`` plus the ones every route can give (429 and 500;
+401/403 when ``auth``; 400/413/415/422 with a body).
 
 A route with its own credentials (the bot stream's token) names its ``security_scheme`` (one of
 the document's ``securitySchemes``) and gives ``raw_responses`` that replace generated ones.
@@ -268,11 +268,10 @@ def _operation(spec: RouteSpec, refs: Refs) -> dict[str, Any]:
         content[media] = {"schema": {"type": "string" if media.startswith("text/") else "object"}}
     if content:
         success["content"] = content
-    error_statuses = set(spec.errors) | {500}
-    if spec.method not in ("GET", "HEAD"):
-        error_statuses.add(429)  # unauthenticated writes are throttled per client address
+    # 429 on every route: a key's bucket, or (public routes, bad keys) the client address's.
+    error_statuses = set(spec.errors) | {429, 500}
     if spec.auth:
-        error_statuses |= {401, 429}
+        error_statuses.add(401)
         if not spec.allows_read_key:
             error_statuses.add(403)
     if spec.body is not None:

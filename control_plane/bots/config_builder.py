@@ -4,7 +4,6 @@ A config starts from the meeting row (platform, URL, settings) and this control 
 ``control_plane_url``; named steps then fill in what other parts own. The app lists the steps
 once (``control_plane.app.bot_config_steps``):
 
-* ``zoom_obf_token`` — a network step: mints a Zoom on-behalf-of token when the bot has none;
 * ``transcription_models`` — the Whisper models the bots run;
 * ``action_prompt`` — the resolved prompt version or the system prompt;
 * ``agent_token`` — a fresh agent token (its digest stored) and the stream public key.
@@ -103,7 +102,6 @@ class BotConfigBuilder:
             meeting_url=meeting.constructed_meeting_url,
             native_meeting_id=meeting.native_meeting_id,
             passcode=meeting.passcode,
-            zoom_obf_token=meeting.zoom_obf_token,
             settings=BotSettings.model_validate(meeting.settings),
             control_plane_url=self.control_plane_url,
         )

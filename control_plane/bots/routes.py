@@ -42,7 +42,7 @@ async def create_bot(request: web.Request) -> web.Response:
     The bot is scheduled when ``scheduled_at`` is in the future.
 
     400: neither ``meeting_url`` nor ``native_meeting_id`` (``missing_meeting_reference``), an
-    id invalid for the platform (``invalid_meeting_id``), ``zoom_token_required``; 403
+    id invalid for the platform (``invalid_meeting_id``); 403
     ``key_not_bound``; 422: invalid platform, ``malformed_meeting_url``, out-of-range timeout,
     ``idempotency_key_reused``.
     """

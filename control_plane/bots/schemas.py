@@ -142,10 +142,21 @@ class _LaunchOptions(_EditableOptions):
         min_length=1,
         max_length=4096,
         description=(
-            "A zoom bot needs this or a usable stored Zoom connection (400 zoom_token_required)."
+            "Accepted (1 to 4096 characters) and unused: the bot joins Zoom through its web "
+            "client, which takes no on-behalf-of token (Zoom requires one of Meeting SDK apps "
+            "only). It is neither stored nor sent to the bot, and a zoom bot needs neither it "
+            "nor a stored Zoom connection (docs/api.md 2.3)."
         ),
     )
-    zoom_connection_id: int | None = Field(default=None, ge=1, le=2**31 - 1)  # INTEGER id
+    zoom_connection_id: int | None = Field(
+        default=None,
+        ge=1,
+        le=2**31 - 1,  # INTEGER id
+        description=(
+            "Accepted (1 to 2147483647, any value) and unused: no OBF token is minted for a "
+            "web-client bot (see zoom_obf_token)."
+        ),
+    )
     left_alone_timeout_seconds: int | None = Field(
         default=None, ge=LEFT_ALONE_TIMEOUT_S[0], le=LEFT_ALONE_TIMEOUT_S[1]
     )

@@ -59,7 +59,7 @@ from control_plane.db.engine import Database
 from control_plane.db.models.bot import Meeting
 from control_plane.db.models.workspace import Workspace
 from control_plane.errors import Conflict, ErrorItem, NotFound, Validation
-from control_plane.hooks import AgentCommander, RecordingUrl, StatusHook, ZoomTokenSource
+from control_plane.hooks import AgentCommander, RecordingUrl, StatusHook
 from control_plane.launchers.base import BotLauncher, LaunchHandle
 from control_plane.records.render import to_record
 from control_plane.records.schemas import BotRecord
@@ -222,7 +222,6 @@ class BotService:
         settings: The process's settings (meeting hosts, transcription models).
         launcher: Terminates the VM of a bot stopped with no agent to stop it.
         status_hooks: In-transaction status hooks (the app's live list).
-        zoom_tokens: The Zoom integration's token source, or None when it is absent.
         agent_commands: Sends a command to a bot's agent, or None without an agent link.
         recording_url: Finds the URL of a bot's main recording, or None without artifact
             storage.
@@ -234,49 +233,20 @@ class BotService:
     settings: Settings
     launcher: BotLauncher
     status_hooks: Sequence[StatusHook] = ()
-    zoom_tokens: ZoomTokenSource | None = None
     agent_commands: AgentCommander | None = None
     recording_url: RecordingUrl | None = None
     live_commands: LiveCommands | None = None
-
-    async def require_zoom_token(
-        self, auth: AuthContext, body: BotCreate | ScheduledBotCreate
-    ) -> int | None:
-        """The stored Zoom connection a zoom bot will use, or None when it brings its own token.
-
-        Call it before opening the creation transaction: the Zoom part reads its own tables.
-
-        Raises:
-            Validation: 400 ``zoom_token_required`` when there is neither.
-        """
-        if body.platform is not Platform.ZOOM or body.zoom_obf_token:
-            return None
-        source = self.zoom_tokens
-        workspace_id = auth.require_workspace()
-        connection = (
-            await source.usable_connection(workspace_id, auth.user_id, body.zoom_connection_id)
-            if source is not None
-            else None
-        )
-        if connection is None:
-            raise Validation(
-                "a zoom bot needs zoom_obf_token or a usable stored Zoom connection",
-                status=400,
-                code="zoom_token_required",
-            )
-        return connection
 
     async def create_meeting(
         self,
         session: AsyncSession,
         auth: AuthContext,
         body: BotCreate | ScheduledBotCreate,
-        zoom_connection_id: int | None,
     ) -> Meeting:
         """Validate and store a new bot in ``session``'s transaction (the caller commits).
 
-        ``zoom_connection_id`` comes from :meth:`require_zoom_token`, called before the
-        transaction.
+        ``zoom_obf_token`` and ``zoom_connection_id`` are neither stored nor used: the bot
+        joins Zoom through its web client, which takes no OBF token (docs/api.md 2.3, "Zoom").
 
         A :class:`ScheduledBotCreate`, or a :class:`BotCreate` whose ``scheduled_at`` is in the
         future, becomes ``scheduled``; anything else ``requested`` with ``launch_at`` = now.
@@ -334,8 +304,6 @@ class BotService:
             native_meeting_id=ref.native_meeting_id,
             constructed_meeting_url=ref.constructed_meeting_url,
             passcode=ref.passcode,
-            zoom_obf_token=body.zoom_obf_token,
-            zoom_connection_id=zoom_connection_id,
             status=(BotStatus.SCHEDULED if scheduled else BotStatus.REQUESTED).value,
             settings=bot_settings.model_dump(mode="json"),
             scheduled_start_at=start,

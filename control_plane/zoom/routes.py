@@ -1,7 +1,7 @@
 """Zoom connections of the workspace: list, connect from an OAuth code, delete (docs/api.md 2.3).
 
-A connection stores one Zoom user's OAuth tokens (sealed) so bots for ``zoom`` can get an
-on-behalf-of token without the caller passing ``zoom_obf_token``.
+A connection stores one Zoom user's OAuth tokens, sealed. No bot uses it today: the bots join
+through Zoom's web client, which takes no on-behalf-of token (docs/api.md 2.3, "Zoom").
 """
 
 from __future__ import annotations

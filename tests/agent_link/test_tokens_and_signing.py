@@ -15,6 +15,7 @@ import pytest
 from cryptography.fernet import Fernet
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from sqlalchemy import select
 
 from agent.contracts.wire import bearer_token
 from control_plane.agent_hub.agent_tokens import (
@@ -29,6 +30,7 @@ from control_plane.agent_hub.stream_tokens import (
     verify_stream_token,
 )
 from control_plane.db.engine import create_database
+from control_plane.db.models.signing_key import SigningKey
 from control_plane.storage.base import InvalidArtifactKey, artifact_key, check_key
 from control_plane.storage.local import LocalArtifactStorage, SignatureExpired, SignatureInvalid
 from control_plane.token_cipher import TokenCipher
@@ -138,7 +140,11 @@ async def test_an_existing_key_file_is_imported_once_and_sealed(
     assert len(await keys.load()) == 1
     assert await signer.verify(before, bot_id)
     assert signer.agent_token(bot_id) == derive_agent_token(legacy, bot_id)
-    raw = (tmp_path / "keys.db").read_bytes()
+    wal = tmp_path / "keys.db-wal"
+    raw = (tmp_path / "keys.db").read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+    async with keys._db.reads() as session:
+        sealed = (await session.scalars(select(SigningKey.private_key_sealed))).one()
+    assert sealed.encode() in raw  # the search reads where the row is
     assert pem not in raw and pem.split(b"\n")[1] not in raw  # sealed at rest
 
 

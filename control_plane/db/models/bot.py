@@ -64,8 +64,6 @@ class Meeting(Base):
     native_meeting_id: Mapped[str] = mapped_column(String(512))
     constructed_meeting_url: Mapped[str] = mapped_column(Text)
     passcode: Mapped[str | None] = mapped_column(String(256), default=None)
-    zoom_obf_token: Mapped[str | None] = mapped_column(Text, default=None)
-    zoom_connection_id: Mapped[int | None] = mapped_column(Integer, default=None)
     status: Mapped[str] = mapped_column(String(24))
     status_reason: Mapped[str | None] = mapped_column(String(64), default=None)
     # Human-readable words on the status (the cloud provider's refusal of a launch); cleared by
