@@ -193,6 +193,7 @@ class Bot:
             PageMicrophone(self.browser, self.adapter),
             lambda name, payload: self.events.speech(name, payload),
             now=lambda: iso(datetime.now(UTC)),
+            media_policy=fetch_policy(settings),
         )
         self.commands = CommandHandler(
             self.browser,

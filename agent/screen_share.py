@@ -8,8 +8,10 @@ feeds it and drives the platform's share control:
 - ``url``: a web page the bot renders in an isolated browser context (no cookies, init script or
   bindings of the meeting page) of the same size; its frames come from a CDP screencast
   (``Page.startScreencast``, JPEG) and are drawn into the shared stream as they arrive. Every
-  request that page makes is checked against the same SSRF rules (addresses resolved at check
-  time; the browser resolves again, so a name that changes its answer in between is not caught);
+  connection of that context — navigations, redirect hops, subresources, WebSockets, workers
+  and service workers — goes through a guarded egress proxy of its own
+  (:class:`agent.egress.GuardedProxy`) that checks the address it connects to against the
+  same SSRF rules, so a redirect or a name that changes its answer cannot lead inside;
 - ``video_url``: fetched under the same rules (at most 50 MiB, ``video/*``) and served to the
   meeting page from its own origin (a Playwright route, so the canvas stays readable); the page
   plays it once, draws every frame and feeds its sound into the bot's microphone graph
@@ -33,7 +35,8 @@ from playwright.async_api import Page, Route
 
 from agent.browser.session import BrowserSession
 from agent.contracts.link import CommandErrorCode, ScreenShareCommand
-from agent.contracts.ssrf import TargetPolicy, TargetRefused, check_url, resolve_checked
+from agent.contracts.ssrf import TargetPolicy, TargetRefused, check_url
+from agent.egress import GuardedProxy, share_proxy
 from agent.errors import CommandError
 from agent.platforms.base import PlatformAdapter
 from agent.remote_media import MAX_VIDEO_BYTES, fetch_media, image_data_url
@@ -53,11 +56,14 @@ class SharedPage:
     Args:
         page: The page, in a context of its own.
         browser: The meeting's browser session (receiver of the frames).
+        egress: The proxy every connection of the page's context goes through (closed with
+            the page).
     """
 
-    def __init__(self, page: Page, browser: BrowserSession) -> None:
+    def __init__(self, page: Page, browser: BrowserSession, egress: GuardedProxy) -> None:
         self._page = page
         self._browser = browser
+        self._egress = egress
         self._forwards: set[asyncio.Task[None]] = set()
         self.frames = 0
 
@@ -90,9 +96,10 @@ class SharedPage:
             await cdp.send("Page.screencastFrameAck", {"sessionId": params["sessionId"]})
 
     async def close(self) -> None:
-        """Close the page's context and wait for the frames in flight."""
+        """Close the page's context and its egress, and wait for the frames in flight."""
         with contextlib.suppress(PlaywrightError):
             await self._page.context.close()
+        await self._egress.close()
         for task in list(self._forwards):
             task.cancel()
         await asyncio.gather(*self._forwards, return_exceptions=True)
@@ -226,14 +233,21 @@ class ScreenShare:
                 await self._browser.page.unroute(served)
 
     async def _open_page(self, url: str) -> SharedPage:
-        """Load ``url`` in an isolated page whose every request passes the SSRF rules."""
+        """Load ``url`` in an isolated page whose every connection passes the SSRF rules."""
         try:
             check_url(url, self._policy)
         except TargetRefused as exc:
             raise CommandError(_SOURCE, f"url is not allowed: {exc}", "url") from exc
-        page = await self._browser.isolated_page(SHARE_WIDTH, SHARE_HEIGHT)
-        await page.route("**/*", self._guard)
-        shared = SharedPage(page, self._browser)
+        egress = GuardedProxy(self._policy)
+        await egress.start()
+        try:
+            page = await self._browser.isolated_page(
+                SHARE_WIDTH, SHARE_HEIGHT, proxy=share_proxy(egress.url)
+            )
+        except BaseException:
+            await egress.close()
+            raise
+        shared = SharedPage(page, self._browser, egress)
         try:
             response = await page.goto(url, wait_until="load", timeout=PAGE_LOAD_TIMEOUT_MS)
         except PlaywrightError as exc:
@@ -244,19 +258,3 @@ class ScreenShare:
             status = response.status if response is not None else "no answer"
             raise CommandError(_SOURCE, f"url answered {status}", "url")
         return shared
-
-    async def _guard(self, route: Route) -> None:
-        """Let a request of the shared page through only to an allowed address."""
-        url = route.request.url
-        if url.startswith(("data:", "blob:")):
-            await route.continue_()
-            return
-        try:
-            parsed = check_url(url, self._policy)
-            port = parsed.port or (443 if parsed.scheme == "https" else 80)
-            await resolve_checked((parsed.host or "").strip("[]"), port, self._policy)
-        except (TargetRefused, OSError):
-            log.info("shared page request refused", extra={"host": route.request.url[:100]})
-            await route.abort("blockedbyclient")
-            return
-        await route.continue_()

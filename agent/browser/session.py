@@ -23,6 +23,7 @@ from playwright.async_api import (
     BrowserContext,
     Page,
     Playwright,
+    ProxySettings,
     async_playwright,
 )
 from playwright.async_api import Error as PlaywrightError
@@ -265,10 +266,14 @@ class BrowserSession:
         """Empty the screen stream; the camera shows its own image again."""
         await self.page.evaluate("() => window.__meetbot.clearScreen()")
 
-    async def isolated_page(self, width: int, height: int) -> Page:
+    async def isolated_page(
+        self, width: int, height: int, proxy: ProxySettings | None = None
+    ) -> Page:
         """A page in a context of its own (no init script, bindings or cookies of the meeting).
 
-        The caller closes it with ``page.context.close()``; :meth:`close` closes it too.
+        ``proxy``: every connection of the context goes through it (the screen share's guarded
+        egress, :func:`agent.egress.share_proxy`). The caller closes the page with
+        ``page.context.close()``; :meth:`close` closes it too.
 
         Raises:
             RuntimeError: :meth:`start` has not run.
@@ -279,6 +284,7 @@ class BrowserSession:
             ignore_https_errors=self._settings.ignore_https_errors,
             viewport={"width": width, "height": height},
             locale="en-US",
+            proxy=proxy,
         )
         return await context.new_page()
 

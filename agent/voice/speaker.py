@@ -26,6 +26,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from agent.contracts.ssrf import TargetPolicy
 from agent.voice.audio_file import AudioUnavailable, audio_pieces
 from agent.voice.synthesis import Pcm, SpeechSynthesizer, SynthesisFailed
 
@@ -82,6 +83,8 @@ class Speaker:
         microphone: Where the speech goes.
         report: Receives the ``speak_started`` / ``speak_finished`` events.
         now: The event timestamp (ISO 8601 UTC text).
+        media_policy: Which ``audio_url`` s may be fetched (the agent's media SSRF rules;
+            default: https to global addresses only).
     """
 
     def __init__(
@@ -90,8 +93,10 @@ class Speaker:
         microphone: Microphone,
         report: SpeechReport,
         now: Callable[[], str],
+        media_policy: TargetPolicy | None = None,
     ) -> None:
         self._synthesizer = synthesizer
+        self._media_policy = media_policy or TargetPolicy()
         self._microphone = microphone
         self._report = report
         self._now = now
@@ -238,7 +243,7 @@ class Speaker:
     async def _pieces(self, speech: Speech) -> AsyncIterator[Pcm]:
         if speech.audio_url is not None:
             try:
-                pieces = await audio_pieces(speech.audio_url)
+                pieces = await audio_pieces(speech.audio_url, self._media_policy)
             except AudioUnavailable as exc:
                 raise _Failed("audio_unavailable", str(exc)) from exc
             for pcm in pieces:

@@ -115,6 +115,9 @@ async def control_plane(
     monkeypatch.setenv("MEETBOT_AGENT_RECONNECT_MAX_SECONDS", "1")
     monkeypatch.setenv("MEETBOT_AGENT_DRAIN_TIMEOUT_SECONDS", "10")
     monkeypatch.setenv("MEETBOT_AGENT_TIMEOUT_SCALE", "0.05")
+    # The agents fetch media (speak's audio_url) from loopback servers here.
+    monkeypatch.setenv("MEETBOT_AGENT_MEDIA_ALLOW_HTTP", "true")
+    monkeypatch.setenv("MEETBOT_AGENT_MEDIA_ALLOW_PRIVATE", "true")
     database_url = f"sqlite+aiosqlite:///{tmp_path / 'meetbot.db'}"
     await upgrade(database_url)
     port = free_port()

@@ -13,6 +13,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from agent.contracts.ssrf import TargetPolicy
 from agent.voice import audio_file
 from agent.voice.audio_file import AudioUnavailable, audio_pieces, decode_audio
 from agent.voice.openai_tts import OpenAISpeechSynthesizer
@@ -85,8 +86,12 @@ async def files(speech: Path) -> AsyncIterator[str]:
         await server.close()
 
 
+LOOPBACK = TargetPolicy(allow_http=True, allow_private=True)
+"""The agent's media rules as ``media_allow_http``/``media_allow_private`` make them."""
+
+
 async def test_audio_url_is_fetched_decoded_and_limited(files: str) -> None:
-    pieces = await audio_pieces(f"{files}/clip.wav")
+    pieces = await audio_pieces(f"{files}/clip.wav", LOOPBACK)
     assert {p.sample_rate for p in pieces} == {24_000}
     assert 10.5 < sum(p.seconds for p in pieces) < 11.5  # jfk.wav lasts 11 s
     for path, reason in (
@@ -95,9 +100,11 @@ async def test_audio_url_is_fetched_decoded_and_limited(files: str) -> None:
         ("/missing", "404"),
     ):
         with pytest.raises(AudioUnavailable, match=reason):
-            await audio_pieces(files + path)
+            await audio_pieces(files + path, LOOPBACK)
     with pytest.raises(AudioUnavailable, match="http"):
-        await audio_pieces("file:///etc/passwd")
+        await audio_pieces("file:///etc/passwd", LOOPBACK)
+    with pytest.raises(AudioUnavailable, match="not allowed"):  # the default rules
+        await audio_pieces(f"{files}/clip.wav", TargetPolicy())
     with pytest.raises(AudioUnavailable, match="decoded"):
         await decode_audio(b"this is not audio")
 
