@@ -592,9 +592,13 @@ class Bot:
                     await self.adapter.click_join(page)
             if state is MeetingState.LOBBY and self.machine.status is BotStatus.JOINING:
                 self.timers.entered_lobby(_now())
-                await self.machine.move(BotStatus.AWAITING_ADMISSION, StatusReason.LOBBY)
                 # The platform may hold bots here whatever the meeting's settings (issue 33):
                 # say whom to ask now, not when the admission timeout runs out.
+                await self.machine.move(
+                    BotStatus.AWAITING_ADMISSION,
+                    StatusReason.LOBBY,
+                    self.adapter.lobby_hold or None,
+                )
                 log.info(
                     "waiting in the lobby",
                     extra={

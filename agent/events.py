@@ -82,11 +82,15 @@ class BotEvents:
 
     async def status(self, frame: StatusEvent) -> None:
         """A status change (already validated against the status table)."""
-        payload = {
+        payload: dict[str, Any] = {
             "status": frame.status.value,
             "status_reason": frame.status_reason,
             "timestamp": iso(frame.ts),
         }
+        if frame.detail:
+            # Words on the move when the bot has any (why a platform may hold it in the lobby,
+            # why a join failed), for the client reading the stream.
+            payload["detail"] = frame.detail
         self._observe("bot_status", payload)
         await self._to_link(frame)
         await self._to_stream("bot_status", payload)

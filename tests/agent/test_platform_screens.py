@@ -618,7 +618,15 @@ async def test_a_teams_bot_held_for_approval_says_so_at_once_and_ends_at_its_adm
     assert lobby.status_reason == "lobby"
     shown = run.screen_at("lobby")
     assert 0 <= lobby.ts.timestamp() - shown <= LOBBY_TO_STATUS_S
-    # The log says why Teams may hold it and whom to ask, once, on entering the lobby.
+    # The stream's status event and the log say why Teams may hold it and whom to ask, once,
+    # on entering the lobby.
+    waiting = [
+        json.loads(e.data)
+        for e in run.bot.stream.snapshot()
+        if e.event == "bot_status" and '"awaiting_admission"' in e.data
+    ]
+    assert len(waiting) == 1
+    assert "RequireApprovalWhenDetected" in waiting[0]["detail"]
     held = [r for r in caplog.records if r.getMessage() == "waiting in the lobby"]
     assert len(held) == 1
     assert "RequireApprovalWhenDetected" in getattr(held[0], "held_because", "")
