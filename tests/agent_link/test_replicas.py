@@ -72,6 +72,7 @@ async def test_a_command_reaches_an_agent_linked_to_another_replica(
     assert response.status == 503
 
 
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 async def test_a_20_kb_speech_reaches_an_agent_linked_to_another_replica(
     other_replica: Client,
     owner: Caller,
