@@ -18,17 +18,15 @@ from dataclasses import dataclass
 
 import pytest
 from aiohttp import WSMsgType, web
-from aiohttp.test_utils import TestServer
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import async_playwright
 
 from agent.contracts.ssrf import TargetPolicy
 from agent.egress import GuardedProxy, share_proxy
 from agent.settings import AgentSettings
+from tests.egress_hosts import PUBLIC, dial_public_to, two_hosts
 
 pytestmark = pytest.mark.browser
-
-PUBLIC = "93.184.215.14"  # a global address; the test's dial routes it to the site server
 
 PAGE = """<!doctype html><title>shared</title>
 <img src="http://127.0.0.1:{internal}/img-literal"><img src="http://inside.test:{internal}/img-name">
@@ -92,19 +90,9 @@ async def hosts() -> AsyncIterator[Hosts]:
         internal_paths.append(request.path)
         return web.Response(text="internal")
 
-    site_app, internal_app = web.Application(), web.Application()
-    site_app.router.add_get("/{tail:.*}", site)
-    internal_app.router.add_get("/{tail:.*}", internal)
-    site_server, internal_server = TestServer(site_app), TestServer(internal_app)
-    await site_server.start_server()
-    await internal_server.start_server()
-    assert site_server.port is not None and internal_server.port is not None
-    ports.update(site=site_server.port, internal=internal_server.port)
-    try:
-        yield Hosts(site_server.port, internal_server.port, site_paths, internal_paths)
-    finally:
-        await site_server.close()
-        await internal_server.close()
+    async with two_hosts(site, internal) as (site_port, internal_port):
+        ports.update(site=site_port, internal=internal_port)
+        yield Hosts(site_port, internal_port, site_paths, internal_paths)
 
 
 async def test_the_shared_page_reaches_the_site_and_never_the_inside(hosts: Hosts) -> None:
@@ -114,15 +102,12 @@ async def test_the_shared_page_reaches_the_site_and_never_the_inside(hosts: Host
             raise socket.gaierror(socket.EAI_NONAME, "unknown name")
         return answers[host]
 
-    async def dial(address: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        if address == PUBLIC:
-            return await asyncio.open_connection("127.0.0.1", hosts.site)
-        return await asyncio.open_connection(address, port)
-
     origin = f"http://site.test:{hosts.site}"
     settings = AgentSettings()
     async with (
-        GuardedProxy(TargetPolicy(allow_http=True), lookup=lookup, dial=dial) as proxy,
+        GuardedProxy(
+            TargetPolicy(allow_http=True), lookup=lookup, dial=dial_public_to(hosts.site)
+        ) as proxy,
         async_playwright() as playwright,
     ):
         browser = await playwright.chromium.launch(

@@ -18,7 +18,6 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import TestServer
 
 from agent.contracts.link import CommandErrorCode
 from agent.contracts.ssrf import TargetPolicy, resolve_checked
@@ -26,11 +25,10 @@ from agent.egress import GuardedProxy, checked_addresses
 from agent.errors import CommandError
 from agent.remote_media import image_data_url
 from agent.voice.audio_file import AudioUnavailable, fetch_audio
+from tests.egress_hosts import PUBLIC, dial_public_to, two_hosts
 
 pytestmark = pytest.mark.unit
 
-PUBLIC = "93.184.215.14"
-"""A global address; the test routes connections to it to the ``site`` server."""
 HTTP = TargetPolicy(allow_http=True)
 """The rules with plain http allowed (the servers here speak no TLS); private still refused."""
 
@@ -73,27 +71,12 @@ async def servers() -> AsyncIterator[Servers]:
         hits.append(request.path)
         return web.Response(text="internal", content_type="image/png")
 
-    site_app, internal_app = web.Application(), web.Application()
-    site_app.router.add_get("/{tail:.*}", site)
-    internal_app.router.add_get("/{tail:.*}", internal)
-    site_server, internal_server = TestServer(site_app), TestServer(internal_app)
-    await site_server.start_server()
-    await internal_server.start_server()
-    try:
-        assert site_server.port is not None and internal_server.port is not None
-        yield Servers(site_server.port, internal_server.port, hits)
-    finally:
-        await site_server.close()
-        await internal_server.close()
+    async with two_hosts(site, internal) as (site_port, internal_port):
+        yield Servers(site_port, internal_port, hits)
 
 
 def _proxy(servers: Servers, names: Names, policy: TargetPolicy = HTTP) -> GuardedProxy:
-    async def dial(address: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        if address == PUBLIC:
-            return await asyncio.open_connection("127.0.0.1", servers.site)
-        return await asyncio.open_connection(address, port)
-
-    return GuardedProxy(policy, lookup=names, dial=dial)
+    return GuardedProxy(policy, lookup=names, dial=dial_public_to(servers.site))
 
 
 def _names() -> Names:
