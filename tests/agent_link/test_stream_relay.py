@@ -38,6 +38,7 @@ from control_plane.db.models.bot import Meeting
 from control_plane.db.models.segment import Segment
 from control_plane.launchers.memory import MemoryLauncher
 from control_plane.settings import Settings
+from control_plane.token_cipher import KEY_FILE_NAME
 from tests.plugins.agent_link import Client, LaunchBot, LaunchedBot
 from tests.plugins.api_app import KEY_PREFIX, Caller
 
@@ -305,12 +306,20 @@ async def test_a_lost_agents_stream_ends_once_its_bot_stays_final(
 
 @pytest.fixture
 async def other_replica(
-    settings: Settings, client: Client, aiohttp_client: AiohttpClient
+    settings: Settings, client: Client, aiohttp_client: AiohttpClient, tmp_path: Path
 ) -> Client:
+    """A second replica with a data folder of its own: only the database and the deployment's
+    token encryption key (here the first replica's, from its key file) are shared."""
     if not settings.effective_database_url.startswith("postgresql"):
         pytest.skip("SQLite deployments are one process: there is no second replica")
     del client  # started first: it owns the database the second replica joins
-    replica: web.Application = create_app(settings, launcher=MemoryLauncher())
+    own = settings.model_copy(
+        update={
+            "data_dir": tmp_path / "replica-b",
+            "token_encryption_key": (settings.data_dir / KEY_FILE_NAME).read_text().strip(),
+        }
+    )
+    replica: web.Application = create_app(own, launcher=MemoryLauncher())
     return await aiohttp_client(replica)
 
 
