@@ -236,14 +236,18 @@ class GuardedProxy:
             await writer.drain()
             await _relay(reader, writer, *upstream)
             return
-        url = urlsplit(target)
+        try:
+            url = urlsplit(target)
+            port = url.port or 80
+        except ValueError as exc:  # a port out of range or not a number
+            raise _Refusal(400, "bad request target") from exc
         if url.scheme != "http" or not url.hostname:
             raise _Refusal(400, "only CONNECT and absolute http:// requests are served")
         if not self._policy.allow_http:
             raise _Refusal(403, "plain http is not allowed", url.hostname)
         if url.username is not None or url.password is not None:
             raise _Refusal(403, "credentials in the URL are not accepted", url.hostname)
-        upstream = await self._connect(url.hostname, url.port or 80)
+        upstream = await self._connect(url.hostname, port)
         path = (url.path or "/") + (f"?{url.query}" if url.query else "")
         upgrade = any(line.lower().startswith("upgrade:") for line in lines[1:])
         kept = [

@@ -137,6 +137,15 @@ async def test_tunnels_open_to_checked_addresses_only(servers: Servers) -> None:
             status, _, writer = await _connect(proxy, target)
             assert status.startswith(b"HTTP/1.1 403"), target
             writer.close()
+        for target in ("site.test", "site.test:99999", "[::1"):  # no port, a bad one, garbage
+            status, _, writer = await _connect(proxy, target)
+            assert status.startswith(b"HTTP/1.1 400"), target
+            writer.close()
+        port = int(proxy.url.rsplit(":", 1)[1])
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET http://site.test:99999/ HTTP/1.1\r\nHost: site.test\r\n\r\n")
+        assert (await reader.readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 400")
+        writer.close()
     assert servers.internal_hits == []
 
 
