@@ -18,6 +18,10 @@ address is allowed, and the connection goes to an address of that answer: a name
 its answer between a check and the connection (DNS rebinding) cannot lead elsewhere. Chromium
 sends loopback destinations around a proxy unless told otherwise; :func:`share_proxy` lists
 ``<-loopback>`` so they come here too. Refusals are logged with the host, never the path.
+
+What no HTTP proxy carries is UDP: WebRTC (ICE to any address) and WebTransport. The share's
+context has no such API (:func:`without_udp` removes them from every frame before its scripts
+run); the bot's Chromium runs with ``--disable-quic`` as well.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import socket
 from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
-from playwright.async_api import ProxySettings
+from playwright.async_api import BrowserContext, ProxySettings
 
 from agent.contracts.ssrf import TargetPolicy, TargetRefused, address_allowed, valid_dns_name
 
@@ -62,6 +66,36 @@ def share_proxy(url: str) -> ProxySettings:
     whatever the environment says.
     """
     return {"server": url, "bypass": "<-loopback>"}
+
+
+UDP_APIS = (
+    "RTCPeerConnection",
+    "webkitRTCPeerConnection",
+    "RTCDataChannel",
+    "RTCIceTransport",
+    "WebTransport",
+)
+"""Page APIs that open connections a proxy does not carry (UDP)."""
+
+_WITHOUT_UDP = """(() => {
+  for (const name of %s) {
+    try { delete globalThis[name]; } catch (e) {}
+    try {
+      Object.defineProperty(
+        globalThis, name, {value: undefined, writable: false, configurable: false});
+    } catch (e) {}
+  }
+})();"""
+
+
+async def without_udp(context: BrowserContext) -> None:
+    """Remove :data:`UDP_APIS` from every frame of ``context`` before the frame's own scripts.
+
+    Raises:
+        playwright.async_api.Error: The context is closed.
+    """
+    names = "[" + ", ".join(f'"{name}"' for name in UDP_APIS) + "]"
+    await context.add_init_script(_WITHOUT_UDP % names)
 
 
 async def system_lookup(host: str, port: int) -> list[str]:

@@ -11,7 +11,8 @@ feeds it and drives the platform's share control:
   connection of that context — navigations, redirect hops, subresources, WebSockets, workers
   and service workers — goes through a guarded egress proxy of its own
   (:class:`agent.egress.GuardedProxy`) that checks the address it connects to against the
-  same SSRF rules, so a redirect or a name that changes its answer cannot lead inside;
+  same SSRF rules, so a redirect or a name that changes its answer cannot lead inside; the
+  page gets no WebRTC or WebTransport (UDP, which no proxy carries);
 - ``video_url``: fetched under the same rules (at most 50 MiB, ``video/*``) and served to the
   meeting page from its own origin (a Playwright route, so the canvas stays readable); the page
   plays it once, draws every frame and feeds its sound into the bot's microphone graph
@@ -36,7 +37,7 @@ from playwright.async_api import Page, Route
 from agent.browser.session import BrowserSession
 from agent.contracts.link import CommandErrorCode, ScreenShareCommand
 from agent.contracts.ssrf import TargetPolicy, TargetRefused, check_url
-from agent.egress import GuardedProxy, share_proxy
+from agent.egress import GuardedProxy, share_proxy, without_udp
 from agent.errors import CommandError
 from agent.platforms.base import PlatformAdapter
 from agent.remote_media import MAX_VIDEO_BYTES, fetch_media, image_data_url
@@ -249,6 +250,7 @@ class ScreenShare:
             raise
         shared = SharedPage(page, self._browser, egress)
         try:
+            await without_udp(page.context)
             response = await page.goto(url, wait_until="load", timeout=PAGE_LOAD_TIMEOUT_MS)
         except PlaywrightError as exc:
             await shared.close()

@@ -6,7 +6,8 @@ makes it for a ``screen_share`` page: Playwright's per-context ``proxy`` given b
 which only the proxy's test resolver knows: every page load of it shows that the browser went
 through the proxy) and the inside (``127.0.0.1`` and ``inside.test``). The page then tries the
 inside by a subresource, a redirect hop, a WebSocket and a service worker's fetch; the inside
-must see nothing, while the same kinds of connection to the site still work.
+must see nothing, while the same kinds of connection to the site still work. WebRTC and
+WebTransport (UDP, which no proxy carries) are not there at all, in an iframe neither.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import async_playwright
 
 from agent.contracts.ssrf import TargetPolicy
-from agent.egress import GuardedProxy, share_proxy
+from agent.egress import GuardedProxy, share_proxy, without_udp
 from agent.settings import AgentSettings
 from tests.egress_hosts import PUBLIC, dial_public_to, two_hosts
 
@@ -32,6 +33,10 @@ PAGE = """<!doctype html><title>shared</title>
 <img src="http://127.0.0.1:{internal}/img-literal"><img src="http://inside.test:{internal}/img-name">
 <script>
 window.results = {{}};
+const frame = document.createElement("iframe");
+document.body.appendChild(frame);
+window.udp = [typeof RTCPeerConnection, typeof WebTransport,
+              typeof frame.contentWindow.RTCPeerConnection];
 function tryWs(name, url) {{
   return new Promise(done => {{
     const ws = new WebSocket(url);
@@ -118,11 +123,14 @@ async def test_the_shared_page_reaches_the_site_and_never_the_inside(hosts: Host
         try:
             context = await browser.new_context(proxy=share_proxy(proxy.url))
             page = await context.new_page()
+            await without_udp(context)  # as the share does: after the page, before its load
             response = await page.goto(origin + "/", wait_until="load")
             assert response is not None and response.ok
             await page.evaluate("() => window.done")
             results = await page.evaluate("() => window.results")
             assert results == {"inside": "error", "site": "pong"}
+            # No UDP (WebRTC, WebTransport), which no proxy carries: not in a frame either.
+            assert await page.evaluate("() => window.udp") == ["undefined"] * 3
             loop = asyncio.get_running_loop()
             deadline = loop.time() + 10
             while "/from-worker" not in hosts.site_paths:  # the worker's fetch to the site
