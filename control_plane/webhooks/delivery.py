@@ -48,9 +48,11 @@ from control_plane.db.models.webhook import (
     WebhookMessage,
 )
 from control_plane.enums import AttemptStatus
+from control_plane.token_cipher import TokenCipher
 from control_plane.webhooks.ids import new_id
 from control_plane.webhooks.metrics import WebhookMetrics
 from control_plane.webhooks.outbox import pending_messages
+from control_plane.webhooks.sealed_secrets import open_secret
 from control_plane.webhooks.signing import signed_headers
 from control_plane.webhooks.ssrf import TargetPolicy, TargetRefused, check_url, client_session
 
@@ -99,6 +101,7 @@ class DeliveryWorker:
         sessionmaker: Sessions on the control plane's database.
         retry_schedule: Delays in seconds before each retry, from the failure before it.
         policy: SSRF policy for the targets.
+        cipher: Opens the endpoints' sealed secrets (:mod:`control_plane.webhooks.sealed_secrets`).
         poll_interval: Seconds between looks at the database when idle.
         concurrency: Attempts in flight at once.
         metrics: Where to count relayed messages and attempts (none when omitted).
@@ -113,12 +116,14 @@ class DeliveryWorker:
         *,
         retry_schedule: Sequence[float],
         policy: TargetPolicy,
+        cipher: TokenCipher,
         poll_interval: float = 0.25,
         concurrency: int = 32,
         metrics: WebhookMetrics | None = None,
         wake_gap: float = 0.1,
     ) -> None:
         self._sessionmaker = sessionmaker
+        self._cipher = cipher
         self._metrics = metrics
         self._schedule = [float(delay) for delay in retry_schedule]
         self._policy = policy
@@ -382,7 +387,7 @@ class DeliveryWorker:
                     message_id=message_id,
                     endpoint_id=endpoint_id,
                     url=url,
-                    secret=secret,
+                    secret=open_secret(self._cipher, secret),
                     body=body,
                     disabled=disabled,
                 )

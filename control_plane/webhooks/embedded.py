@@ -13,6 +13,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from control_plane.db.models.webhook import WebhookAttempt, WebhookDelivery, WebhookEndpoint
+from control_plane.token_cipher import TokenCipher
 from control_plane.webhooks.delivery import DeliveryWorker
 from control_plane.webhooks.errors import WebhookEndpointNotFound
 from control_plane.webhooks.ids import new_id
@@ -24,6 +25,7 @@ from control_plane.webhooks.schemas import (
     EndpointPatch,
     EndpointSecret,
 )
+from control_plane.webhooks.sealed_secrets import open_secret, seal_secret
 from control_plane.webhooks.signing import new_secret
 from control_plane.webhooks.ssrf import TargetPolicy
 
@@ -47,6 +49,7 @@ class EmbeddedProvider:
         sessionmaker: Sessions on the control plane's database.
         retry_schedule: Delays in seconds before each retry, from the failure before it.
         policy: SSRF policy of delivery.
+        cipher: Seals endpoint secrets at rest (:mod:`control_plane.webhooks.sealed_secrets`).
         poll_interval: Seconds between the worker's looks at the database when idle.
         metrics: Prometheus collectors to update (none when omitted).
     """
@@ -57,14 +60,17 @@ class EmbeddedProvider:
         *,
         retry_schedule: Sequence[float],
         policy: TargetPolicy,
+        cipher: TokenCipher,
         poll_interval: float = 0.25,
         metrics: WebhookMetrics | None = None,
     ) -> None:
         self._sessionmaker = sessionmaker
+        self._cipher = cipher
         self.worker = DeliveryWorker(
             sessionmaker,
             retry_schedule=retry_schedule,
             policy=policy,
+            cipher=cipher,
             poll_interval=poll_interval,
             metrics=metrics,
         )
@@ -86,7 +92,7 @@ class EmbeddedProvider:
                 url=spec.url,
                 description=spec.description,
                 filter_types=list(spec.filter_types or []),
-                secret=new_secret(),
+                secret=seal_secret(self._cipher, new_secret()),
                 disabled=False,
             )
             session.add(row)
@@ -145,9 +151,15 @@ class EmbeddedProvider:
             await session.delete(row)
 
     async def get_secret(self, workspace_id: uuid.UUID, endpoint_id: str) -> EndpointSecret:
-        """The endpoint's ``whsec_`` secret."""
+        """The endpoint's ``whsec_`` secret (stored sealed).
+
+        Raises:
+            WebhookEndpointNotFound: No such endpoint in the workspace.
+            TokenDecryptionError: Sealed with another token encryption key.
+        """
         async with self._sessionmaker() as session:
-            return EndpointSecret(key=(await self._load(session, workspace_id, endpoint_id)).secret)
+            stored = (await self._load(session, workspace_id, endpoint_id)).secret
+        return EndpointSecret(key=open_secret(self._cipher, stored))
 
     async def list_attempts(
         self, workspace_id: uuid.UUID, endpoint_id: str, limit: int

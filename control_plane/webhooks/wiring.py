@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -24,13 +25,17 @@ from control_plane.db.engine import DB
 from control_plane.hooks import STATUS_HOOKS, StatusChange, StatusHook
 from control_plane.metrics import METRICS
 from control_plane.settings import SETTINGS, Settings
+from control_plane.token_cipher import TokenCipher
 from control_plane.webhooks.embedded import EmbeddedProvider
 from control_plane.webhooks.events import BotStatusChanged, EventType, openapi_webhooks
 from control_plane.webhooks.metrics import WebhookMetrics
 from control_plane.webhooks.outbox import Outbox
 from control_plane.webhooks.provider import WebhookProvider
+from control_plane.webhooks.sealed_secrets import seal_stored_secrets
 from control_plane.webhooks.ssrf import TargetPolicy
 from control_plane.webhooks.svix_provider import SvixProvider
+
+log = logging.getLogger(__name__)
 
 WEBHOOK_PROVIDER = web.AppKey("webhook_provider", WebhookProvider)
 OUTBOX = web.AppKey("webhook_outbox", Outbox)
@@ -50,9 +55,13 @@ def target_policy(settings: Settings) -> TargetPolicy:
 def create_provider(
     settings: Settings,
     sessionmaker: async_sessionmaker[AsyncSession],
+    cipher: TokenCipher,
     metrics: WebhookMetrics | None = None,
 ) -> EmbeddedProvider | SvixProvider:
-    """The provider ``settings.webhook_provider`` names (``embedded`` or ``svix``)."""
+    """The provider ``settings.webhook_provider`` names (``embedded`` or ``svix``).
+
+    ``cipher`` seals the embedded provider's endpoint secrets (Svix keeps its own).
+    """
     if settings.webhook_provider == "svix":
         return SvixProvider(
             sessionmaker,
@@ -65,6 +74,7 @@ def create_provider(
         sessionmaker,
         retry_schedule=settings.webhook_retry_schedule,
         policy=target_policy(settings),
+        cipher=cipher,
         poll_interval=settings.webhook_poll_interval_seconds,
         metrics=metrics,
     )
@@ -164,10 +174,17 @@ def add_endpoint_links(document: dict[str, Any]) -> None:
 
 
 async def webhooks_ctx(app: web.Application) -> AsyncIterator[None]:
-    """Cleanup context: provider, status hook, and the provider's owned background task."""
+    """Cleanup context: provider, status hook, and the provider's owned background task.
+
+    Endpoint secrets stored in plain text by an older version are sealed first.
+    """
     sessions = app[DB].sessions
     metrics = WebhookMetrics(app[METRICS].registry)
-    provider = create_provider(app[SETTINGS], sessions, metrics)
+    cipher = await asyncio.to_thread(TokenCipher.from_settings, app[SETTINGS])
+    sealed = await seal_stored_secrets(sessions, cipher)
+    if sealed:
+        log.info("webhook endpoint secrets sealed", extra={"count": sealed})
+    provider = create_provider(app[SETTINGS], sessions, cipher, metrics)
     app[WEBHOOK_PROVIDER] = provider
     outbox = Outbox(wake=provider.wake)
     app[OUTBOX] = outbox

@@ -3,6 +3,8 @@
 A stored Zoom connection's OAuth tokens are sealed, an ``zoom_obf_token`` a client passes is
 neither stored nor sent to the bot (the web client takes none), and the migration that stopped
 storing it erases the tokens older versions kept in plain text, from the file's free pages too.
+Webhook endpoint secrets are sealed, and those an older version stored in plain text are sealed
+when the control plane starts. (The signing keys: tests/agent_link/test_tokens_and_signing.py.)
 Read on SQLite, where the whole database is one file (and its write-ahead log) to search.
 """
 
@@ -17,12 +19,15 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
+from pytest_aiohttp import AiohttpClient
 from sqlalchemy import select, text
 from sqlalchemy.engine import make_url
 
+from control_plane.app import create_app
 from control_plane.auth.provisioning import create_workspace
 from control_plane.db.engine import DB, create_database
 from control_plane.db.migrate import upgrade
+from control_plane.db.models.webhook import WebhookEndpoint
 from control_plane.db.models.zoom_connection import ZoomConnection
 from control_plane.launchers.memory import MemoryLauncher
 from control_plane.settings import Settings
@@ -142,3 +147,49 @@ async def test_the_migration_erases_plaintext_obf_tokens_of_older_versions(tmp_p
     assert json.loads(str(stored)) == {"bot_id": "b", "x": 1}
     assert not {"zoom_obf_token", "zoom_connection_id"} & {column[1] for column in columns}
     assert OBF.encode() not in _file_bytes(url)
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+async def test_webhook_secrets_are_sealed_and_plain_ones_are_sealed_at_start(
+    client: Client,
+    owner: Caller,
+    settings: Settings,
+    database_url: str,
+    aiohttp_client: AiohttpClient,
+) -> None:
+    hooks = f"/api/v1/workspaces/{owner.workspace_id}/webhooks"
+    created = await client.post(  # an IP literal: no lookup; an event type nothing here sends
+        hooks,
+        json={"url": "https://93.184.216.34/hook", "filter_types": ["recording.ready"]},
+        headers=owner.headers,
+    )
+    assert created.status == 201, await created.text()
+    endpoint_id = (await created.json())["id"]
+    shown = await client.get(f"{hooks}/{endpoint_id}/secret", headers=owner.headers)
+    secret = (await shown.json())["key"]
+    assert secret.startswith("whsec_")
+    async with client.app[DB].sessions.begin() as session:
+        row = await session.get(WebhookEndpoint, endpoint_id)
+        assert row is not None
+        raw = _file_bytes(database_url)
+        assert row.secret.encode() in raw and secret.encode() not in raw
+        legacy = "whsec_" + "B" * 32  # as a version before sealing stored it
+        session.add(
+            WebhookEndpoint(
+                id="ep_legacy",
+                workspace_id=owner.workspace_id,
+                url="https://93.184.216.34/old",
+                description="",
+                filter_types=["recording.ready"],
+                secret=legacy,
+                disabled=False,
+            )
+        )
+
+    restarted = await aiohttp_client(create_app(settings, launcher=MemoryLauncher()))
+    async with restarted.app[DB].sessions() as session:
+        stored = (await session.scalars(select(WebhookEndpoint.secret))).all()
+    assert len(stored) == 2 and not any(value.startswith("whsec_") for value in stored)
+    for endpoint, expected in ((endpoint_id, secret), ("ep_legacy", legacy)):
+        shown = await restarted.get(f"{hooks}/{endpoint}/secret", headers=owner.headers)
+        assert (await shown.json())["key"] == expected

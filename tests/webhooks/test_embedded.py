@@ -36,6 +36,7 @@ from control_plane.enums import Role
 from control_plane.hooks import STATUS_HOOKS
 from control_plane.launchers.memory import MemoryLauncher
 from control_plane.settings import Settings
+from control_plane.token_cipher import KEY_FILE_NAME, TokenCipher
 from control_plane.webhooks.embedded import EmbeddedProvider
 from control_plane.webhooks.events import EventType, TranscriptionReady
 from control_plane.webhooks.outbox import emit
@@ -175,10 +176,21 @@ async def test_endpoint_crud_and_validation(
 
 
 async def test_default_policy_refuses_http_and_loopback_urls(
-    database_url: str, tmp_path: Any, tenants: Tenants, aiohttp_client: AiohttpClient
+    settings: Settings,
+    database_url: str,
+    tmp_path: Any,
+    tenants: Tenants,
+    aiohttp_client: AiohttpClient,
 ) -> None:
+    # A replica of its own data folder shares the deployment's token encryption key.
+    cipher_key = (settings.data_dir / KEY_FILE_NAME).read_text().strip()
     strict = create_app(
-        Settings(database_url=database_url, data_dir=tmp_path / "strict", launcher="memory"),
+        Settings(
+            database_url=database_url,
+            data_dir=tmp_path / "strict",
+            launcher="memory",
+            token_encryption_key=cipher_key,
+        ),
         launcher=MemoryLauncher(),
     )
     client = await aiohttp_client(strict)
@@ -525,6 +537,7 @@ async def test_two_replicas_on_one_database_deliver_each_message_once(
         other.sessions,
         retry_schedule=settings.webhook_retry_schedule,
         policy=target_policy(settings),
+        cipher=TokenCipher.from_settings(settings),  # the deployment's key, as the app's
         poll_interval=0.01,
     )
     task = asyncio.create_task(replica.run())

@@ -25,7 +25,10 @@ from control_plane.enums import AttemptStatus
 
 
 class WebhookEndpoint(Base):
-    """A receiver URL of one workspace, with its ``whsec_`` secret and event-type filter."""
+    """A receiver URL of one workspace, with its ``whsec_`` secret and event-type filter.
+
+    ``secret`` is stored sealed (:mod:`control_plane.webhooks.sealed_secrets`).
+    """
 
     __tablename__ = "webhook_endpoints"
     __table_args__ = (
@@ -38,7 +41,7 @@ class WebhookEndpoint(Base):
     description: Mapped[str] = mapped_column(Text, default="")
     # Empty list: every event type.
     filter_types: Mapped[list[str]] = mapped_column(JSON, default=list)
-    secret: Mapped[str] = mapped_column(String(128))
+    secret: Mapped[str] = mapped_column(Text)
     disabled: Mapped[bool] = mapped_column(Boolean, default=False)
     failing_since: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utc_now)
