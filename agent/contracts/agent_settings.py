@@ -5,7 +5,9 @@ variable names: ``MEETBOT_AGENT_*`` (:class:`agent.settings.AgentSettings`) and
 ``MEETBOT_ACTIONS_*`` (:class:`agent.actions.settings.ActionSettings`), e.g.
 ``MEETBOT_AGENT_TTS_PROVIDER=openai`` and ``MEETBOT_AGENT_TTS_API_KEY=sk-…``.
 
-- The ``local`` launcher's agents inherit them with the control plane's environment.
+- The ``local`` launcher's agents inherit the non-secret ones with the control plane's
+  environment, and find all of them in their private ``bot.json`` (``BotConfig.agent_settings``),
+  the secret ones only there.
 - Bots on their own machine (``qemu``, ``ec2``, ``kubernetes``) get them in the answer of the
   one-time bootstrap exchange (``BotConfig.agent_settings``): never in user-data, instance
   tags, a Pod spec or a launcher's log. The control plane adds them when the token is

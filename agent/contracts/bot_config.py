@@ -134,7 +134,8 @@ class BotConfig(BaseModel):
         agent_settings: Agent host settings the control plane hands the bot's machine in the
             bootstrap exchange (``MEETBOT_AGENT_*`` / ``MEETBOT_ACTIONS_*`` name → value as in
             the environment; :mod:`agent.contracts.agent_settings`); they win over the
-            machine's environment. Empty from the local launcher (its agents inherit them).
+            machine's environment. The local launcher writes them (and the secret ones of its
+            environment) into the agent's private config file.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")

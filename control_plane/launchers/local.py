@@ -1,10 +1,13 @@
 """The ``local`` launcher: each bot is an agent subprocess on this machine.
 
 For every bot it writes ``{data_dir}/bots/{bot_id}/bot.json`` (the ``BotConfig``, mode 0600:
-it holds the agent token) and starts ``python -m agent --config bot.json`` with its output in
+it holds the agent token and the operator's agent settings, ``Settings.fleet_agent_settings``,
+as ``agent_settings``) and starts ``python -m agent --config bot.json`` with its output in
 ``agent.log`` beside it. The agent inherits this process's environment except the control
-plane's own ``MEETBOT_*`` settings and ``AWS_*`` credentials (the agent's ``MEETBOT_AGENT_*``
-and ``MEETBOT_ACTIONS_*`` settings pass). The
+plane's own ``MEETBOT_*`` settings, ``AWS_*`` credentials and the secret agent settings
+(:data:`agent.contracts.agent_settings.SECRET_SETTINGS`: those of this environment are written
+into ``bot.json`` at each launch instead, so Chromium and ffmpeg do not inherit them); the
+agent's other ``MEETBOT_AGENT_*`` and ``MEETBOT_ACTIONS_*`` settings pass. The
 launcher owns the processes it starts: :meth:`terminate` sends SIGTERM, waits
 ``grace_seconds``, then kills; :meth:`aclose` does that for all of them.
 
@@ -45,6 +48,7 @@ from uuid import UUID
 
 import psutil
 
+from agent.contracts.agent_settings import SECRET_SETTINGS
 from agent.contracts.bot_config import BotConfig
 from control_plane.launchers.base import LaunchError, LaunchHandle
 from control_plane.settings import Settings
@@ -65,13 +69,14 @@ _DROPPED_PREFIXES = ("MEETBOT_", "AWS_")
 def agent_environment(environ: Mapping[str, str]) -> dict[str, str]:
     """The environment an agent process gets: ``environ`` without the control plane's own.
 
-    Control-plane settings and cloud credentials are left out; ``MEETBOT_AGENT_*`` and
-    ``MEETBOT_ACTIONS_*`` pass.
+    Control-plane settings, cloud credentials and secret agent settings are left out;
+    the other ``MEETBOT_AGENT_*`` and ``MEETBOT_ACTIONS_*`` pass.
     """
     return {
         key: value
         for key, value in environ.items()
-        if key.startswith(_KEPT_PREFIXES) or not key.startswith(_DROPPED_PREFIXES)
+        if key not in SECRET_SETTINGS
+        and (key.startswith(_KEPT_PREFIXES) or not key.startswith(_DROPPED_PREFIXES))
     }
 
 
@@ -83,6 +88,8 @@ class LocalLauncher:
         command: Program and leading arguments; ``--config <file>`` is appended. Defaults to
             this interpreter running ``-m agent``.
         grace_seconds: How long :meth:`terminate` waits after SIGTERM before SIGKILL.
+        agent_settings: The operator's agent settings (``Settings.fleet_agent_settings``),
+            written into each ``bot.json``.
     """
 
     def __init__(
@@ -90,8 +97,10 @@ class LocalLauncher:
         data_dir: Path,
         command: Sequence[str] | None = None,
         grace_seconds: float = 10.0,
+        agent_settings: Mapping[str, str] | None = None,
     ) -> None:
         self._data_dir = data_dir
+        self._agent_settings = dict(agent_settings or {})
         self._command = list(command) if command else [sys.executable, "-m", "agent"]
         self._grace_seconds = grace_seconds
         self._processes: dict[str, asyncio.subprocess.Process] = {}
@@ -104,6 +113,11 @@ class LocalLauncher:
         folder = self.bot_dir(config)
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / "bot.json"
+        # Secrets of this environment go to the agent here instead of through its environment.
+        secrets = {key: value for key, value in os.environ.items() if key in SECRET_SETTINGS}
+        handed = {**config.agent_settings, **secrets, **self._agent_settings}
+        if handed:
+            config = config.model_copy(update={"agent_settings": handed})
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(config.model_dump_json(indent=2))
@@ -295,4 +309,8 @@ def _recorded_agent(folder: Path) -> tuple[int, UUID] | None:
 
 def create(settings: Settings) -> LocalLauncher:
     """Factory used by ``Settings.launcher = "local"``: bots live under ``settings.data_dir``."""
-    return LocalLauncher(settings.data_dir, command=settings.local_agent_command or None)
+    return LocalLauncher(
+        settings.data_dir,
+        command=settings.local_agent_command or None,
+        agent_settings=settings.fleet_agent_settings,
+    )

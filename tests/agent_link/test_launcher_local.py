@@ -48,14 +48,27 @@ async def test_launch_writes_private_config_and_terminate_stops_the_process(
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "cloud-secret")
     monkeypatch.setenv("MEETBOT_AGENT_HEADLESS", "true")
     monkeypatch.setenv("MEETBOT_ACTIONS_PROVIDER", "openai")
-    launcher = LocalLauncher(tmp_path, command=[sys.executable, str(STAND_IN)])
+    monkeypatch.setenv("MEETBOT_AGENT_TTS_API_KEY", "tts-secret")
+    monkeypatch.setenv("MEETBOT_ACTIONS_LLM_API_KEY", "llm-secret")
+    launcher = LocalLauncher(
+        tmp_path,
+        command=[sys.executable, str(STAND_IN)],
+        agent_settings={"MEETBOT_AGENT_LOG_LEVEL": "DEBUG"},  # Settings.fleet_agent_settings
+    )
     config = _config()
     handle = await launcher.launch(config)
     folder = tmp_path / "bots" / str(config.bot_id)
     await _wait_for(folder / "started")
 
+    # The operator's agent settings and the environment's secrets are in the private config;
+    # the secrets only there.
     written = json.loads((folder / "bot.json").read_text())
-    assert BotConfig.model_validate(written) == config
+    handed = {
+        "MEETBOT_AGENT_LOG_LEVEL": "DEBUG",
+        "MEETBOT_AGENT_TTS_API_KEY": "tts-secret",
+        "MEETBOT_ACTIONS_LLM_API_KEY": "llm-secret",
+    }
+    assert BotConfig.model_validate(written) == config.model_copy(update={"agent_settings": handed})
     assert stat.S_IMODE((folder / "bot.json").stat().st_mode) == 0o600
     assert (folder / "started").read_text() == str(config.bot_id)
     passed = json.loads((folder / "env.json").read_text())
@@ -63,6 +76,8 @@ async def test_launch_writes_private_config_and_terminate_stops_the_process(
     assert "MEETBOT_ACTIONS_PROVIDER" in passed
     assert "MEETBOT_SVIX_API_KEY" not in passed
     assert "AWS_SECRET_ACCESS_KEY" not in passed
+    assert "MEETBOT_AGENT_TTS_API_KEY" not in passed
+    assert "MEETBOT_ACTIONS_LLM_API_KEY" not in passed
     assert handle.id.startswith("local-")
     pid = int(handle.id.removeprefix("local-"))
     assert await launcher.is_alive(handle)
