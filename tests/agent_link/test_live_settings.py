@@ -66,13 +66,20 @@ async def test_a_field_that_cannot_change_live_is_409_naming_it_and_nothing_is_s
     await agent.register()
     url = f"/api/v1/bots/{bot.bot_id}"
     before = await _settings(client, owner, bot)
-    body = {"bot_name": "Renamed", "language": "en", "capture_modes": ["audio", "video"]}
+    # Video goes only into a recording (422 video_needs_recording otherwise, issue 35).
+    body = {
+        "bot_name": "Renamed",
+        "language": "en",
+        "recording_enabled": True,
+        "capture_modes": ["audio", "video"],
+    }
     call = asyncio.ensure_future(client.patch(url, json=body, headers=owner.headers))
     command = await agent.next_command()
     assert command.command == UpdateSettingsCommand(
         changes=SettingsChange(
             bot_name="Renamed",
             language="en",
+            recording_enabled=True,
             capture_modes=(CaptureMode.AUDIO, CaptureMode.VIDEO),
         )
     )

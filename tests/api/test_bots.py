@@ -327,8 +327,9 @@ async def test_patch_only_while_requested_or_scheduled(client: Client, owner: Ca
         scheduled_url,
         json={
             "bot_name": "Renamed",
+            "recording_enabled": True,
             "capture_modes": ["audio", "video"],
-            "recording_format": "mp3",
+            "recording_format": "webm",
         },
         headers=owner.headers,
     )
@@ -336,7 +337,7 @@ async def test_patch_only_while_requested_or_scheduled(client: Client, owner: Ca
     updated = await response.json()
     assert updated["settings"]["bot_name"] == "Renamed"
     assert updated["settings"]["capture_modes"] == ["audio", "video"]
-    assert updated["settings"]["recording_format"] == "mp3"
+    assert updated["settings"]["recording_format"] == "webm"
     assert updated["settings"]["language"] is None  # untouched
     response = await client.patch(
         scheduled_url, json={"recording_format": "wav"}, headers=owner.headers
