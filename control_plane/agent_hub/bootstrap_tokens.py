@@ -59,15 +59,18 @@ class BootstrapTokens:
     async def issue(self, config: BotConfig, *, now: datetime | None = None) -> str:
         """Store a new token for ``config``'s bot and return it (a relaunch replaces the old).
 
-        ``config`` is stored without ``agent_token``; give it as the machine must see it
-        (its ``control_plane_url`` reachable from the machine).
+        ``config`` is stored without ``agent_token`` and ``agent_settings`` (the exchange adds
+        both again); give it as the machine must see it (its ``control_plane_url`` reachable
+        from the machine).
 
         Raises:
             LookupError: The bot does not exist.
         """
         token = mint_bootstrap_token()
         at = now or datetime.now(UTC)
-        stored = config.model_copy(update={"agent_token": None}).model_dump_json()
+        stored = config.model_copy(
+            update={"agent_token": None, "agent_settings": {}}
+        ).model_dump_json()
         async with self._db.sessions.begin() as session:
             meeting_id = await session.scalar(
                 select(Meeting.id).where(Meeting.bot_id == config.bot_id)

@@ -197,6 +197,19 @@ async def test_the_operators_agent_settings_reach_the_agent_in_the_exchange_and_
     assert SECRET not in logged(caplog.records)
 
 
+async def test_a_config_issued_with_agent_settings_is_stored_without_them(
+    client: Client, launch_bot: LaunchBot
+) -> None:
+    bot = await launch_bot()
+    carrying = bot.config.model_copy(update={"agent_settings": HANDED})  # a careless launcher
+    token = await _issue(client, LaunchedBot(bot.meeting_id, bot.bot_id, carrying))
+    async with client.app[DB].sessions() as session:
+        stored = await session.scalar(select(BootstrapToken.config))
+    assert stored is not None and SECRET not in stored
+    status, body = await _post_bootstrap(client, bot.bot_id, token)
+    assert (status, body["agent_settings"]) == (200, HANDED)  # the exchange's own
+
+
 async def test_an_agent_predating_handed_settings_fails_the_bot_naming_them_without_values(
     client: Client, launch_bot: LaunchBot
 ) -> None:
