@@ -402,7 +402,8 @@ class Bot:
     async def _camera_image(self) -> str | None:
         """The camera image at join: ``default_avatar_url`` fetched, or None for the logo.
 
-        An image that cannot be fetched is logged and the logo shown; the bot still joins.
+        An image that cannot be used is logged and told on the stream (``avatar_unavailable``)
+        and the logo shown; the bot still joins.
         """
         url = self.config.settings.default_avatar_url
         if not url:
@@ -413,6 +414,7 @@ class Bot:
             )
         except CommandError as exc:
             log.warning("default avatar unavailable, showing the logo", extra={"detail": str(exc)})
+            await self.events.avatar_unavailable(str(exc))
             return None
 
     def _start_watchdog(self, page: Page, url: str) -> None:

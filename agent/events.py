@@ -192,6 +192,16 @@ class BotEvents:
         self._observe("meeting_audio_missing", payload)
         await self._to_stream("meeting_audio_missing", payload)
 
+    async def avatar_unavailable(self, detail: str) -> None:
+        """The bot's ``default_avatar_url`` could not be used at join (stream only).
+
+        The camera shows the service logo instead; ``detail`` says why (refused, not fetched,
+        not an image, over 5 MiB, not decodable).
+        """
+        payload = {"timestamp": iso(datetime.now(UTC)), "detail": detail}
+        self._observe("avatar_unavailable", payload)
+        await self._to_stream("avatar_unavailable", payload)
+
     def diagnostic(self, name: str, payload: dict[str, Any]) -> None:
         """A check of the bot's own machine (``sound_check``): the observer only.
 

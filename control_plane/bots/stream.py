@@ -209,7 +209,8 @@ async def stream(request: web.Request) -> web.StreamResponse:
 
     Send ``Authorization: Bearer <token>`` from subscribe; ``Last-Event-ID`` to resume. Events
     ``transcript_segment``, ``bot_status``, ``participant_update``, ``action_detected``,
-    ``recording_ready``, ``speak_started``, ``speak_finished``, ``meeting_audio_missing``;
+    ``recording_ready``, ``speak_started``, ``speak_finished``, ``meeting_audio_missing``,
+    ``avatar_unavailable``;
     ``: ping`` every 15 s. The stream ends when the bot's agent exits.
     """
     checked = await _bot_of(request)
