@@ -102,12 +102,13 @@ class SpeakRequest(_In):
     default) queues this speech after it.
     """
 
-    # The schema states the validator's rule (issue 18): exactly one of text and audio_url.
+    # The schema states the validator's rules (issue 18): exactly one of text and audio_url;
+    # voice only with text (a file plays as it is, issue 35: no option accepted and ignored).
     model_config = ConfigDict(
         json_schema_extra={
             "oneOf": [
                 _exactly_one("text", ("audio_url",), "Text to speak"),
-                _exactly_one("audio_url", ("text",), "Audio to play"),
+                _exactly_one("audio_url", ("text", "voice"), "Audio to play"),
             ]
         }
     )
@@ -121,6 +122,8 @@ class SpeakRequest(_In):
     def _one_source(self) -> SpeakRequest:
         if (self.text is None) == (self.audio_url is None):
             raise ValueError("give exactly one of text or audio_url")
+        if self.audio_url is not None and self.voice is not None:
+            raise ValueError("voice applies to text only: an audio_url plays as it is")
         return self
 
 

@@ -3,7 +3,8 @@
 Through the real app (SQLite and PostgreSQL): ``language`` against the codes the bundled models
 transcribe, whether or not the bot transcribes; the capture combinations of
 ``agent.contracts.capture_options`` on creation and PATCH (a PATCH that turns a video recording
-off is still accepted); ``default_avatar_url`` under the media URL rules. The task/language
+off is still accepted); ``default_avatar_url`` under the media URL rules; no ``voice`` beside
+an ``audio_url``. The task/language
 combinations an English-only model cannot serve go through the same edge check with such a
 model configured.
 """
@@ -11,6 +12,7 @@ model configured.
 from __future__ import annotations
 
 import base64
+import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -170,3 +172,19 @@ async def test_default_avatar_url_follows_the_media_url_rules(
         status, body = await _post(client, owner, {"default_avatar_url": url})
         assert status == 201, body
         assert body["settings"]["default_avatar_url"] == url
+
+
+async def test_a_voice_beside_an_audio_file_is_refused(client: Client, owner: Caller) -> None:
+    # A file plays as it is: a voice with it would be accepted and ignored. The body is
+    # checked before the bot is looked up, so any bot id shows it.
+    url = f"/api/v1/bots/{uuid.uuid4()}/speak"
+    body = {"audio_url": "https://93.184.215.14/a.wav", "voice": "joe"}
+    response = await client.post(url, json=body, headers=owner.headers)
+    assert response.status == 422
+    problem = await response.json()
+    assert problem["code"] == "validation_error"
+    assert "voice applies to text only" in problem["errors"][0]["msg"]
+    document = await (await client.get("/api/v1/openapi.json")).json()
+    branches = document["components"]["schemas"]["SpeakRequest"]["oneOf"]
+    audio = next(branch for branch in branches if branch["required"] == ["audio_url"])
+    assert audio["properties"]["voice"] == {"type": "null"}
