@@ -27,7 +27,10 @@ per engine and layout (``bench.transcription.emit``):
 - the models: realtime tier (finals and partials) for meetbot, the server's for WhisperLive.
 
 Usage: ``python -m bench.stress [--cases N|all] [--seed S] [--layouts mixed,per_speaker]
-[--whisperlive ws://127.0.0.1:9090 --pid PID] [--no-meetbot]``. ``--cases all`` is the whole
+[--set NAME=VALUE ...] [--details PATH] [--whisperlive ws://127.0.0.1:9090 --pid PID]
+[--no-meetbot]``. ``--set`` changes a ``TranscribeOptions`` field of meetbot's realtime tier
+(e.g. ``cpu_threads=1``); ``--details`` writes each case's finals, scores and the voice the
+transcriber reported without text (rule, seconds, span). ``--cases all`` is the whole
 grid (198 cases, about 75 minutes of audio a layout and engine); the default is a sample of
 24 that covers every kind.
 """
@@ -37,6 +40,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import resource
 import sys
 import time
@@ -52,6 +56,7 @@ import psutil
 
 from agent.audio import SAMPLE_RATE, AudioFrame
 from agent.transcribe.engine import WhisperEngine
+from agent.transcribe.metrics import TranscribeMetrics
 from agent.transcribe.models import resolve_model
 from agent.transcribe.normalize import normalize_text, word_errors
 from agent.transcribe.options import TranscribeOptions
@@ -69,6 +74,12 @@ _TAIL_S = 4.0
 _LOST_BELOW = 0.5
 _COMPLETE_FROM = 0.9
 _CONVERSATION_GAP_S = 0.3
+# What each "voice without text" report carries (``TranscribeMetrics.lose``).
+_LOST_FIELDS = ("rule", "seconds", "span", "words", "track")
+# Counters of the realtime tier summed into the ``decodes`` figure beside the decodes by kind.
+_COUNTED = frozenset(
+    {"agreement_commits", "speculation_hits", "speculation_misses", "partials_paused"}
+)
 
 
 @dataclass(slots=True)
@@ -130,17 +141,41 @@ async def _pace(began: float, frame: AudioFrame) -> None:
         await asyncio.sleep(delay)
 
 
+class LostVoice(logging.Handler):
+    """Collects the transcriber's "voice without text" reports (``TranscribeMetrics.lose``)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.reports: list[dict[str, object]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.reports.append({key: getattr(record, key, None) for key in _LOST_FIELDS})
+
+
 async def run_meetbot(
     engine: WhisperEngine,
     silero: SileroSession,
     options: TranscribeOptions,
     frames: list[AudioFrame],
-) -> tuple[list[Final], dict[str, float]]:
-    """Stream at 1x into a fresh realtime transcriber; its finals and its counters."""
+) -> tuple[list[Final], dict[str, float], list[dict[str, object]]]:
+    """Stream at 1x into a fresh realtime transcriber; its finals, counters and lost voice."""
     transcriber = RealtimeTranscriber(
         engine, join_time=JOIN, options=options, vad_session=silero, id_prefix="stress"
     )
     finals: list[Final] = []
+    lost = LostVoice()
+    metrics_log = logging.getLogger(TranscribeMetrics.__module__)
+    metrics_log.addHandler(lost)
+    try:
+        await _stream(transcriber, frames, finals)
+    finally:
+        metrics_log.removeHandler(lost)
+    return finals, transcriber.metrics.snapshot(), lost.reports
+
+
+async def _stream(
+    transcriber: RealtimeTranscriber, frames: list[AudioFrame], finals: list[Final]
+) -> None:
     began = time.monotonic()
 
     async def collect() -> None:
@@ -155,7 +190,6 @@ async def run_meetbot(
             for frame in frames:
                 await _pace(began, frame)
                 await transcriber.feed(frame)
-    return finals, transcriber.metrics.snapshot()
 
 
 async def run_whisperlive(url: str, frames: list[AudioFrame], model: str) -> list[Final]:
@@ -183,8 +217,15 @@ async def run_whisperlive(url: str, frames: list[AudioFrame], model: str) -> lis
     return finals
 
 
-def tally(case: Case, finals: Sequence[Final], into: Tally, details: TextIO | None = None) -> None:
-    """Score one case's finals into ``into`` (and write them with their scores to ``details``)."""
+def tally(
+    case: Case,
+    finals: Sequence[Final],
+    into: Tally,
+    details: TextIO | None = None,
+    lost_voice: Sequence[dict[str, object]] = (),
+) -> None:
+    """Score one case's finals into ``into`` (and write them with their scores to ``details``,
+    with the voice the transcriber reported without text: rule, seconds, span, words)."""
     got = score(case, [(f.text, f.start, f.end) for f in finals], normalize=normalize_text)
     if details is not None:
         row = {
@@ -198,6 +239,7 @@ def tally(case: Case, finals: Sequence[Final], into: Tally, details: TextIO | No
                 (round(f.start, 2), round(f.end, 2), f.arrival and round(f.arrival, 2), f.text)
                 for f in finals
             ],
+            "lost_voice": list(lost_voice),
         }
         details.write(json.dumps(row) + "\n")
         details.flush()
@@ -252,13 +294,24 @@ def report(engine: str, layout: str, t: Tally, models: dict[str, str]) -> None:
     )
 
 
+def _option(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or name not in TranscribeOptions.model_fields:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected NAME=VALUE with a TranscribeOptions field"
+        )
+    return name, value
+
+
 async def main_async(args: argparse.Namespace) -> None:
     cases = grid(args.seed) if args.cases == "all" else sample(int(args.cases), args.seed)
     cases = [*cases, conversation_case()]
-    options = TranscribeOptions()
+    options = TranscribeOptions.model_validate(dict(args.set))
     details = args.details.open("w", encoding="utf-8") if args.details else None
     engine = await asyncio.to_thread(
-        WhisperEngine.load, resolve_model(options.model, REPO / "data" / "models")
+        WhisperEngine.load,
+        resolve_model(options.model, REPO / "data" / "models"),
+        options.cpu_threads,
     )
     silero = SileroSession()
     for layout in args.layouts.split(","):
@@ -267,7 +320,7 @@ async def main_async(args: argparse.Namespace) -> None:
             for case in cases:
                 frames = frames_of(tracks_of(case, layout))
                 c0 = _cpu(None)
-                finals, counters = await run_meetbot(engine, silero, options, frames)
+                finals, counters, lost_voice = await run_meetbot(engine, silero, options, frames)
                 t.cpu_s += _cpu(None) - c0
                 t.audio_s += case.duration_s
                 t.evidence_s += counters.get("voice_evidence_seconds", 0.0)
@@ -275,9 +328,9 @@ async def main_async(args: argparse.Namespace) -> None:
                     if key.startswith("unaccounted_voice_seconds_"):
                         rule = key.removeprefix("unaccounted_voice_seconds_")
                         t.unaccounted[rule] = t.unaccounted.get(rule, 0.0) + value
-                    if key.startswith("decodes_") or key == "agreement_commits":
+                    if key.startswith("decodes_") or key in _COUNTED:
                         t.decodes[key] = t.decodes.get(key, 0.0) + value
-                tally(case, finals, t, details)
+                tally(case, finals, t, details, lost_voice)
             report(
                 "meetbot",
                 layout,
@@ -300,6 +353,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Parse the command line and run."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", default="24", help="how many cases of the grid, or 'all'")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        type=_option,
+        metavar="NAME=VALUE",
+        help="a TranscribeOptions field for meetbot's realtime tier (e.g. cpu_threads=1)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--layouts", default="mixed,per_speaker")
     parser.add_argument("--whisperlive", help="WhisperLive websocket URL, to run it beside us")

@@ -415,7 +415,7 @@ class DecodeScheduler:
     ) -> DecodeResult:
         options = self._decode_options
         if kind == "partial" and self._agreeing(len(audio)):
-            options = dataclasses.replace(options, word_timestamps=True)
+            options = dataclasses.replace(options, word_timestamps=True, single_pass=True)
         elif kind in ("final", "speculative", "detect"):
             options = dataclasses.replace(options, beam_size=self._beam_for_finals())
         result = await asyncio.to_thread(

@@ -1,0 +1,77 @@
+"""Word timings of one decode: the single pass the realtime tier's hypotheses use."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import pytest
+
+from agent.contracts.bot_config import Task
+from agent.transcribe.engine import DecodeOptions, WhisperEngine
+from testmeeting.packaged_speech import conversational_clips
+
+pytestmark = pytest.mark.unit
+
+# Clips of a few seconds with words apart: fillers, a pause, a question (conversational set).
+_CLIPS = ("mfa_uh", "mfa_whatscalled", "mfa_erpause", "mfa_youknow", "mfa_surround")
+
+
+@contextmanager
+def counted_encodes(engine: WhisperEngine) -> Iterator[list[int]]:
+    """Count the CTranslate2 encoder calls the engine makes inside the block."""
+    calls = [0]
+    model: Any = engine._model  # observed, not replaced
+    inner = model.model
+
+    class Counting:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(inner, name)
+
+        def encode(self, *args: Any, **kwargs: Any) -> Any:
+            calls[0] += 1
+            return inner.encode(*args, **kwargs)
+
+    model.model = Counting()
+    try:
+        yield calls
+    finally:
+        model.model = inner
+
+
+@pytest.mark.parametrize("fraction", [1.0, 0.6])
+def test_a_single_pass_times_the_words_as_faster_whispers_path_does_with_one_encode(
+    tiny_engine: WhisperEngine, fraction: float
+) -> None:
+    # Cut at 60 % the audio ends inside a word, as an open utterance's hypothesis does: that is
+    # when faster-whisper's word path decodes a second time from the last word's end.
+    clips = {clip.name: clip for clip in conversational_clips()}
+    second_windows = 0
+    for name in _CLIPS:
+        samples = clips[name].samples
+        audio = (samples[: int(len(samples) * fraction)] / 32768).astype(np.float32)
+        with counted_encodes(tiny_engine) as theirs_calls:
+            theirs = tiny_engine.decode(
+                audio,
+                language="en",
+                task=Task.TRANSCRIBE,
+                options=DecodeOptions(word_timestamps=True, window_s=15.0),
+            )
+        with counted_encodes(tiny_engine) as our_calls:
+            ours = tiny_engine.decode(
+                audio,
+                language="en",
+                task=Task.TRANSCRIBE,
+                options=DecodeOptions(word_timestamps=True, single_pass=True, window_s=15.0),
+            )
+        second_windows += theirs_calls[0] - 1
+        assert our_calls[0] == 1, name
+        assert ours.words, name
+        # The same words at the same times, up to those a second window of theirs added.
+        assert ours.words == theirs.words[: len(ours.words)], name
+        assert ours.text.startswith(" ".join(w.word.strip() for w in ours.words[:1]))
+    if fraction == 1.0:
+        # The cost this saves is real: on whole clips faster-whisper's path encodes again.
+        assert second_windows > 0
