@@ -34,6 +34,7 @@ from control_plane.db.models.signing_key import SigningKey
 from control_plane.storage.base import InvalidArtifactKey, artifact_key, check_key
 from control_plane.storage.local import LocalArtifactStorage, SignatureExpired, SignatureInvalid
 from control_plane.token_cipher import TokenCipher
+from tests.plugins.api_app import database_file_bytes
 
 pytestmark = pytest.mark.unit
 
@@ -140,8 +141,7 @@ async def test_an_existing_key_file_is_imported_once_and_sealed(
     assert len(await keys.load()) == 1
     assert await signer.verify(before, bot_id)
     assert signer.agent_token(bot_id) == derive_agent_token(legacy, bot_id)
-    wal = tmp_path / "keys.db-wal"
-    raw = (tmp_path / "keys.db").read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+    raw = database_file_bytes(f"sqlite+aiosqlite:///{tmp_path / 'keys.db'}")
     async with keys._db.reads() as session:
         sealed = (await session.scalars(select(SigningKey.private_key_sealed))).one()
     assert sealed.encode() in raw  # the search reads where the row is

@@ -1,19 +1,17 @@
 """Secrets at rest (issue 35, item 7): what a copy of the database file shows of them.
 
-A stored Zoom connection's OAuth tokens are sealed, an ``zoom_obf_token`` a client passes is
-neither stored nor sent to the bot (the web client takes none), and the migration that stopped
-storing it erases the tokens older versions kept in plain text, from the file's free pages too.
-Webhook endpoint secrets are sealed, and those an older version stored in plain text are sealed
-when the control plane starts. (The signing keys: tests/agent_link/test_tokens_and_signing.py.)
+The migration that stopped storing ``zoom_obf_token`` erases the tokens older versions kept in
+plain text, from the file's free pages too. Webhook endpoint secrets are sealed, and those an
+older version stored in plain text are sealed when the control plane starts. (Zoom connections
+and OBF tokens: tests/api/test_zoom_connections.py; signing keys:
+tests/agent_link/test_tokens_and_signing.py.)
 Read on SQLite, where the whole database is one file (and its write-ahead log) to search.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -21,19 +19,15 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 from pytest_aiohttp import AiohttpClient
 from sqlalchemy import select, text
-from sqlalchemy.engine import make_url
 
 from control_plane.app import create_app
 from control_plane.auth.provisioning import create_workspace
 from control_plane.db.engine import DB, create_database
 from control_plane.db.migrate import upgrade
 from control_plane.db.models.webhook import WebhookEndpoint
-from control_plane.db.models.zoom_connection import ZoomConnection
 from control_plane.launchers.memory import MemoryLauncher
 from control_plane.settings import Settings
-from tests.plugins.api_app import KEY_PREFIX, Caller
-
-from .fake_zoom import FakeZoom
+from tests.plugins.api_app import KEY_PREFIX, Caller, database_file_bytes
 
 pytestmark = pytest.mark.api
 
@@ -42,66 +36,13 @@ OBF = "obf-plaintext-never-at-rest-7f3a9c"
 
 
 @pytest.fixture
-async def zoom() -> AsyncIterator[FakeZoom]:
-    fake = FakeZoom()
-    await fake.start()
-    yield fake
-    await fake.close()
-
-
-@pytest.fixture
-def settings(database_url: str, tmp_path: Path, zoom: FakeZoom) -> Settings:
+def settings(database_url: str, tmp_path: Path) -> Settings:
     return Settings(
         database_url=database_url,
         data_dir=tmp_path / "data",
         launcher="memory",
         key_prefix=KEY_PREFIX,
-        scheduler_interval_seconds=0.05,
-        zoom_oauth_url=zoom.oauth_url,
-        zoom_api_base_url=zoom.api_base_url,
-        zoom_client_id=zoom.client_id,
-        zoom_client_secret=zoom.client_secret,
     )
-
-
-def _file_bytes(database_url: str) -> bytes:
-    """The database file and its write-ahead log, as a copy of the disk would show them."""
-    path = Path(str(make_url(database_url).database))
-    wal = path.with_name(path.name + "-wal")
-    return path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
-
-
-@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
-async def test_zoom_connection_tokens_and_obf_tokens_are_not_readable_in_the_file(
-    client: Client, owner: Caller, zoom: FakeZoom, launcher: MemoryLauncher, database_url: str
-) -> None:
-    code = zoom.authorize("zu_1", "zu_1@example.org")
-    connected = await client.post(
-        "/api/v1/workspace/integrations/zoom/connections",
-        json={"authorization_code": code, "redirect_uri": "https://app.example/cb"},
-        headers=owner.headers,
-    )
-    assert connected.status == 201, await connected.text()
-    created = await client.post(
-        "/api/v1/bots",
-        json={"platform": "zoom", "native_meeting_id": "85746352410", "zoom_obf_token": OBF},
-        headers=owner.headers,
-    )
-    assert created.status == 201, await created.text()
-    for _ in range(400):
-        if launcher.launches:
-            break
-        await asyncio.sleep(0.01)
-    assert launcher.launches[-1].zoom_obf_token is None  # not sent to the bot either
-
-    async with client.app[DB].sessions() as session:
-        row = (await session.scalars(select(ZoomConnection))).one()
-    raw = _file_bytes(database_url)
-    assert row.refresh_token_sealed.encode() in raw  # the search reads where the rows are
-    issued = set(zoom._access) | set(zoom._refresh)
-    assert issued
-    for secret in (*issued, OBF):
-        assert secret.encode() not in raw
 
 
 async def test_the_migration_erases_plaintext_obf_tokens_of_older_versions(tmp_path: Path) -> None:
@@ -133,7 +74,7 @@ async def test_the_migration_erases_plaintext_obf_tokens_of_older_versions(tmp_p
             )
     finally:
         await database.dispose()
-    assert OBF.encode() in _file_bytes(url)
+    assert OBF.encode() in database_file_bytes(url)
 
     await upgrade(url)
 
@@ -146,7 +87,7 @@ async def test_the_migration_erases_plaintext_obf_tokens_of_older_versions(tmp_p
         await database.dispose()
     assert json.loads(str(stored)) == {"bot_id": "b", "x": 1}
     assert not {"zoom_obf_token", "zoom_connection_id"} & {column[1] for column in columns}
-    assert OBF.encode() not in _file_bytes(url)
+    assert OBF.encode() not in database_file_bytes(url)
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
@@ -171,7 +112,7 @@ async def test_webhook_secrets_are_sealed_and_plain_ones_are_sealed_at_start(
     async with client.app[DB].sessions.begin() as session:
         row = await session.get(WebhookEndpoint, endpoint_id)
         assert row is not None
-        raw = _file_bytes(database_url)
+        raw = database_file_bytes(database_url)
         assert row.secret.encode() in raw and secret.encode() not in raw
         legacy = "whsec_" + "B" * 32  # as a version before sealing stored it
         session.add(

@@ -1,6 +1,7 @@
 """Zoom connections against a local server speaking Zoom's OAuth/REST API: connect from a code,
 sealed storage, list/delete rules and Zoom's failures; a zoom bot needs neither an OBF token nor
-a connection, and nothing is minted for it (its web-client join takes no OBF token)."""
+a connection, and nothing is minted for it (its web-client join takes no OBF token); a copy of
+the database file shows no OAuth token and no OBF token."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from control_plane.db.engine import DB
 from control_plane.db.models.zoom_connection import ZoomConnection
 from control_plane.launchers.memory import MemoryLauncher
 from control_plane.settings import Settings
-from tests.plugins.api_app import KEY_PREFIX, Caller, Tenants
+from tests.plugins.api_app import KEY_PREFIX, Caller, Tenants, database_file_bytes
 
 from .fake_zoom import FakeZoom
 
@@ -27,6 +28,7 @@ pytestmark = pytest.mark.api
 
 Client = TestClient[web.Request, web.Application]
 BASE = "/api/v1/workspace/integrations/zoom/connections"
+OBF_MARKER = "obf-plaintext-never-at-rest-7f3a9c"
 
 
 @pytest.fixture
@@ -164,3 +166,36 @@ async def test_a_zoom_bot_needs_no_obf_token_and_none_is_minted_or_sent(
     assert len(launcher.launches) == 5
     assert all(config.zoom_obf_token is None for config in launcher.launches)
     assert zoom.obf_mints == []
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+async def test_zoom_connection_tokens_and_obf_tokens_are_not_readable_in_the_file(
+    client: Client, owner: Caller, zoom: FakeZoom, launcher: MemoryLauncher, database_url: str
+) -> None:
+    code = zoom.authorize("zu_1", "zu_1@example.org")
+    connected = await client.post(
+        "/api/v1/workspace/integrations/zoom/connections",
+        json={"authorization_code": code, "redirect_uri": "https://app.example/cb"},
+        headers=owner.headers,
+    )
+    assert connected.status == 201, await connected.text()
+    created = await client.post(
+        "/api/v1/bots",
+        json={"platform": "zoom", "native_meeting_id": "85746352410", "zoom_obf_token": OBF_MARKER},
+        headers=owner.headers,
+    )
+    assert created.status == 201, await created.text()
+    for _ in range(400):
+        if launcher.launches:
+            break
+        await asyncio.sleep(0.01)
+    assert launcher.launches[-1].zoom_obf_token is None  # not sent to the bot either
+
+    async with client.app[DB].sessions() as session:
+        row = (await session.scalars(select(ZoomConnection))).one()
+    raw = database_file_bytes(database_url)
+    assert row.refresh_token_sealed.encode() in raw  # the search reads where the rows are
+    issued = set(zoom._access) | set(zoom._refresh)
+    assert issued
+    for secret in (*issued, OBF_MARKER):
+        assert secret.encode() not in raw

@@ -114,6 +114,16 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
     _run(lambda: _admin(server, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
+def database_file_bytes(database_url: str) -> bytes:
+    """A SQLite database's file and its write-ahead log, as a copy of the disk would show them.
+
+    For tests of what is stored at rest (secrets sealed, tokens erased).
+    """
+    path = Path(str(make_url(database_url).database))
+    wal = path.with_name(path.name + "-wal")
+    return path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+
+
 @pytest.fixture
 def settings(database_url: str, tmp_path: Path) -> Settings:
     """Settings of the app under test (memory launcher, testmeeting host allowed)."""
