@@ -1,7 +1,9 @@
-"""``meetbot db upgrade``, ``meetbot admin bootstrap`` and ``meetbot serve`` as a user runs them."""
+"""``meetbot db upgrade``, ``meetbot admin bootstrap`` and ``meetbot serve`` as a user runs them;
+``meetbot admin rotate-signing-key``."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -14,6 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from control_plane.agent_hub.signing_keys import SigningKeyStore
+from control_plane.agent_hub.stream_tokens import StreamTokenSigner
+from control_plane.cli import admin_main
+from control_plane.db.engine import create_database
+from control_plane.settings import Settings
+from control_plane.token_cipher import TokenCipher
 from tests.plugins.paths import REPO_ROOT
 from tests.ports import free_port
 
@@ -100,3 +108,38 @@ def test_upgrade_bootstrap_and_serve_on_sqlite(tmp_path: Path) -> None:
             server.wait()
         log_file.close()
     assert server.returncode == 0, log_path.read_text()[-2000:]
+
+
+def test_admin_rotate_signing_key_adds_a_generation_that_signs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``meetbot admin rotate-signing-key`` (issue 35, item 1), in-process: no server needed."""
+    monkeypatch.setenv("MEETBOT_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("MEETBOT_DATABASE_URL", "")
+    monkeypatch.delenv("MEETBOT_TOKEN_ENCRYPTION_KEY", raising=False)
+    assert admin_main(["rotate-signing-key"]) == 0  # an empty ring gets its first key, then one
+    assert admin_main(["rotate-signing-key"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert [line.split(" (")[0] for line in printed] == [
+        "signing key generation 2",
+        "signing key generation 3",
+    ]
+    newest_kid = printed[-1].split("kid ")[1].removesuffix(") added")
+
+    async def ring() -> list[str]:
+        settings = Settings()
+        database = create_database(settings.effective_database_url)
+        try:
+            store = SigningKeyStore(
+                database,
+                TokenCipher.from_settings(settings),
+                retention_seconds=settings.signing_key_retention_seconds,
+                legacy_file=None,
+            )
+            signer = await StreamTokenSigner.open(store)
+            return [key.kid for key in await store.load()] + [signer.current.kid]
+        finally:
+            await database.dispose()
+
+    kids = asyncio.run(ring())
+    assert len(set(kids[:3])) == 3 and kids[0] == kids[3] == newest_kid
