@@ -37,8 +37,12 @@ track's noise floor, ``agent.transcribe.level``). Every utterance carries the se
 windows it holds (``evidence_s`` of :class:`Ended` and :class:`Discarded`), so the tier can
 count the voice that never became text and why; windows of evidence that no utterance took
 (left behind the pre-roll while the VAD stayed closed) are counted in
-:attr:`UtteranceSegmenter.unheard_s` when they run for ``UNHEARD_MIN_S`` or more: a breath or
-the fading tail of a word the previous utterance already holds is not speech lost.
+:attr:`UtteranceSegmenter.unheard_s` when a run of them holds ``UNHEARD_MIN_S`` or more: a
+breath or the fading tail of a word the previous utterance already holds is not speech lost.
+A run bridges gaps of up to ``UNHEARD_BRIDGE_S``: whispered speech reaches the evidence
+threshold in scattered windows only (MFA's whispered "Montreal forced aligner", which tiny.en
+transcribes whole, after a second of silence: 18 of its 115 windows, in runs of one to five),
+and counted by unbroken runs it vanished without a trace (issue 32).
 """
 
 from __future__ import annotations
@@ -56,6 +60,9 @@ from agent.transcribe.vad import WINDOW
 UNHEARD_MIN_S = 0.19
 """Least run of voice evidence outside any utterance that counts as unheard (6 windows)."""
 _UNHEARD_MIN_WINDOWS = round(UNHEARD_MIN_S * SAMPLE_RATE / WINDOW)
+UNHEARD_BRIDGE_S = 0.13
+"""Longest gap without evidence inside one run of unheard voice evidence (4 windows)."""
+_UNHEARD_BRIDGE_WINDOWS = round(UNHEARD_BRIDGE_S * SAMPLE_RATE / WINDOW)
 
 
 class SegmenterOptions(BaseModel):
@@ -173,7 +180,8 @@ class UtteranceSegmenter:
         self._pre_roll: deque[tuple[npt.NDArray[np.float32], bool]] = deque()
         self._pre_roll_windows = max(0, round(self._opts.pre_roll_s * SAMPLE_RATE / WINDOW))
         self._unheard_windows = 0
-        self._unheard_run = 0
+        self._unheard_run = 0  # evidence windows in the current run…
+        self._unheard_gap = 0  # …and windows without evidence since its last one
         self._evidence_windows = 0
         self._samples_seen = 0
         self._next_number = 0
@@ -254,13 +262,20 @@ class UtteranceSegmenter:
             self._forget(self._pre_roll.popleft()[1])
 
     def _forget(self, evidence: bool) -> None:
-        """A window leaves the pre-roll unheard; runs of evidence long enough are counted."""
+        """A window leaves the pre-roll unheard; runs of evidence large enough are counted."""
         if evidence:
             self._unheard_run += 1
-            return
+            self._unheard_gap = 0
+        elif self._unheard_run and self._unheard_gap < _UNHEARD_BRIDGE_WINDOWS:
+            self._unheard_gap += 1
+        else:
+            self._end_unheard_run()
+
+    def _end_unheard_run(self) -> None:
         if self._unheard_run >= _UNHEARD_MIN_WINDOWS:
             self._unheard_windows += self._unheard_run
         self._unheard_run = 0
+        self._unheard_gap = 0
 
     def flush(self) -> list[SegmenterEvent]:
         """End the open utterance now (track closed): returns its :class:`Ended`, if any."""
@@ -274,7 +289,7 @@ class UtteranceSegmenter:
             self._close(self._open.length, events, speculated=False)
         for _, evidence in self._pre_roll:
             self._forget(evidence)
-        self._forget(False)
+        self._end_unheard_run()
         self._pre_roll.clear()
         return events
 
@@ -298,7 +313,7 @@ class UtteranceSegmenter:
                 for w, ev in roll:
                     utt.append(w, 0.0, ev)
                 self._pre_roll.clear()
-                self._forget(False)  # a run leading into speech was heard with it
+                self._end_unheard_run()  # the windows since the run went with the roll
                 utt.append(window, prob, evidence)
                 self._open = utt
                 out.append(Started(utt.number, start))

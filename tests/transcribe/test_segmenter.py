@@ -170,6 +170,25 @@ def test_voice_the_vad_never_opened_for_is_counted_unheard() -> None:
     assert seg.unheard_s == pytest.approx(_windows(1.0) * W_S)
 
 
+@pytest.mark.parametrize("every", [2, 3, 4])
+def test_voice_the_vad_hears_only_in_scattered_windows_is_counted_unheard(every: int) -> None:
+    # Whispered speech: a window in two, three or four reaches the evidence threshold, never
+    # six in a row (mfa_whisper: 18 of 115 windows at 0.15 or more, in runs of 1-5).
+    seg = UtteranceSegmenter(SegmenterOptions(threshold=0.5, evidence_threshold=0.15))
+    pattern = ([0.3] + [0.05] * (every - 1)) * (_windows(2.0) // every)
+    _push_with_evidence(seg, [0.0] * 10 + pattern + [0.0] * _windows(1.0))
+    seg.flush()
+    assert seg.unheard_s == pytest.approx(pattern.count(0.3) * W_S)
+
+
+def test_blips_farther_apart_than_a_bridge_stay_blips() -> None:
+    seg = UtteranceSegmenter()
+    # Three windows of evidence, then six without, over and over: each blip stands alone.
+    _push_with_evidence(seg, [0.0] * 10 + ([0.3] * 3 + [0.0] * 6) * 8 + [0.0] * 20)
+    seg.flush()
+    assert seg.unheard_s == 0.0
+
+
 def test_quiet_windows_and_short_blips_are_not_unheard_voice() -> None:
     seg = UtteranceSegmenter()
     # Loud but improbable, probable but not loud, and a 0.1 s blip: none of it is lost voice.
