@@ -10,6 +10,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from agent.contracts.link import MAX_CHAT_CHARS, MAX_URL_CHARS
 from control_plane.timestamps import UtcDateTime
 
+MEDIA_URL_PATTERN = r"^(https?://[^/?#\u0000]+|data:image/)[^\u0000]*$"
+"""An image URL the bot fetches: ``http(s)://`` with a host, or ``data:image/``; no NUL (the
+document states both rules the server checks, docs/api.md 2.1)."""
+
 
 class _Out(BaseModel):
     model_config = ConfigDict(frozen=True)
@@ -61,9 +65,7 @@ class CommandAccepted(_Out):
 class AvatarSet(_In):
     """Camera image to show: a URL the bot's browser can load (``http(s)://`` or ``data:``)."""
 
-    image_url: str = Field(
-        min_length=1, max_length=MAX_URL_CHARS, pattern=r"^(https?://|data:image/)"
-    )
+    image_url: str = Field(min_length=1, max_length=MAX_URL_CHARS, pattern=MEDIA_URL_PATTERN)
 
 
 class ChatSend(_In):

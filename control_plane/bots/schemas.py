@@ -21,6 +21,7 @@ from agent.contracts.bot_config import (
 )
 from agent.contracts.status import BotStatus
 from agent.contracts.whisper_models import WHISPER_LANGUAGES
+from control_plane.bots.live_schemas import MEDIA_URL_PATTERN
 from control_plane.records.schemas import BotRecord
 from control_plane.timestamps import UtcDateTime
 
@@ -52,7 +53,7 @@ AvatarUrl = Annotated[
     Field(
         min_length=1,
         max_length=2048,
-        pattern=r"^(https?://|data:image/)",
+        pattern=MEDIA_URL_PATTERN,
         description=(
             "http(s):// URL or data:image/ URL of the camera image. An http(s) URL must pass "
             "the webhook address rules (docs/api.md 2.8), else 422 url_not_allowed; the bot "

@@ -165,7 +165,7 @@ async def test_default_avatar_url_follows_the_media_url_rules(
     ):
         status, problem = await _post(client, owner, {"default_avatar_url": url})
         _refused(status, problem, "url_not_allowed", "default_avatar_url")
-    for url in ("ftp://93.184.215.14/logo.png", "file:///etc/passwd", "logo.png", ""):
+    for url in ("ftp://93.184.215.14/logo.png", "file:///etc/passwd", "logo.png", "", "https://"):
         status, problem = await _post(client, owner, {"default_avatar_url": url})
         _refused(status, problem, "validation_error", "default_avatar_url")
     for url in ("https://93.184.215.14/logo.png", f"data:image/png;base64,{PNG_1X1}"):
