@@ -347,6 +347,7 @@ class FrameStore:
             frame.status_reason,
             at=frame.ts,
             hooks=self._status_hooks,
+            detail=frame.detail,
         )
 
     async def _participants(self, session: AsyncSession, frame: ParticipantsEvent) -> None:

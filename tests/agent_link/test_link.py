@@ -83,15 +83,19 @@ async def test_register_and_statuses_are_stored_acked_and_audited(
     bot = await launch_bot()
     agent = await connect_agent(bot)
     await agent.register()
-    for status, reason in (
-        (BotStatus.JOINING, "join_started"),
-        (BotStatus.AWAITING_ADMISSION, "lobby"),
-        (BotStatus.ACTIVE, "admitted"),
+    held = "Teams holds a bot it detects in the lobby until the organizer admits it"
+    for status, reason, detail in (
+        (BotStatus.JOINING, "join_started", None),
+        (BotStatus.AWAITING_ADMISSION, "lobby", held),
     ):
-        await agent.send(StatusEvent(status=status, status_reason=reason))
+        await agent.send(StatusEvent(status=status, status_reason=reason, detail=detail))
+    # The agent's words on a status are the record's status_detail, until the next move.
+    assert (await _meeting(client, bot.meeting_id)).status_detail == held
+    await agent.send(StatusEvent(status=BotStatus.ACTIVE, status_reason="admitted"))
 
     meeting = await _meeting(client, bot.meeting_id)
     assert (meeting.status, meeting.status_reason) == ("active", "admitted")
+    assert meeting.status_detail is None
     assert meeting.start_time is not None
     async with client.app[DB].sessions() as session:
         link = await session.get(AgentLink, bot.meeting_id)
