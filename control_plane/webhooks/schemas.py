@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from control_plane.timestamps import UtcDateTime
+from control_plane.webhooks.events import EventType
+
+FilterType = Annotated[str, Field(json_schema_extra={"enum": [event.value for event in EventType]})]
+"""A ``filter_types`` entry: the document lists the catalogue the server checks entries against
+(another name is 422 ``unknown_event_type``, ``control_plane.webhooks.validation``)."""
 
 
 class EndpointCreate(BaseModel):
@@ -14,7 +21,7 @@ class EndpointCreate(BaseModel):
 
     url: str = Field(min_length=1, max_length=2048)
     description: str = Field(default="", max_length=1000)
-    filter_types: list[str] | None = Field(default=None, max_length=64)
+    filter_types: list[FilterType] | None = Field(default=None, max_length=64)
 
 
 class EndpointPatch(BaseModel):
@@ -29,7 +36,7 @@ class EndpointPatch(BaseModel):
 
     url: str | None = Field(default=None, min_length=1, max_length=2048)
     description: str | None = Field(default=None, max_length=1000)
-    filter_types: list[str] | None = Field(default=None, max_length=64)
+    filter_types: list[FilterType] | None = Field(default=None, max_length=64)
     disabled: bool | None = Field(
         default=None, description="false re-enables an endpoint disabled after failing."
     )
