@@ -50,6 +50,7 @@ from control_plane.hooks import (
     AGENT_COMMANDS,
     PURGE_HOOKS,
     STATUS_HOOKS,
+    ZOOM_CONNECTION_LOOKUP,
 )
 from control_plane.invitations import routes as invitations
 from control_plane.launchers import create_launcher
@@ -161,6 +162,7 @@ async def _bots_ctx(app: web.Application) -> AsyncIterator[None]:
         settings=settings,
         launcher=app[LAUNCHER],
         status_hooks=status_hooks,
+        zoom_connections=app.get(ZOOM_CONNECTION_LOOKUP),
         agent_commands=app.get(AGENT_COMMANDS),
         recording_url=first_recording_url(lister) if lister is not None else None,
         live_commands=live,

@@ -12,7 +12,7 @@ The tree::
     │   └── Validation ........... 400/422 validation_error (+ ``errors``; code overridable:
     │                              missing_meeting_reference, invalid_meeting_id, invalid_date,
     │                              scheduled_start_in_past, malformed_meeting_url,
-    │                              idempotency_key_reused, …)
+    │                              zoom_token_required, idempotency_key_reused, …)
     ├── AuthError ................ 401  invalid_api_key
     │   └── ApiKeyExpired ........ 401  api_key_expired
     ├── Forbidden ................ 403  forbidden

@@ -3,6 +3,8 @@
 * :data:`StatusHook` — ``await hook(session, change)`` runs inside the transaction of every bot
   status change, after the meeting row and its audit row are written and before commit; raising
   rolls the change back. The webhook outbox emits ``bot.status_changed`` from one.
+* :class:`ZoomConnectionLookup` — whether a usable stored Zoom connection exists for a new zoom
+  bot (docs/api.md Part 1 requires a token or one; nothing is minted from it).
 * :data:`AgentCommander` — ``delivered = await send(bot_id, command)``; False when no agent of
   that bot is connected.
 * :data:`RecordingUrl` — ``url = await first(session, meeting)``: the presigned URL of the
@@ -17,6 +19,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
 from aiohttp import web
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -50,8 +53,24 @@ RecordingUrl = Callable[[AsyncSession, Meeting], Awaitable[str | None]]
 PurgeHook = Callable[[AsyncSession, Meeting], Awaitable[None]]
 
 
+class ZoomConnectionLookup(Protocol):
+    """The stored Zoom connection a new zoom bot could name (docs/api.md Part 1 and 2.3)."""
+
+    async def usable_connection(
+        self, workspace_id: uuid.UUID, user_id: int | None, connection_id: int | None
+    ) -> int | None:
+        """The id of the connection a zoom bot would use, or None when there is none.
+
+        Given ``connection_id``: that connection when it is one of the workspace's (any
+        member's), else None. Without it: the user's newest connection in the workspace.
+        """
+        ...
+
+
 STATUS_HOOKS: web.AppKey[list[StatusHook]] = web.AppKey("status_hooks")
 """In-transaction status hooks (the metrics counter, the webhook outbox)."""
+ZOOM_CONNECTION_LOOKUP = web.AppKey("zoom_connection_lookup", ZoomConnectionLookup)
+"""Usable stored Zoom connections (set by the Zoom integration)."""
 AGENT_COMMANDS: web.AppKey[AgentCommander] = web.AppKey("agent_commands")
 """Sends a command to a connected agent; set by the agent link."""
 PURGE_HOOKS: web.AppKey[list[PurgeHook]] = web.AppKey("purge_hooks")

@@ -48,7 +48,8 @@ async def create_response(
 
     The key's workspace binding is checked first (403), then the body (415/413/400/422), then
     an http(s) ``default_avatar_url`` against the media URL rules (422 ``url_not_allowed``,
-    :mod:`control_plane.bots.url_guard`), then
+    :mod:`control_plane.bots.url_guard`), then a zoom bot's ``zoom_obf_token`` or usable stored
+    Zoom connection (400 ``zoom_token_required``, docs/api.md Part 1), then
     the idempotency key (replay, or 422 ``idempotency_key_reused``; the answer is stored with
     the bot, see :mod:`control_plane.api.idempotency`). A bot that would launch
     now is refused with 409 ``quota_exceeded`` while the workspace has ``max_concurrent_bots``
@@ -67,6 +68,7 @@ async def create_response(
         # The bot fetches it when it starts: the same address rules as every media URL.
         await checked_url(request.app, "default_avatar_url", avatar)
     service = request.app[BOT_SERVICE]
+    await service.require_zoom_token(auth, body)
     database = request.app[DB]
     launches_now = isinstance(body, BotCreate) and not (
         body.scheduled_at is not None and body.scheduled_at > datetime.now(UTC)

@@ -42,7 +42,8 @@ async def create_bot(request: web.Request) -> web.Response:
     The bot is scheduled when ``scheduled_at`` is in the future.
 
     400: neither ``meeting_url`` nor ``native_meeting_id`` (``missing_meeting_reference``), an
-    id invalid for the platform (``invalid_meeting_id``); 403
+    id invalid for the platform (``invalid_meeting_id``), a ``zoom`` bot with neither
+    ``zoom_obf_token`` nor a usable stored Zoom connection (``zoom_token_required``); 403
     ``key_not_bound``; 422: invalid platform, ``malformed_meeting_url``, out-of-range timeout,
     ``idempotency_key_reused``.
     """

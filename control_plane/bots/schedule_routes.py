@@ -42,7 +42,7 @@ SCHEDULE_ITEM = "/api/v1/bots/schedule/{bot_id}"
 async def schedule_bot(request: web.Request) -> web.Response:
     """Store a bot that launches at ``scheduled_start_at + join_offset_seconds``.
 
-    400: missing or invalid meeting id, ``scheduled_start_in_past``;
+    400: missing or invalid meeting id, ``scheduled_start_in_past``, ``zoom_token_required``;
     403 ``key_not_bound``; 422: malformed meeting URL, out-of-range values,
     ``idempotency_key_reused``.
     """

@@ -143,10 +143,10 @@ class _LaunchOptions(_EditableOptions):
         min_length=1,
         max_length=4096,
         description=(
-            "Accepted (1 to 4096 characters) and unused: the bot joins Zoom through its web "
-            "client, which takes no on-behalf-of token (Zoom requires one of Meeting SDK apps "
-            "only). It is neither stored nor sent to the bot, and a zoom bot needs neither it "
-            "nor a stored Zoom connection (docs/api.md 2.3)."
+            "A zoom bot needs this or a usable stored Zoom connection (400 zoom_token_required): "
+            "Part 1 requires it; the web-client bot does not use it; it is neither stored nor "
+            "sent. The bot joins Zoom through its web client, which takes no on-behalf-of token "
+            "(Zoom requires one of Meeting SDK apps only; docs/api.md 2.3)."
         ),
     )
     zoom_connection_id: int | None = Field(
@@ -154,8 +154,10 @@ class _LaunchOptions(_EditableOptions):
         ge=1,
         le=2**31 - 1,  # INTEGER id
         description=(
-            "Accepted (1 to 2147483647, any value) and unused: no OBF token is minted for a "
-            "web-client bot (see zoom_obf_token)."
+            "1 to 2147483647: the stored Zoom connection that satisfies a zoom bot without "
+            "zoom_obf_token; it must be one of the workspace's, else 400 zoom_token_required "
+            "(omitted: the caller's newest). Nothing is minted from it: the web-client bot uses "
+            "no OBF token (see zoom_obf_token)."
         ),
     )
     left_alone_timeout_seconds: int | None = Field(

@@ -59,7 +59,7 @@ from control_plane.db.engine import Database
 from control_plane.db.models.bot import Meeting
 from control_plane.db.models.workspace import Workspace
 from control_plane.errors import Conflict, ErrorItem, NotFound, Validation
-from control_plane.hooks import AgentCommander, RecordingUrl, StatusHook
+from control_plane.hooks import AgentCommander, RecordingUrl, StatusHook, ZoomConnectionLookup
 from control_plane.launchers.base import BotLauncher, LaunchHandle
 from control_plane.records.render import to_record
 from control_plane.records.schemas import BotRecord
@@ -222,6 +222,7 @@ class BotService:
         settings: The process's settings (meeting hosts, transcription models).
         launcher: Terminates the VM of a bot stopped with no agent to stop it.
         status_hooks: In-transaction status hooks (the app's live list).
+        zoom_connections: The Zoom integration's stored connections, or None when it is absent.
         agent_commands: Sends a command to a bot's agent, or None without an agent link.
         recording_url: Finds the URL of a bot's main recording, or None without artifact
             storage.
@@ -233,9 +234,46 @@ class BotService:
     settings: Settings
     launcher: BotLauncher
     status_hooks: Sequence[StatusHook] = ()
+    zoom_connections: ZoomConnectionLookup | None = None
     agent_commands: AgentCommander | None = None
     recording_url: RecordingUrl | None = None
     live_commands: LiveCommands | None = None
+
+    async def require_zoom_token(
+        self, auth: AuthContext, body: BotCreate | ScheduledBotCreate
+    ) -> None:
+        """Refuse a zoom bot with neither a ``zoom_obf_token`` nor a usable stored connection.
+
+        docs/api.md Part 1 requires one of them. Neither is used afterwards: the token is not
+        stored or sent and nothing is minted from the connection, because the bot joins Zoom
+        through its web client, which takes no OBF token (docs/api.md 2.3, "Zoom"). Call it
+        before opening the creation transaction: the Zoom part reads its own tables.
+
+        Raises:
+            Validation: 400 ``zoom_token_required`` when there is neither.
+        """
+        if body.platform is not Platform.ZOOM or body.zoom_obf_token:
+            return
+        source = self.zoom_connections
+        workspace_id = auth.require_workspace()
+        connection = (
+            await source.usable_connection(workspace_id, auth.user_id, body.zoom_connection_id)
+            if source is not None
+            else None
+        )
+        if connection is None:
+            raise Validation(
+                "a zoom bot needs zoom_obf_token or a usable stored Zoom connection",
+                status=400,
+                code="zoom_token_required",
+                errors=[
+                    ErrorItem(
+                        loc=["body", "zoom_obf_token"],
+                        msg="required for zoom without a usable stored Zoom connection",
+                        type="zoom_token_required",
+                    )
+                ],
+            )
 
     async def create_meeting(
         self,
@@ -245,8 +283,9 @@ class BotService:
     ) -> Meeting:
         """Validate and store a new bot in ``session``'s transaction (the caller commits).
 
-        ``zoom_obf_token`` and ``zoom_connection_id`` are neither stored nor used: the bot
-        joins Zoom through its web client, which takes no OBF token (docs/api.md 2.3, "Zoom").
+        :meth:`require_zoom_token` is called before the transaction. ``zoom_obf_token`` and
+        ``zoom_connection_id`` are neither stored nor used: the bot joins Zoom through its web
+        client, which takes no OBF token (docs/api.md 2.3, "Zoom").
 
         A :class:`ScheduledBotCreate`, or a :class:`BotCreate` whose ``scheduled_at`` is in the
         future, becomes ``scheduled``; anything else ``requested`` with ``launch_at`` = now.

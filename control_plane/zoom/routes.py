@@ -1,7 +1,9 @@
 """Zoom connections of the workspace: list, connect from an OAuth code, delete (docs/api.md 2.3).
 
-A connection stores one Zoom user's OAuth tokens, sealed. No bot uses it today: the bots join
-through Zoom's web client, which takes no on-behalf-of token (docs/api.md 2.3, "Zoom").
+A connection stores one Zoom user's OAuth tokens, sealed. It satisfies docs/api.md Part 1's
+requirement of a zoom bot (a ``zoom_obf_token`` or a stored connection), but nothing is minted
+from it: the bots join through Zoom's web client, which takes no on-behalf-of token (docs/api.md
+2.3, "Zoom").
 """
 
 from __future__ import annotations

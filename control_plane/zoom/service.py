@@ -1,10 +1,13 @@
-"""Stored Zoom connections: connect from an OAuth code, list and delete.
+"""Stored Zoom connections: connect from an OAuth code, list, delete, and find a usable one.
 
-Tokens are stored sealed (:class:`~control_plane.token_cipher.TokenCipher`): a database dump
-alone does not reveal them. No bot uses a connection: meetbot's bots join through Zoom's web
-client, which takes no on-behalf-of (OBF) token (docs/api.md 2.3, "Zoom"); the connections
-are kept for a Meeting SDK join path (docs/api.md 2.12). No database transaction is held open
-while Zoom is being called.
+:class:`ZoomConnections` is the control plane's
+:class:`~control_plane.hooks.ZoomConnectionLookup`: docs/api.md Part 1 requires a zoom bot to
+bring a ``zoom_obf_token`` or have a stored connection (400 ``zoom_token_required``). Nothing is
+minted from the connection: meetbot's bots join through Zoom's web client, which takes no
+on-behalf-of (OBF) token (docs/api.md 2.3, "Zoom"); the connections are kept for a Meeting SDK
+join path (docs/api.md 2.12). Tokens are stored sealed
+(:class:`~control_plane.token_cipher.TokenCipher`): a database dump alone does not reveal them.
+No database transaction is held open while Zoom is being called.
 """
 
 from __future__ import annotations
@@ -135,3 +138,24 @@ class ZoomConnections:
         async with self._db.sessions.begin() as session:
             result = await session.execute(delete(ZoomConnection).where(*condition))
         return isinstance(result, CursorResult) and result.rowcount == 1
+
+    async def usable_connection(
+        self, workspace_id: uuid.UUID, user_id: int | None, connection_id: int | None
+    ) -> int | None:
+        """The connection a new zoom bot would use, or None when there is none.
+
+        Given ``connection_id``: that connection when it is one of the workspace's (any
+        member's), else None. Without it: the user's newest connection in the workspace.
+        """
+        query = select(ZoomConnection.id).where(ZoomConnection.workspace_id == workspace_id)
+        if connection_id is not None:
+            query = query.where(ZoomConnection.id == connection_id)
+        elif user_id is not None:
+            query = query.where(ZoomConnection.user_id == user_id)
+        else:
+            return None
+        async with self._db.reads() as session:
+            found = await session.scalar(
+                query.order_by(ZoomConnection.created_at.desc(), ZoomConnection.id.desc()).limit(1)
+            )
+        return found

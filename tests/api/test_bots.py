@@ -102,7 +102,7 @@ async def test_each_platform_accepts_its_ids_and_urls(client: Client, owner: Cal
             None,
         ),
         (
-            {"platform": "zoom", "native_meeting_id": "123456789"},  # no OBF token needed
+            {"platform": "zoom", "native_meeting_id": "123456789", "zoom_obf_token": "obf"},
             "123456789",
             "https://zoom.us/j/123456789",
             None,
@@ -174,6 +174,7 @@ async def test_launch_errors_of_the_errors_table(
             400,
             "invalid_meeting_id",
         ),
+        ({"platform": "zoom", "native_meeting_id": "123456789"}, 400, "zoom_token_required"),
         ({"platform": "webex", "native_meeting_id": "abc-defg-hij"}, 422, "validation_error"),
         (
             {"platform": "google_meet", "meeting_url": "https://meet.evil.example/abc-defg-hij"},

@@ -10,7 +10,7 @@ mode.
 
 One allowance: a schema-valid request may be refused for a reason no JSON Schema can state —
 relative to the clock (``expires_at_in_past``, ``scheduled_start_in_past``), to stored state
-(``prompt_version_not_found``: no such
+(``zoom_token_required``: no usable Zoom connection; ``prompt_version_not_found``: no such
 action prompt version in the workspace; ``idempotency_key_reused``: an earlier request sent the
 same ``Idempotency-Key`` with another body), to a third party
 (``zoom_authorization_failed``: Zoom refused the code), to what a host name resolves to
@@ -79,6 +79,7 @@ ALWAYS_501 = {("POST", "/api/v1/bots/{bot_id}/subscribe/refresh")}
 BEYOND_SCHEMA = {
     "expires_at_in_past",
     "scheduled_start_in_past",
+    "zoom_token_required",
     "prompt_version_not_found",
     "idempotency_key_reused",
     "zoom_authorization_failed",

@@ -66,8 +66,10 @@ async def test_document_states_enforced_rules(client: Client) -> None:
     create = components["BotCreate"]["properties"]
     assert "2147483647" in str(create["zoom_connection_id"])
     assert "malformed_meeting_url" in create["meeting_url"]["description"]
-    assert "web client" in create["zoom_obf_token"]["description"]
-    assert "unused" in create["zoom_connection_id"]["description"]
+    assert "zoom_token_required" in create["zoom_obf_token"]["description"]
+    assert "web-client bot does not use it" in create["zoom_obf_token"]["description"]
+    assert "neither stored nor sent" in create["zoom_obf_token"]["description"]
+    assert "zoom_token_required" in create["zoom_connection_id"]["description"]
     assert (
         "expires_at_in_past"
         in components["ApiKeyCreate"]["properties"]["expires_at"]["description"]

@@ -1,12 +1,14 @@
 """Zoom connections against a local server speaking Zoom's OAuth/REST API: connect from a code,
-sealed storage, list/delete rules and Zoom's failures; a zoom bot needs neither an OBF token nor
-a connection, and nothing is minted for it (its web-client join takes no OBF token); a copy of
-the database file shows no OAuth token and no OBF token."""
+sealed storage, list/delete rules and Zoom's failures; a zoom bot needs an OBF token or a usable
+connection (docs/api.md Part 1), but the token is neither stored nor sent and nothing is minted
+(its web-client join takes no OBF token); a copy of the database file shows no OAuth token and
+no OBF token."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -16,7 +18,9 @@ from pytest_aiohttp import AiohttpClient
 from sqlalchemy import select
 
 from control_plane.app import create_app
+from control_plane.db.base import Base
 from control_plane.db.engine import DB
+from control_plane.db.models.bot import Meeting
 from control_plane.db.models.zoom_connection import ZoomConnection
 from control_plane.launchers.memory import MemoryLauncher
 from control_plane.settings import Settings
@@ -143,29 +147,65 @@ async def test_delete_rules(
     assert await (await client.get(BASE, headers=owner.headers)).json() == []
 
 
-async def test_a_zoom_bot_needs_no_obf_token_and_none_is_minted_or_sent(
+async def _launches(launcher: MemoryLauncher, count: int) -> None:
+    for _ in range(400):
+        if len(launcher.launches) >= count:
+            return
+        await asyncio.sleep(0.01)
+    assert len(launcher.launches) == count
+
+
+async def test_a_zoom_bot_needs_a_token_or_a_usable_connection(
     client: Client, owner: Caller, tenants: Tenants, zoom: FakeZoom, launcher: MemoryLauncher
 ) -> None:
-    """Zoom's web client takes no OBF token: no 400 zoom_token_required, no mint at launch."""
-    body = {"platform": "zoom", "native_meeting_id": "85746352410"}
-    created = await _connect(client, owner, zoom)
+    """Part 1: 400 zoom_token_required without either; neither is stored, sent or minted from."""
+    body: dict[str, object] = {"platform": "zoom", "native_meeting_id": "85746352410"}
+    future = (datetime.now(UTC) + timedelta(days=1)).isoformat()
+    schedule = {**body, "scheduled_start_at": future}
     other = await tenants.workspace("Other")
-    for caller, extra in (
-        (owner, {}),
-        (other, {}),  # a workspace without any connection
-        (owner, {"zoom_connection_id": created["id"]}),
-        (other, {"zoom_connection_id": created["id"]}),  # another workspace's: unused too
-        (owner, {"zoom_obf_token": "obf-given"}),
-    ):
-        response = await client.post("/api/v1/bots", json={**body, **extra}, headers=caller.headers)
+    member = await tenants.member(owner)
+
+    async def refused(caller: Caller, extra: dict[str, object], path: str = "/api/v1/bots") -> None:
+        response = await client.post(path, json=extra, headers=caller.headers)
+        assert response.status == 400, await response.text()
+        assert response.content_type == "application/problem+json"
+        problem = await response.json()
+        assert problem["code"] == "zoom_token_required"
+        assert problem["type"] == "/errors/zoom_token_required"
+        assert [item["loc"] for item in problem["errors"]] == [["body", "zoom_obf_token"]]
+
+    await refused(owner, body)  # no connection stored anywhere yet
+    await refused(owner, schedule, "/api/v1/bots/schedule")
+    await refused(owner, {**body, "scheduled_at": future})
+    created = await _connect(client, owner, zoom)
+    await refused(other, body)  # a workspace without any connection
+    await refused(other, {**body, "zoom_connection_id": created["id"]})  # another workspace's
+    await refused(owner, {**body, "zoom_connection_id": int(str(created["id"])) + 1000})
+    await refused(member, body)  # the member has none of their own
+    async with client.app[DB].sessions() as session:
+        assert (await session.scalars(select(Meeting))).all() == []
+
+    accepted = [
+        (owner, body, "/api/v1/bots"),  # the caller's newest connection
+        (owner, {**body, "zoom_connection_id": created["id"]}, "/api/v1/bots"),
+        (member, {**body, "zoom_connection_id": created["id"]}, "/api/v1/bots"),  # a colleague's
+        (owner, schedule, "/api/v1/bots/schedule"),
+        (other, {**body, "zoom_obf_token": OBF_MARKER}, "/api/v1/bots"),  # no connection needed
+        (other, {**schedule, "zoom_obf_token": OBF_MARKER}, "/api/v1/bots/schedule"),
+    ]
+    for caller, extra, path in accepted:
+        response = await client.post(path, json=extra, headers=caller.headers)
         assert response.status == 201, await response.text()
-    for _ in range(400):
-        if len(launcher.launches) == 5:
-            break
-        await asyncio.sleep(0.01)
-    assert len(launcher.launches) == 5
-    assert all(config.zoom_obf_token is None for config in launcher.launches)
+        assert OBF_MARKER not in await response.text()
+    await _launches(launcher, 4)  # the scheduled ones are not launched yet
+    for config in launcher.launches:
+        assert config.zoom_obf_token is None  # not sent, and nothing minted
+        assert OBF_MARKER not in config.model_dump_json()
     assert zoom.obf_mints == []
+    async with client.app[DB].sessions() as session:
+        for table in Base.metadata.sorted_tables:
+            for row in (await session.execute(select(table))).all():
+                assert OBF_MARKER not in repr(tuple(row)), table.name  # stored nowhere
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)

@@ -13,6 +13,7 @@ const FIELD_OF_CODE = {
   missing_meeting_reference: "meeting_url",
   invalid_meeting_id: "native_meeting_id",
   malformed_meeting_url: "meeting_url",
+  zoom_token_required: "zoom_obf_token",
   scheduled_start_in_past: "scheduled_at",
   prompt_version_not_found: "prompt_version_id",
   language_not_supported: "language",
@@ -111,7 +112,7 @@ async function launchForm(ctx) {
     ["", "workspace default"], ...prompts.map((p) => [p.id, `${p.name} v${p.version}`])] }),
   field("scheduled_at", "Schedule for", { kind: "datetime-local", hint: "Empty: launch now (your local time)" }),
   field("passcode", "Passcode", { hint: "Some Teams and Zoom meetings" }),
-  field("zoom_obf_token", "Zoom OBF token", { hint: "unused: Zoom's web client takes none" }),
+  field("zoom_obf_token", "Zoom OBF token", { hint: "Zoom: this or a stored connection is required; neither is sent to the bot" }),
   field("zoom_connection_id", "Zoom connection", { kind: "select", "data-kind": "int", options: [
     ["", connections.length ? "newest usable" : "none stored"],
     ...connections.map((c) => [String(c.id), c.email || c.zoom_user_id])] }),
