@@ -10,6 +10,7 @@ generated from them. A resource module exposes ``routes: ApiRoutes`` and is list
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 from importlib import metadata
@@ -35,6 +36,7 @@ from control_plane.bots import routes as bot_routes
 from control_plane.bots.config_builder import (
     CONFIG_BUILDER,
     BotConfigBuilder,
+    NetworkStep,
     TransactionStep,
 )
 from control_plane.bots.live_commands import LIVE_COMMANDS, LiveCommands
@@ -50,7 +52,7 @@ from control_plane.hooks import (
     AGENT_COMMANDS,
     PURGE_HOOKS,
     STATUS_HOOKS,
-    ZOOM_CONNECTION_LOOKUP,
+    ZOOM_TOKENS,
 )
 from control_plane.invitations import routes as invitations
 from control_plane.launchers import create_launcher
@@ -60,11 +62,13 @@ from control_plane.meetings.artifacts import ARTIFACT_LISTER, first_recording_ur
 from control_plane.meta import routes as meta
 from control_plane.metrics import METRICS, Metrics
 from control_plane.settings import SETTINGS, Settings
+from control_plane.token_cipher import TokenCipher
 from control_plane.webhooks import routes as webhooks
 from control_plane.webhooks.ssrf import TargetRefused, check_target
 from control_plane.webhooks.wiring import add_to_openapi, target_policy, webhooks_ctx
 from control_plane.workspaces import routes as workspaces
 from control_plane.zoom import routes as zoom_connections
+from control_plane.zoom.config_step import zoom_token_step
 from control_plane.zoom.wiring import zoom_ctx
 
 
@@ -112,7 +116,9 @@ def _launcher_ctx(
         owned = launcher is None
         app[LAUNCHER] = create_launcher(app[SETTINGS]) if launcher is None else launcher
         built = app[LAUNCHER]
-        tokens = BootstrapTokens(app[DB], app[SETTINGS].bootstrap_token_ttl_seconds)
+        # The cipher seals a zoom bot's OBF token in the waiting config (may create its key file).
+        cipher = await asyncio.to_thread(TokenCipher.from_settings, app[SETTINGS])
+        tokens = BootstrapTokens(app[DB], app[SETTINGS].bootstrap_token_ttl_seconds, cipher)
         app[BOOTSTRAP_TOKENS] = tokens
         if isinstance(built, Bootstrapping):  # its machines trade a token for their config
             built.use_bootstrap(tokens.issue)
@@ -128,12 +134,13 @@ def _launcher_ctx(
 def bot_config_builder(app: web.Application) -> BotConfigBuilder:
     """THE list of steps that build a launched bot's ``BotConfig``, in order.
 
-    See :mod:`control_plane.bots.config_builder`; needs the agent-link context started.
+    See :mod:`control_plane.bots.config_builder`; needs the Zoom and agent-link contexts started.
     """
     settings = app[SETTINGS]
     return BotConfigBuilder(
         database=app[DB],
         control_plane_url=settings.effective_public_url,
+        network_steps=(NetworkStep("zoom_obf_token", zoom_token_step(app.get(ZOOM_TOKENS))),),
         transaction_steps=(
             TransactionStep("transcription_models", transcription_step(settings)),
             TransactionStep("action_prompt", prompt_step),
@@ -162,7 +169,7 @@ async def _bots_ctx(app: web.Application) -> AsyncIterator[None]:
         settings=settings,
         launcher=app[LAUNCHER],
         status_hooks=status_hooks,
-        zoom_connections=app.get(ZOOM_CONNECTION_LOOKUP),
+        zoom_connections=app.get(ZOOM_TOKENS),
         agent_commands=app.get(AGENT_COMMANDS),
         recording_url=first_recording_url(lister) if lister is not None else None,
         live_commands=live,

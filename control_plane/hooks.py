@@ -4,7 +4,8 @@
   status change, after the meeting row and its audit row are written and before commit; raising
   rolls the change back. The webhook outbox emits ``bot.status_changed`` from one.
 * :class:`ZoomConnectionLookup` — whether a usable stored Zoom connection exists for a new zoom
-  bot (docs/api.md Part 1 requires a token or one; nothing is minted from it).
+  bot (docs/api.md Part 1 requires a token or one); :class:`ZoomTokenSource` adds sealing a
+  given OBF token and, at launch, opening it or minting one from the bot's connection.
 * :data:`AgentCommander` — ``delivered = await send(bot_id, command)``; False when no agent of
   that bot is connected.
 * :data:`RecordingUrl` — ``url = await first(session, meeting)``: the presigned URL of the
@@ -67,10 +68,31 @@ class ZoomConnectionLookup(Protocol):
         ...
 
 
+class ZoomTokenSource(ZoomConnectionLookup, Protocol):
+    """Zoom on-behalf-of tokens of zoom bots: sealed when given, minted at launch otherwise."""
+
+    def seal(self, token: str) -> str:
+        """A given OBF token sealed for storage (the database never holds it in plain text)."""
+        ...
+
+    async def launch_token(
+        self, connection_id: int | None, sealed_token: str | None, native_meeting_id: str
+    ) -> str:
+        """The OBF token a launching bot gets: its given one, else one minted.
+
+        The given one is ``sealed_token`` opened; one is minted from ``connection_id``.
+
+        Raises:
+            control_plane.errors.ProviderError: Zoom refused or failed, or there is nothing to
+                mint from.
+        """
+        ...
+
+
 STATUS_HOOKS: web.AppKey[list[StatusHook]] = web.AppKey("status_hooks")
 """In-transaction status hooks (the metrics counter, the webhook outbox)."""
-ZOOM_CONNECTION_LOOKUP = web.AppKey("zoom_connection_lookup", ZoomConnectionLookup)
-"""Usable stored Zoom connections (set by the Zoom integration)."""
+ZOOM_TOKENS = web.AppKey("zoom_tokens", ZoomTokenSource)
+"""Usable stored Zoom connections, sealing and OBF minting (set by the Zoom integration)."""
 AGENT_COMMANDS: web.AppKey[AgentCommander] = web.AppKey("agent_commands")
 """Sends a command to a connected agent; set by the agent link."""
 PURGE_HOOKS: web.AppKey[list[PurgeHook]] = web.AppKey("purge_hooks")

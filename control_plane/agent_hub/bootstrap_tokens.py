@@ -7,7 +7,9 @@ machine's user-data beside the control-plane URL and the bot id
 SHA-256 digest, the config without its agent token, and an expiry; :meth:`BootstrapTokens.redeem`
 trades the token for the config once, in one conditional update (two machines racing with one
 token: one wins). The agent token is not stored here: the exchange derives it again
-(:meth:`control_plane.agent_hub.stream_tokens.StreamTokenSigner.agent_token`).
+(:meth:`control_plane.agent_hub.stream_tokens.StreamTokenSigner.agent_token`). A zoom bot's
+``zoom_obf_token`` is stored sealed by the token cipher and opened by :meth:`redeem`: the
+database never holds it in plain text (docs/api.md 2.3).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from control_plane.agent_hub.agent_tokens import agent_token_digest
 from control_plane.db.engine import Database
 from control_plane.db.models.agent_link import BootstrapToken
 from control_plane.db.models.bot import Meeting
+from control_plane.token_cipher import TokenCipher
 
 RefusalReason = Literal["unknown", "used", "expired"]
 
@@ -50,26 +53,31 @@ class BootstrapTokens:
         db: The control plane's database.
         ttl_seconds: How long an issued token can be redeemed (a boot under emulation takes
             minutes; ``MEETBOT_BOOTSTRAP_TOKEN_TTL_SECONDS``).
+        cipher: Seals a config's ``zoom_obf_token`` while it waits; None: the token is dropped
+            from the stored config instead.
     """
 
-    def __init__(self, db: Database, ttl_seconds: float) -> None:
+    def __init__(self, db: Database, ttl_seconds: float, cipher: TokenCipher | None = None) -> None:
         self._db = db
         self._ttl = timedelta(seconds=ttl_seconds)
+        self._cipher = cipher
 
     async def issue(self, config: BotConfig, *, now: datetime | None = None) -> str:
         """Store a new token for ``config``'s bot and return it (a relaunch replaces the old).
 
         ``config`` is stored without ``agent_token`` and ``agent_settings`` (the exchange adds
-        both again); give it as the machine must see it (its ``control_plane_url`` reachable
-        from the machine).
+        both again) and with its ``zoom_obf_token`` sealed; give it as the machine must see it
+        (its ``control_plane_url`` reachable from the machine).
 
         Raises:
             LookupError: The bot does not exist.
         """
         token = mint_bootstrap_token()
         at = now or datetime.now(UTC)
+        obf = config.zoom_obf_token
+        sealed = self._cipher.encrypt(obf) if obf and self._cipher is not None else None
         stored = config.model_copy(
-            update={"agent_token": None, "agent_settings": {}}
+            update={"agent_token": None, "agent_settings": {}, "zoom_obf_token": sealed}
         ).model_dump_json()
         async with self._db.sessions.begin() as session:
             meeting_id = await session.scalar(
@@ -121,7 +129,11 @@ class BootstrapTokens:
                 if row is None:
                     raise BootstrapRefused("unknown")
                 raise BootstrapRefused("used" if row.used_at is not None else "expired")
-        return BotConfig.model_validate_json(stored)
+        config = BotConfig.model_validate_json(stored)
+        if config.zoom_obf_token is None:
+            return config
+        opened = self._cipher.decrypt(config.zoom_obf_token) if self._cipher is not None else None
+        return config.model_copy(update={"zoom_obf_token": opened})
 
 
 BOOTSTRAP_TOKENS = web.AppKey("bootstrap_tokens", BootstrapTokens)

@@ -4,6 +4,8 @@ A config starts from the meeting row (platform, URL, settings) and this control 
 ``control_plane_url``; named steps then fill in what other parts own. The app lists the steps
 once (``control_plane.app.bot_config_steps``):
 
+* ``zoom_obf_token`` — a network step: a zoom bot's OBF token, its given one (stored sealed) or
+  one minted from its stored Zoom connection;
 * ``transcription_models`` — the Whisper models the bots run;
 * ``action_prompt`` — the resolved prompt version or the system prompt;
 * ``agent_token`` — a fresh agent token (its digest stored) and the stream public key.

@@ -68,7 +68,7 @@ async def create_response(
         # The bot fetches it when it starts: the same address rules as every media URL.
         await checked_url(request.app, "default_avatar_url", avatar)
     service = request.app[BOT_SERVICE]
-    await service.require_zoom_token(auth, body)
+    zoom = await service.require_zoom_token(auth, body)
     database = request.app[DB]
     launches_now = isinstance(body, BotCreate) and not (
         body.scheduled_at is not None and body.scheduled_at > datetime.now(UTC)
@@ -99,7 +99,7 @@ async def create_response(
                 if launches_now:
                     limit = request.app[SETTINGS].max_concurrent_bots
                     check_quota(live, limit, "bots at once (requested to stopping)")
-                meeting = await service.create_meeting(session, auth, body)
+                meeting = await service.create_meeting(session, auth, body, zoom)
                 text = render(meeting).model_dump_json()
                 if key is not None and not await store_response(
                     session, auth.key_id, route, key, digest, 201, text

@@ -143,10 +143,10 @@ class _LaunchOptions(_EditableOptions):
         min_length=1,
         max_length=4096,
         description=(
-            "A zoom bot needs this or a usable stored Zoom connection (400 zoom_token_required): "
-            "Part 1 requires it; the web-client bot does not use it; it is neither stored nor "
-            "sent. The bot joins Zoom through its web client, which takes no on-behalf-of token "
-            "(Zoom requires one of Meeting SDK apps only; docs/api.md 2.3)."
+            "One-time on-behalf-of token for zoom; when omitted, one is minted at launch from the "
+            "user's stored Zoom connection (neither: 400 zoom_token_required). It reaches the "
+            "bot in its configuration and is stored only sealed, never in plain text "
+            "(docs/api.md 2.3)."
         ),
     )
     zoom_connection_id: int | None = Field(
@@ -154,10 +154,9 @@ class _LaunchOptions(_EditableOptions):
         ge=1,
         le=2**31 - 1,  # INTEGER id
         description=(
-            "1 to 2147483647: the stored Zoom connection that satisfies a zoom bot without "
-            "zoom_obf_token; it must be one of the workspace's, else 400 zoom_token_required "
-            "(omitted: the caller's newest). Nothing is minted from it: the web-client bot uses "
-            "no OBF token (see zoom_obf_token)."
+            "1 to 2147483647: the stored Zoom connection a zoom bot's OBF token is minted from "
+            "at launch; it must be one of the workspace's, else 400 zoom_token_required "
+            "(omitted: the caller's newest). Ignored when zoom_obf_token is given."
         ),
     )
     left_alone_timeout_seconds: int | None = Field(

@@ -59,7 +59,7 @@ from control_plane.db.engine import Database
 from control_plane.db.models.bot import Meeting
 from control_plane.db.models.workspace import Workspace
 from control_plane.errors import Conflict, ErrorItem, NotFound, Validation
-from control_plane.hooks import AgentCommander, RecordingUrl, StatusHook, ZoomConnectionLookup
+from control_plane.hooks import AgentCommander, RecordingUrl, StatusHook, ZoomTokenSource
 from control_plane.launchers.base import BotLauncher, LaunchHandle
 from control_plane.records.render import to_record
 from control_plane.records.schemas import BotRecord
@@ -213,6 +213,19 @@ async def _find_scheduled(session: AsyncSession, auth: AuthContext, meeting_id: 
     return meeting
 
 
+@dataclass(frozen=True, slots=True)
+class ZoomLaunch:
+    """What a zoom bot's launch mints or opens its OBF token from (both None for other bots).
+
+    Attributes:
+        connection_id: The stored Zoom connection to mint from (no token was given).
+        sealed_token: The given ``zoom_obf_token``, sealed by the token cipher.
+    """
+
+    connection_id: int | None = None
+    sealed_token: str | None = None
+
+
 @dataclass
 class BotService:
     """What the bot and scheduled-bot routes do; built once per app with its dependencies.
@@ -222,7 +235,8 @@ class BotService:
         settings: The process's settings (meeting hosts, transcription models).
         launcher: Terminates the VM of a bot stopped with no agent to stop it.
         status_hooks: In-transaction status hooks (the app's live list).
-        zoom_connections: The Zoom integration's stored connections, or None when it is absent.
+        zoom_connections: The Zoom integration's stored connections and token sealing, or None
+            when it is absent.
         agent_commands: Sends a command to a bot's agent, or None without an agent link.
         recording_url: Finds the URL of a bot's main recording, or None without artifact
             storage.
@@ -234,27 +248,31 @@ class BotService:
     settings: Settings
     launcher: BotLauncher
     status_hooks: Sequence[StatusHook] = ()
-    zoom_connections: ZoomConnectionLookup | None = None
+    zoom_connections: ZoomTokenSource | None = None
     agent_commands: AgentCommander | None = None
     recording_url: RecordingUrl | None = None
     live_commands: LiveCommands | None = None
 
     async def require_zoom_token(
         self, auth: AuthContext, body: BotCreate | ScheduledBotCreate
-    ) -> None:
-        """Refuse a zoom bot with neither a ``zoom_obf_token`` nor a usable stored connection.
+    ) -> ZoomLaunch:
+        """What a zoom bot's launch gets its OBF token from: the given one, sealed, or a connection.
 
-        docs/api.md Part 1 requires one of them. Neither is used afterwards: the token is not
-        stored or sent and nothing is minted from the connection, because the bot joins Zoom
-        through its web client, which takes no OBF token (docs/api.md 2.3, "Zoom"). Call it
-        before opening the creation transaction: the Zoom part reads its own tables.
+        docs/api.md Part 1 requires a ``zoom_obf_token`` or a usable stored connection; a given
+        token is sealed here (it is never stored in plain text) and ``zoom_connection_id`` is then
+        not looked at; without one, the launch mints a token from the connection returned
+        (docs/api.md 2.3, "Zoom"). Call it before opening the creation transaction: the Zoom part
+        reads its own tables.
 
         Raises:
             Validation: 400 ``zoom_token_required`` when there is neither.
         """
-        if body.platform is not Platform.ZOOM or body.zoom_obf_token:
-            return
+        if body.platform is not Platform.ZOOM:
+            return ZoomLaunch()
         source = self.zoom_connections
+        if body.zoom_obf_token:
+            sealed = source.seal(body.zoom_obf_token) if source is not None else None
+            return ZoomLaunch(sealed_token=sealed)
         workspace_id = auth.require_workspace()
         connection = (
             await source.usable_connection(workspace_id, auth.user_id, body.zoom_connection_id)
@@ -274,18 +292,20 @@ class BotService:
                     )
                 ],
             )
+        return ZoomLaunch(connection_id=connection)
 
     async def create_meeting(
         self,
         session: AsyncSession,
         auth: AuthContext,
         body: BotCreate | ScheduledBotCreate,
+        zoom: ZoomLaunch | None = None,
     ) -> Meeting:
         """Validate and store a new bot in ``session``'s transaction (the caller commits).
 
-        :meth:`require_zoom_token` is called before the transaction. ``zoom_obf_token`` and
-        ``zoom_connection_id`` are neither stored nor used: the bot joins Zoom through its web
-        client, which takes no OBF token (docs/api.md 2.3, "Zoom").
+        ``zoom`` comes from :meth:`require_zoom_token`, called before the transaction: the
+        chosen connection id and the given token, sealed (the plain ``zoom_obf_token`` is never
+        stored); the launch opens the token or mints one from the connection.
 
         A :class:`ScheduledBotCreate`, or a :class:`BotCreate` whose ``scheduled_at`` is in the
         future, becomes ``scheduled``; anything else ``requested`` with ``launch_at`` = now.
@@ -343,6 +363,8 @@ class BotService:
             native_meeting_id=ref.native_meeting_id,
             constructed_meeting_url=ref.constructed_meeting_url,
             passcode=ref.passcode,
+            zoom_connection_id=zoom.connection_id if zoom is not None else None,
+            zoom_obf_token_sealed=zoom.sealed_token if zoom is not None else None,
             status=(BotStatus.SCHEDULED if scheduled else BotStatus.REQUESTED).value,
             settings=bot_settings.model_dump(mode="json"),
             scheduled_start_at=start,

@@ -4,12 +4,16 @@ Zoom calls (sources: Zoom's OAuth and REST API references, as also used by
 attendee-labs/attendee ``bots/zoom_oauth_connections_utils.py``):
 
 * ``POST {oauth_url}`` with HTTP Basic ``client_id:client_secret`` and a form body
-  ``grant_type=authorization_code&code=…&redirect_uri=…`` → ``{access_token, refresh_token,
-  expires_in, token_type, scope}``; ``expires_in`` is in seconds.
+  ``grant_type=authorization_code&code=…&redirect_uri=…`` (or
+  ``grant_type=refresh_token&refresh_token=…``) → ``{access_token, refresh_token, expires_in,
+  token_type, scope}``; ``expires_in`` is in seconds.
 * ``GET {api_base_url}/users/me`` with ``Authorization: Bearer <access token>`` → the
   authorizing user, of which ``id`` and ``email`` are kept.
+* ``GET {api_base_url}/users/me/token?type=onbehalf&meeting_id=<meeting number>`` → ``{token}``,
+  a short-lived, single-use on-behalf-of (OBF) token for that meeting.
 
-The client does one request per call (``control_plane.zoom.service`` calls it).
+The client does one request per call; the caller (``control_plane.zoom.service``) decides when
+to refresh and retry.
 """
 
 from __future__ import annotations
@@ -33,8 +37,7 @@ class ZoomTokens:
 
     Attributes:
         access_token: Bearer token for the REST API.
-        refresh_token: Token that buys the next pair (Zoom rotates it on every refresh);
-            stored sealed.
+        refresh_token: Token that buys the next pair (Zoom rotates it on every refresh).
         expires_at: When ``access_token`` stops working (UTC).
     """
 
@@ -97,6 +100,17 @@ class ZoomClient:
             {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri}
         )
 
+    async def refresh(self, refresh_token: str) -> ZoomTokens:
+        """Trade a refresh token for a new pair.
+
+        Raises:
+            ZoomAuthorizationError: The refresh token is no longer valid (4xx).
+            ZoomUnavailableError: Zoom could not be reached or failed.
+        """
+        return await self._token_request(
+            {"grant_type": "refresh_token", "refresh_token": refresh_token}
+        )
+
     async def current_user(self, access_token: str) -> ZoomUser:
         """The user the access token belongs to (``GET /users/me``).
 
@@ -109,6 +123,21 @@ class ZoomClient:
         if not isinstance(user_id, str) or not user_id:
             raise ZoomUnavailableError("zoom user without id")
         return ZoomUser(id=user_id, email=email if isinstance(email, str) else "")
+
+    async def mint_obf_token(self, access_token: str, meeting_id: str) -> str:
+        """A one-time on-behalf-of token for joining ``meeting_id`` (the numeric meeting id).
+
+        Raises:
+            ZoomAuthorizationError: The access token was refused (401/403).
+            ZoomUnavailableError: Zoom could not be reached, failed or sent no token.
+        """
+        body = await self._api_get(
+            "/users/me/token", access_token, params={"type": "onbehalf", "meeting_id": meeting_id}
+        )
+        token = body.get("token")
+        if not isinstance(token, str) or not token:
+            raise ZoomUnavailableError("zoom answered without a token")
+        return token
 
     async def _token_request(self, form: dict[str, str]) -> ZoomTokens:
         started = datetime.now(UTC)

@@ -1,8 +1,7 @@
 """Zoom connections of the workspace: list, connect from an OAuth code, delete (docs/api.md 2.3).
 
-A connection stores one Zoom user's OAuth tokens, sealed. It satisfies docs/api.md Part 1's
-requirement of a zoom bot (a ``zoom_obf_token`` or a stored connection), but nothing is minted
-from it: the bots join through Zoom's web client, which takes no on-behalf-of token (docs/api.md
+A connection stores one Zoom user's OAuth tokens, sealed, so a ``zoom`` bot created without a
+``zoom_obf_token`` gets an on-behalf-of token minted from it at launch (docs/api.md Part 1 and
 2.3, "Zoom").
 """
 

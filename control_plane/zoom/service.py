@@ -1,20 +1,27 @@
-"""Stored Zoom connections: connect from an OAuth code, list, delete, and find a usable one.
+"""Stored Zoom connections: connect from an OAuth code, list, delete, and mint OBF tokens.
 
-:class:`ZoomConnections` is the control plane's
-:class:`~control_plane.hooks.ZoomConnectionLookup`: docs/api.md Part 1 requires a zoom bot to
-bring a ``zoom_obf_token`` or have a stored connection (400 ``zoom_token_required``). Nothing is
-minted from the connection: meetbot's bots join through Zoom's web client, which takes no
-on-behalf-of (OBF) token (docs/api.md 2.3, "Zoom"); the connections are kept for a Meeting SDK
-join path (docs/api.md 2.12). Tokens are stored sealed
-(:class:`~control_plane.token_cipher.TokenCipher`): a database dump alone does not reveal them.
-No database transaction is held open while Zoom is being called.
+:class:`ZoomConnections` is the control plane's :class:`~control_plane.hooks.ZoomTokenSource`:
+docs/api.md Part 1 requires a zoom bot to bring a ``zoom_obf_token`` or have a stored connection
+(400 ``zoom_token_required``), and a bot without a token gets one minted at launch from its
+connection (Zoom's ``GET /v2/users/me/token?type=onbehalf&meeting_id=…``). Tokens are stored
+sealed (:class:`~control_plane.token_cipher.TokenCipher`): a database dump alone does not reveal
+them; a given OBF token is sealed by :meth:`ZoomConnections.seal` before it is stored.
+
+Minting refreshes the token pair first when the access token expires within
+:data:`REFRESH_MARGIN`, and once more when Zoom refuses an access token our clock still thinks
+valid. Zoom rotates refresh tokens, so refreshes of one connection are serialised in this process
+by a lock; when another process refreshed first (our refresh token is refused), the pair it
+stored is used instead. No database transaction is held open while Zoom is being called.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import CursorResult, delete, select
 from sqlalchemy.exc import IntegrityError
@@ -22,11 +29,20 @@ from sqlalchemy.exc import IntegrityError
 from control_plane.db.engine import Database
 from control_plane.db.models.zoom_connection import ZoomConnection
 from control_plane.errors import BadRequest, NotConfigured, ProviderError
-from control_plane.token_cipher import TokenCipher
+from control_plane.token_cipher import TokenCipher, TokenDecryptionError
 from control_plane.zoom.client import ZoomClient, ZoomTokens
 from control_plane.zoom.errors import ZoomAuthorizationError, ZoomUnavailableError
 
 log = logging.getLogger(__name__)
+
+REFRESH_MARGIN = timedelta(seconds=60)
+
+
+@dataclass(frozen=True, slots=True)
+class _Pair:
+    access_token: str
+    refresh_token: str
+    expires_at: datetime
 
 
 class ZoomConnections:
@@ -42,6 +58,7 @@ class ZoomConnections:
         self._db = database
         self._client = client
         self._cipher = cipher
+        self._locks: dict[int, asyncio.Lock] = {}
 
     async def connect(
         self,
@@ -137,6 +154,7 @@ class ZoomConnections:
             condition.append(ZoomConnection.user_id == user_id)
         async with self._db.sessions.begin() as session:
             result = await session.execute(delete(ZoomConnection).where(*condition))
+        self._locks.pop(connection_id, None)
         return isinstance(result, CursorResult) and result.rowcount == 1
 
     async def usable_connection(
@@ -159,3 +177,91 @@ class ZoomConnections:
                 query.order_by(ZoomConnection.created_at.desc(), ZoomConnection.id.desc()).limit(1)
             )
         return found
+
+    def seal(self, token: str) -> str:
+        """``token`` (a given OBF token) sealed for storage."""
+        return self._cipher.encrypt(token)
+
+    async def launch_token(
+        self, connection_id: int | None, sealed_token: str | None, native_meeting_id: str
+    ) -> str:
+        """The OBF token a launching zoom bot gets: its given one, else one minted.
+
+        Raises:
+            ProviderError: 502 ``zoom_provider_error`` — the given token cannot be opened, there
+                is no connection to mint from, or minting failed (see :meth:`mint`).
+        """
+        if sealed_token is not None:
+            try:
+                return self._cipher.decrypt(sealed_token)
+            except TokenDecryptionError as exc:
+                raise ProviderError(
+                    "the bot's Zoom on-behalf-of token cannot be opened with the current key",
+                    code="zoom_provider_error",
+                ) from exc
+        if connection_id is None:
+            raise ProviderError(
+                "no Zoom on-behalf-of token and no stored Zoom connection to mint one",
+                code="zoom_provider_error",
+            )
+        return await self.mint(connection_id, native_meeting_id)
+
+    async def mint(self, connection_id: int, native_meeting_id: str) -> str:
+        """A fresh on-behalf-of token for ``native_meeting_id`` from a stored connection.
+
+        Raises:
+            ProviderError: 502 ``zoom_provider_error`` — the connection is gone or no longer
+                authorized, or Zoom is unreachable or failing.
+        """
+        try:
+            pair = await self._fresh_pair(connection_id, force_refresh=False)
+            try:
+                return await self._client.mint_obf_token(pair.access_token, native_meeting_id)
+            except ZoomAuthorizationError:
+                # Revoked early or clocks disagree: one refresh, one retry.
+                pair = await self._fresh_pair(connection_id, force_refresh=True)
+                return await self._client.mint_obf_token(pair.access_token, native_meeting_id)
+        except (ZoomAuthorizationError, ZoomUnavailableError, TokenDecryptionError) as exc:
+            log.warning(
+                "zoom obf minting failed",
+                extra={"connection_id": connection_id, "error": type(exc).__name__},
+            )
+            raise ProviderError(
+                "could not mint a Zoom on-behalf-of token from the stored connection",
+                code="zoom_provider_error",
+            ) from exc
+
+    async def _load(self, connection_id: int) -> _Pair:
+        async with self._db.reads() as session:
+            row = await session.get(ZoomConnection, connection_id)
+        if row is None:
+            raise ZoomAuthorizationError(404)
+        return _Pair(
+            access_token=self._cipher.decrypt(row.access_token_sealed),
+            refresh_token=self._cipher.decrypt(row.refresh_token_sealed),
+            expires_at=row.expires_at,
+        )
+
+    async def _fresh_pair(self, connection_id: int, *, force_refresh: bool) -> _Pair:
+        lock = self._locks.setdefault(connection_id, asyncio.Lock())
+        async with lock:
+            pair = await self._load(connection_id)
+            if not force_refresh and pair.expires_at - REFRESH_MARGIN > datetime.now(UTC):
+                return pair
+            try:
+                tokens = await self._client.refresh(pair.refresh_token)
+            except ZoomAuthorizationError:
+                # Another replica may have rotated the pair meanwhile; its result is stored.
+                stored = await self._load(connection_id)
+                if stored.refresh_token == pair.refresh_token:
+                    raise
+                return stored
+            async with self._db.sessions.begin() as session:
+                row = await session.get(ZoomConnection, connection_id)
+                if row is None:
+                    raise ZoomAuthorizationError(404)
+                row.access_token_sealed = self._cipher.encrypt(tokens.access_token)
+                row.refresh_token_sealed = self._cipher.encrypt(tokens.refresh_token)
+                row.expires_at = tokens.expires_at
+            log.info("zoom tokens refreshed", extra={"connection_id": connection_id})
+            return _Pair(tokens.access_token, tokens.refresh_token, tokens.expires_at)

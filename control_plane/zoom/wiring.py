@@ -4,7 +4,8 @@
 session to Zoom, builds the token cipher (which may create its key file, so off the event loop)
 and publishes :class:`~control_plane.zoom.service.ZoomConnections` both as
 :data:`ZOOM_CONNECTIONS` (the connection routes) and as the shared
-:data:`control_plane.hooks.ZOOM_CONNECTION_LOOKUP` (bot creation's ``zoom_token_required``).
+:data:`control_plane.hooks.ZOOM_TOKENS` (bot creation's ``zoom_token_required`` and sealed
+token, the launch's OBF minting).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import aiohttp
 from aiohttp import web
 
 from control_plane.db.engine import DB
-from control_plane.hooks import ZOOM_CONNECTION_LOOKUP
+from control_plane.hooks import ZOOM_TOKENS
 from control_plane.settings import SETTINGS
 from control_plane.token_cipher import TokenCipher
 from control_plane.zoom.client import ZoomClient
@@ -39,5 +40,5 @@ async def zoom_ctx(app: web.Application) -> AsyncIterator[None]:
         )
         connections = ZoomConnections(app[DB], client, cipher)
         app[ZOOM_CONNECTIONS] = connections
-        app[ZOOM_CONNECTION_LOOKUP] = connections
+        app[ZOOM_TOKENS] = connections
         yield

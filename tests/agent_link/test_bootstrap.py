@@ -210,6 +210,20 @@ async def test_a_config_issued_with_agent_settings_is_stored_without_them(
     assert (status, body["agent_settings"]) == (200, HANDED)  # the exchange's own
 
 
+async def test_a_zoom_obf_token_waits_sealed_and_reaches_the_machine(
+    client: Client, launch_bot: LaunchBot
+) -> None:
+    bot = await launch_bot()
+    obf = "obf-waiting-sealed-5d1e"
+    carrying = bot.config.model_copy(update={"zoom_obf_token": obf})
+    token = await _issue(client, LaunchedBot(bot.meeting_id, bot.bot_id, carrying))
+    async with client.app[DB].sessions() as session:
+        stored = await session.scalar(select(BootstrapToken.config))
+    assert stored is not None and obf not in stored  # never in plain text
+    status, body = await _post_bootstrap(client, bot.bot_id, token)
+    assert (status, body["zoom_obf_token"]) == (200, obf)
+
+
 async def test_an_agent_predating_handed_settings_fails_the_bot_naming_them_without_values(
     client: Client, launch_bot: LaunchBot
 ) -> None:

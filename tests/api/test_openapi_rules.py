@@ -67,8 +67,8 @@ async def test_document_states_enforced_rules(client: Client) -> None:
     assert "2147483647" in str(create["zoom_connection_id"])
     assert "malformed_meeting_url" in create["meeting_url"]["description"]
     assert "zoom_token_required" in create["zoom_obf_token"]["description"]
-    assert "web-client bot does not use it" in create["zoom_obf_token"]["description"]
-    assert "neither stored nor sent" in create["zoom_obf_token"]["description"]
+    assert "minted at launch" in create["zoom_obf_token"]["description"]
+    assert "never in plain text" in create["zoom_obf_token"]["description"]
     assert "zoom_token_required" in create["zoom_connection_id"]["description"]
     assert (
         "expires_at_in_past"

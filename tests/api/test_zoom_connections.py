@@ -1,8 +1,8 @@
 """Zoom connections against a local server speaking Zoom's OAuth/REST API: connect from a code,
-sealed storage, list/delete rules and Zoom's failures; a zoom bot needs an OBF token or a usable
-connection (docs/api.md Part 1), but the token is neither stored nor sent and nothing is minted
-(its web-client join takes no OBF token); a copy of the database file shows no OAuth token and
-no OBF token."""
+sealed storage, list/delete rules, OBF minting with refresh, and Zoom's failures; a zoom bot
+needs an OBF token or a usable connection (docs/api.md Part 1): a given token reaches its config,
+without one a token is minted at launch from the connection (a failure: failed/launch_failed);
+a copy of the database file shows no OAuth token and no OBF token."""
 
 from __future__ import annotations
 
@@ -15,15 +15,17 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 from pytest_aiohttp import AiohttpClient
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from control_plane.app import create_app
 from control_plane.db.base import Base
 from control_plane.db.engine import DB
 from control_plane.db.models.bot import Meeting
 from control_plane.db.models.zoom_connection import ZoomConnection
+from control_plane.errors import ProviderError
 from control_plane.launchers.memory import MemoryLauncher
 from control_plane.settings import Settings
+from control_plane.zoom.wiring import ZOOM_CONNECTIONS
 from tests.plugins.api_app import KEY_PREFIX, Caller, Tenants, database_file_bytes
 
 from .fake_zoom import FakeZoom
@@ -92,6 +94,44 @@ async def test_connect_lists_and_stores_tokens_sealed(
     assert again["id"] == created["id"]
 
 
+async def test_mint_uses_and_refreshes_the_stored_connection(
+    client: Client, owner: Caller, tenants: Tenants, zoom: FakeZoom
+) -> None:
+    created = await _connect(client, owner, zoom)
+    source = client.app[ZOOM_CONNECTIONS]
+    assert owner.workspace_id is not None
+    connection_id = await source.usable_connection(owner.workspace_id, owner.user_id, None)
+    assert connection_id is not None and connection_id == created["id"]
+
+    token = await source.mint(connection_id, "85746352410")
+    assert token.startswith("obf-85746352410-")
+    assert zoom.obf_mints == [("zu_1", "85746352410")] and zoom.refreshes == 0
+
+    # Zoom no longer accepts the access token although our clock says it is valid.
+    zoom.expire_access_tokens()
+    await source.mint(connection_id, "85746352410")
+    assert zoom.refreshes == 1
+
+    # Our clock says it expired: refresh before asking Zoom.
+    async with client.app[DB].sessions.begin() as session:
+        await session.execute(
+            update(ZoomConnection).values(expires_at=datetime.now(UTC) - timedelta(seconds=5))
+        )
+    await source.mint(connection_id, "85746352410")
+    assert zoom.refreshes == 2 and len(zoom.obf_mints) == 3
+
+    other = await tenants.workspace("Other")
+    assert other.workspace_id is not None
+    assert await source.usable_connection(other.workspace_id, other.user_id, None) is None
+    assert await source.usable_connection(other.workspace_id, None, connection_id) is None
+    member = await tenants.member(owner)
+    assert await source.usable_connection(owner.workspace_id, member.user_id, None) is None
+    assert (
+        await source.usable_connection(owner.workspace_id, member.user_id, connection_id)
+        == connection_id
+    )
+
+
 async def test_zoom_refusals_and_outages(client: Client, owner: Caller, zoom: FakeZoom) -> None:
     refused = await client.post(
         BASE,
@@ -101,7 +141,7 @@ async def test_zoom_refusals_and_outages(client: Client, owner: Caller, zoom: Fa
     assert refused.status == 400
     assert (await refused.json())["code"] == "zoom_authorization_failed"
 
-    await _connect(client, owner, zoom)
+    created = await _connect(client, owner, zoom)
     zoom.fail_status = 503
     code = zoom.authorize("zu_2", "zu_2@example.org")
     outage = await client.post(
@@ -111,6 +151,14 @@ async def test_zoom_refusals_and_outages(client: Client, owner: Caller, zoom: Fa
     )
     assert outage.status == 502
     assert (await outage.json())["code"] == "zoom_provider_error"
+    with pytest.raises(ProviderError):
+        await client.app[ZOOM_CONNECTIONS].mint(int(str(created["id"])), "85746352410")
+
+    zoom.fail_status = None
+    zoom.expire_access_tokens()
+    zoom._refresh.clear()  # the user revoked the app in Zoom
+    with pytest.raises(ProviderError):
+        await client.app[ZOOM_CONNECTIONS].mint(int(str(created["id"])), "85746352410")
 
 
 async def test_not_configured_is_503(
@@ -155,10 +203,11 @@ async def _launches(launcher: MemoryLauncher, count: int) -> None:
     assert len(launcher.launches) == count
 
 
-async def test_a_zoom_bot_needs_a_token_or_a_usable_connection(
+async def test_a_zoom_bot_needs_a_token_or_a_connection_and_gets_a_minted_one(
     client: Client, owner: Caller, tenants: Tenants, zoom: FakeZoom, launcher: MemoryLauncher
 ) -> None:
-    """Part 1: 400 zoom_token_required without either; neither is stored, sent or minted from."""
+    """Part 1: 400 zoom_token_required without either; a given token reaches the bot's config,
+    else one is minted at launch from the connection; no token is stored in plain text."""
     body: dict[str, object] = {"platform": "zoom", "native_meeting_id": "85746352410"}
     future = (datetime.now(UTC) + timedelta(days=1)).isoformat()
     schedule = {**body, "scheduled_start_at": future}
@@ -198,14 +247,39 @@ async def test_a_zoom_bot_needs_a_token_or_a_usable_connection(
         assert response.status == 201, await response.text()
         assert OBF_MARKER not in await response.text()
     await _launches(launcher, 4)  # the scheduled ones are not launched yet
-    for config in launcher.launches:
-        assert config.zoom_obf_token is None  # not sent, and nothing minted
-        assert OBF_MARKER not in config.model_dump_json()
-    assert zoom.obf_mints == []
+    tokens = sorted(str(config.zoom_obf_token) for config in launcher.launches)
+    assert tokens[-1] == OBF_MARKER  # the given one, passed through unchanged
+    minted = tokens[:-1]
+    assert all(token.startswith("obf-85746352410-") for token in minted)  # minted at launch
+    assert len(set(minted)) == 3
+    assert zoom.obf_mints == [("zu_1", "85746352410")] * 3
     async with client.app[DB].sessions() as session:
         for table in Base.metadata.sorted_tables:
             for row in (await session.execute(select(table))).all():
-                assert OBF_MARKER not in repr(tuple(row)), table.name  # stored nowhere
+                for token in (OBF_MARKER, *minted):
+                    assert token not in repr(tuple(row)), table.name  # not in plain text
+
+
+async def test_a_failed_mint_fails_the_launch(
+    client: Client, owner: Caller, zoom: FakeZoom, launcher: MemoryLauncher
+) -> None:
+    await _connect(client, owner, zoom)
+    zoom.fail_status = 503
+    response = await client.post(
+        "/api/v1/bots",
+        json={"platform": "zoom", "native_meeting_id": "85746352410"},
+        headers=owner.headers,
+    )
+    assert response.status == 201, await response.text()
+    bot_id = (await response.json())["bot_id"]
+    record: dict[str, object] = {}
+    for _ in range(400):
+        record = await (await client.get(f"/api/v1/bots/{bot_id}", headers=owner.headers)).json()
+        if record["status"] == "failed":
+            break
+        await asyncio.sleep(0.01)
+    assert (record["status"], record["status_reason"]) == ("failed", "launch_failed")
+    assert launcher.launches == [] and zoom.obf_mints == []
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
@@ -229,7 +303,7 @@ async def test_zoom_connection_tokens_and_obf_tokens_are_not_readable_in_the_fil
         if launcher.launches:
             break
         await asyncio.sleep(0.01)
-    assert launcher.launches[-1].zoom_obf_token is None  # not sent to the bot either
+    assert launcher.launches[-1].zoom_obf_token == OBF_MARKER  # delivered to the bot
 
     async with client.app[DB].sessions() as session:
         row = (await session.scalars(select(ZoomConnection))).one()

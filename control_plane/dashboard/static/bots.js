@@ -112,7 +112,7 @@ async function launchForm(ctx) {
     ["", "workspace default"], ...prompts.map((p) => [p.id, `${p.name} v${p.version}`])] }),
   field("scheduled_at", "Schedule for", { kind: "datetime-local", hint: "Empty: launch now (your local time)" }),
   field("passcode", "Passcode", { hint: "Some Teams and Zoom meetings" }),
-  field("zoom_obf_token", "Zoom OBF token", { hint: "Zoom: this or a stored connection is required; neither is sent to the bot" }),
+  field("zoom_obf_token", "Zoom OBF token", { hint: "Zoom: this or a stored connection (a token is minted from it at launch)" }),
   field("zoom_connection_id", "Zoom connection", { kind: "select", "data-kind": "int", options: [
     ["", connections.length ? "newest usable" : "none stored"],
     ...connections.map((c) => [String(c.id), c.email || c.zoom_user_id])] }),

@@ -64,6 +64,10 @@ class Meeting(Base):
     native_meeting_id: Mapped[str] = mapped_column(String(512))
     constructed_meeting_url: Mapped[str] = mapped_column(Text)
     passcode: Mapped[str | None] = mapped_column(String(256), default=None)
+    # A zoom bot's stored Zoom connection its OBF token is minted from at launch (docs/api.md
+    # 2.3), and a token the client gave, sealed by the token cipher (never in plain text).
+    zoom_connection_id: Mapped[int | None] = mapped_column(Integer, default=None)
+    zoom_obf_token_sealed: Mapped[str | None] = mapped_column(Text, default=None)
     status: Mapped[str] = mapped_column(String(24))
     status_reason: Mapped[str | None] = mapped_column(String(64), default=None)
     # Human-readable words on the status (the cloud provider's refusal of a launch); cleared by
