@@ -43,6 +43,7 @@ from agent.settings import AgentSettings
 from control_plane.bots.config_builder import CONFIG_BUILDER
 from control_plane.db.engine import DB
 from control_plane.db.models.bot import Meeting
+from control_plane.hooks import ZOOM_TOKENS
 from control_plane.settings import Settings
 from testmeeting import Room, TestMeetingServer, parse_scenario
 from tests.plugins.agent_link import Client
@@ -284,8 +285,11 @@ async def _start_bot(
             status=BotStatus.JOINING.value,
             settings=bot_settings.model_dump(mode="json"),
             bot_container_id="in-process",
-            # As a caller gives it (the API requires one for Zoom; the agent does not use it).
-            zoom_obf_token="obf-token-for-tests" if platform == "zoom" else None,
+            # As a caller gives it (the API requires one for Zoom; the agent does not use it):
+            # stored sealed, opened again when the config is built.
+            zoom_obf_token_sealed=(
+                client.app[ZOOM_TOKENS].seal("obf-token-for-tests") if platform == "zoom" else None
+            ),
         )
         session.add(meeting)
     config = await client.app[CONFIG_BUILDER].build(meeting)
