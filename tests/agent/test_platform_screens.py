@@ -52,6 +52,10 @@ PASSCODE = "314159"
 SCALE = 0.05  # left-alone 10 s → 0.5 s, max duration 60 s → 3 s
 POLL = 0.25
 SCREEN_TO_STATUS_S = 2.0
+# A screen's time is the room's stamp of the page's report of it, the status's the agent's stamp:
+# two stamps of one moment, taken on two sides, so the bot may be a few ms "before" the screen
+# (the risky-queue denial once measured -0.0065 s in a full run).
+STAMP_SKEW_S = 0.25
 
 
 def _meeting_ids() -> Iterator[dict[str, str]]:
@@ -285,7 +289,7 @@ async def test_terminal_screen_ends_the_bot_within_two_seconds(
     assert (await run.finish()).value == status
     assert run.statuses()[-2:] == [("stopping", reason), (status, reason)]
     delay = run.stopping_at() - run.screen_at(screen)
-    assert 0 <= delay <= SCREEN_TO_STATUS_S, f"{screen} → stopping took {delay:.2f} s"
+    assert -STAMP_SKEW_S <= delay <= SCREEN_TO_STATUS_S, f"{screen} → stopping took {delay:.2f} s"
 
 
 # (platform, variant or None, scenario extras, passcode): every join path, then everyone leaves.
@@ -462,7 +466,7 @@ async def test_a_refused_passcode_is_a_join_error_whose_log_keeps_the_secret(
     assert run.statuses()[-2:] == [("stopping", "join_error"), ("failed", "join_error")]
     waited = run.stopping_at() - run.screen_at(prompt)
     # Two answers PASSCODE_RETRY_S (3 s) apart, then the refusal.
-    assert 0 <= waited <= 8.0, f"{waited:.2f} s"
+    assert -STAMP_SKEW_S <= waited <= 8.0, f"{waited:.2f} s"
     refused = [
         r for r in caplog.records if r.getMessage() == "the passcode prompt refused the passcode"
     ]
@@ -485,7 +489,7 @@ async def test_a_passcode_prompt_without_any_passcode_is_a_join_error_at_once(
     assert await run.finish() is BotStatus.FAILED
     assert run.statuses()[-2:] == [("stopping", "join_error"), ("failed", "join_error")]
     waited = run.stopping_at() - run.screen_at(prompt)
-    assert 0 <= waited <= SCREEN_TO_STATUS_S, f"{waited:.2f} s"
+    assert -STAMP_SKEW_S <= waited <= SCREEN_TO_STATUS_S, f"{waited:.2f} s"
 
 
 # Variants that end the bot before it can be in the meeting (their tests are above).
@@ -617,7 +621,7 @@ async def test_a_teams_bot_held_for_approval_says_so_at_once_and_ends_at_its_adm
     lobby = next(e for e in run.peer.events_of("status") if e.status.value == "awaiting_admission")
     assert lobby.status_reason == "lobby"
     shown = run.screen_at("lobby")
-    assert 0 <= lobby.ts.timestamp() - shown <= LOBBY_TO_STATUS_S
+    assert -STAMP_SKEW_S <= lobby.ts.timestamp() - shown <= LOBBY_TO_STATUS_S
     # The stream's status event and the log say why Teams may hold it and whom to ask, once,
     # on entering the lobby.
     waiting = [
@@ -652,4 +656,4 @@ async def test_meets_queue_of_risky_joiners_is_a_lobby_and_its_denial_a_platform
         ("failed", "join_refused_by_platform"),
     ]
     delay = run.stopping_at() - run.screen_at("denied")
-    assert 0 <= delay <= SCREEN_TO_STATUS_S, f"denied → stopping took {delay:.2f} s"
+    assert -STAMP_SKEW_S <= delay <= SCREEN_TO_STATUS_S, f"denied → stopping took {delay:.2f} s"
