@@ -151,7 +151,12 @@ class _Refusal(Exception):
         self.host = host
 
 
-_REASONS = {400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway"}
+_REASONS = {
+    400: "Bad Request",
+    403: "Forbidden",
+    431: "Request Header Fields Too Large",
+    502: "Bad Gateway",
+}
 
 
 class GuardedProxy:
@@ -178,6 +183,8 @@ class GuardedProxy:
         # Each client connection's task and its writer (closing the writer ends the task).
         self._clients: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
         self.refused = 0
+        # Connections that ended without an answer: the browser closed or reset them.
+        self.dropped = 0
 
     @property
     def url(self) -> str:
@@ -244,8 +251,10 @@ class GuardedProxy:
                     "Connection: close\r\n\r\n".encode()
                 )
                 await writer.drain()
-        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
-            pass  # the browser went away, or sent more head than we read
+        except (OSError, asyncio.IncompleteReadError) as exc:
+            # The browser closed or reset the connection: nothing to answer, but counted.
+            self.dropped += 1
+            log.debug("shared page connection dropped", extra={"error": type(exc).__name__})
         finally:
             writer.close()
             with contextlib.suppress(OSError):
@@ -258,6 +267,8 @@ class GuardedProxy:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_TIMEOUT_S)
         except TimeoutError as exc:
             raise _Refusal(400, "no request head in time") from exc
+        except asyncio.LimitOverrunError as exc:
+            raise _Refusal(431, "request head over the stream limit") from exc
         lines = head.decode("latin-1").split("\r\n")
         parts = lines[0].split(" ")
         if len(parts) != 3 or not parts[2].startswith("HTTP/1."):

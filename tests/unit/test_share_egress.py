@@ -21,7 +21,7 @@ from aiohttp import web
 
 from agent.contracts.link import CommandErrorCode
 from agent.contracts.ssrf import TargetPolicy, resolve_checked
-from agent.egress import GuardedProxy, checked_addresses
+from agent.egress import HEAD_LIMIT_BYTES, GuardedProxy, checked_addresses
 from agent.errors import CommandError
 from agent.remote_media import image_data_url
 from agent.voice.audio_file import AudioUnavailable, fetch_audio
@@ -176,3 +176,30 @@ async def test_a_name_that_changes_its_answer_after_the_check_does_not_lead_insi
     with pytest.raises(CommandError, match="not allowed"):
         await image_data_url(url, HTTP, CommandErrorCode.AVATAR_UNAVAILABLE)
     assert servers.internal_hits == []
+
+
+async def test_a_head_over_the_limit_is_refused_and_a_browser_that_hangs_up_is_counted(
+    servers: Servers,
+) -> None:
+    async with _proxy(servers, _names()) as proxy:
+        port = int(proxy.url.rsplit(":", 1)[1])
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        padding = "x" * (HEAD_LIMIT_BYTES + 1)
+        writer.write(f"GET http://site.test/ HTTP/1.1\r\nX-Pad: {padding}\r\n\r\n".encode())
+        await writer.drain()
+        answer = await reader.read()
+        writer.close()
+        assert answer.startswith(b"HTTP/1.1 431 ")
+        assert proxy.refused == 1
+        # Half a head, then the browser goes away: no answer is owed, the drop is counted.
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET http://site.test/ HTTP/1.1\r\n")
+        await writer.drain()
+        writer.close()
+        await writer.wait_closed()
+        for _ in range(100):
+            if proxy.dropped:
+                break
+            await asyncio.sleep(0.01)
+        assert proxy.dropped == 1
+        assert proxy.refused == 1
