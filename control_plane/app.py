@@ -140,7 +140,7 @@ def bot_config_builder(app: web.Application) -> BotConfigBuilder:
     return BotConfigBuilder(
         database=app[DB],
         control_plane_url=settings.effective_public_url,
-        network_steps=(NetworkStep("zoom_obf_token", zoom_token_step(app.get(ZOOM_TOKENS))),),
+        network_steps=(NetworkStep("zoom_obf_token", zoom_token_step(app[ZOOM_TOKENS])),),
         transaction_steps=(
             TransactionStep("transcription_models", transcription_step(settings)),
             TransactionStep("action_prompt", prompt_step),
@@ -169,7 +169,7 @@ async def _bots_ctx(app: web.Application) -> AsyncIterator[None]:
         settings=settings,
         launcher=app[LAUNCHER],
         status_hooks=status_hooks,
-        zoom_connections=app.get(ZOOM_TOKENS),
+        zoom_connections=app[ZOOM_TOKENS],
         agent_commands=app.get(AGENT_COMMANDS),
         recording_url=first_recording_url(lister) if lister is not None else None,
         live_commands=live,

@@ -235,8 +235,7 @@ class BotService:
         settings: The process's settings (meeting hosts, transcription models).
         launcher: Terminates the VM of a bot stopped with no agent to stop it.
         status_hooks: In-transaction status hooks (the app's live list).
-        zoom_connections: The Zoom integration's stored connections and token sealing, or None
-            when it is absent.
+        zoom_connections: The Zoom integration's stored connections and token sealing.
         agent_commands: Sends a command to a bot's agent, or None without an agent link.
         recording_url: Finds the URL of a bot's main recording, or None without artifact
             storage.
@@ -247,8 +246,8 @@ class BotService:
     database: Database
     settings: Settings
     launcher: BotLauncher
+    zoom_connections: ZoomTokenSource
     status_hooks: Sequence[StatusHook] = ()
-    zoom_connections: ZoomTokenSource | None = None
     agent_commands: AgentCommander | None = None
     recording_url: RecordingUrl | None = None
     live_commands: LiveCommands | None = None
@@ -269,15 +268,10 @@ class BotService:
         """
         if body.platform is not Platform.ZOOM:
             return ZoomLaunch()
-        source = self.zoom_connections
         if body.zoom_obf_token:
-            sealed = source.seal(body.zoom_obf_token) if source is not None else None
-            return ZoomLaunch(sealed_token=sealed)
-        workspace_id = auth.require_workspace()
-        connection = (
-            await source.usable_connection(workspace_id, auth.user_id, body.zoom_connection_id)
-            if source is not None
-            else None
+            return ZoomLaunch(sealed_token=self.zoom_connections.seal(body.zoom_obf_token))
+        connection = await self.zoom_connections.usable_connection(
+            auth.require_workspace(), auth.user_id, body.zoom_connection_id
         )
         if connection is None:
             raise Validation(

@@ -10,25 +10,22 @@ from agent.contracts.bot_config import BotConfig, Platform
 from control_plane.bots.config_builder import NetworkRun
 from control_plane.db.models.bot import Meeting
 from control_plane.hooks import ZoomTokenSource
-from control_plane.launchers.base import LaunchError
 
 
-def zoom_token_step(source: ZoomTokenSource | None) -> NetworkRun:
+def zoom_token_step(source: ZoomTokenSource) -> NetworkRun:
     """A network step putting the meeting's OBF token into a zoom bot's config.
 
     Args:
-        source: The Zoom integration's token source; None when it is absent.
+        source: The Zoom integration's token source.
 
     Returns:
-        The step; it raises ``LaunchError`` without the Zoom integration, and
-        ``control_plane.errors.ProviderError`` when there is nothing to mint from or Zoom refuses.
+        The step; it raises ``control_plane.errors.ProviderError`` when there is nothing to
+        mint from or Zoom refuses.
     """
 
     async def step(meeting: Meeting, config: BotConfig) -> BotConfig:
         if meeting.platform != Platform.ZOOM.value:
             return config
-        if source is None:
-            raise LaunchError("no Zoom integration to mint an on-behalf-of token")
         token = await source.launch_token(
             meeting.zoom_connection_id, meeting.zoom_obf_token_sealed, meeting.native_meeting_id
         )
