@@ -19,6 +19,7 @@ from control_plane.db.models.invitation import Invitation
 from control_plane.db.models.relay_message import RelayMessage
 from control_plane.db.models.segment import Segment
 from control_plane.db.models.signing_key import SigningKey
+from control_plane.db.models.summary import MeetingSummary
 from control_plane.db.models.webhook import (
     WebhookAttempt,
     WebhookDelivery,
@@ -41,6 +42,7 @@ __all__ = [
     "Invitation",
     "Meeting",
     "MeetingAction",
+    "MeetingSummary",
     "Membership",
     "RelayMessage",
     "Segment",
