@@ -1,0 +1,230 @@
+"""What the model is asked for action detection and how its answer becomes actions.
+
+The window's segments are numbered ``[1]``, ``[2]``… in the prompt and the model cites those
+numbers; :func:`parse_answer` maps them back to segment ids and drops any number outside the
+window, so an action can only rest on segments of the window (never on the context).
+
+Owner and due are then grounded in the lines the action rests on (:func:`ground`): small
+models leave the owner of "I'll …" empty and invent deadlines ("2023-03-05" for "by Friday").
+An ``action_item`` without owner gets the speaker of a cited line that commits in the first
+person ("I'll", "I will", "let me" …) or the participant a cited line addresses by name
+("Bob, can you …"); a ``due`` none of whose words occur in the cited lines is dropped.
+
+Moved from the agent's ``agent/actions/prompt.py`` (issue 34); the answer now arrives as a
+decoded JSON object from a :class:`.chat.ChatModel`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from agent.contracts.link import ActionType
+from control_plane.intelligence.action_model import DetectedAction, DetectionRequest, WindowLine
+from control_plane.intelligence.chat import ChatAnswerInvalid, ChatMessage
+
+SYSTEM_PROMPT = """\
+List what this meeting transcript produced, as JSON.
+Types: action_item = a task someone will do; decision = something the group settled;
+question = a question left unanswered; follow_up = a topic or meeting to revisit later.
+Skip small talk. text: a short sentence using the speakers' words. owner: the person doing an
+action_item (a speaker saying "I'll" owns it), else null. due: the deadline as said, else
+null. lines: numbers of the lines it comes from. Nothing found: {"actions": []}"""
+
+SCHEMA_NAME = "meeting_actions"
+"""``schema_name`` of :data:`ANSWER_SCHEMA` (OpenAI's ``json_schema.name``)."""
+
+_MAX_ITEMS = 8
+
+ANSWER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "actions": {
+            "type": "array",
+            "maxItems": _MAX_ITEMS,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "type": {"type": "string", "enum": [t.value for t in ActionType]},
+                    "text": {"type": "string", "maxLength": 200},
+                    "owner": {"type": ["string", "null"], "maxLength": 60},
+                    "due": {"type": ["string", "null"], "maxLength": 60},
+                    "lines": {
+                        "type": "array",
+                        "items": {"type": "integer", "minimum": 1},
+                        "maxItems": 6,
+                    },
+                },
+                "required": ["type", "text", "owner", "due", "lines"],
+                "additionalProperties": False,
+            },
+        }
+    },
+    "required": ["actions"],
+    "additionalProperties": False,
+}
+"""JSON schema of the answer: ``{"actions": [{type, text, owner, due, lines}]}``, at most
+8 actions, ``lines`` being 1-based numbers of the window's lines."""
+
+
+class _AnswerItem(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    type: str
+    text: str = ""
+    owner: str | None = None
+    due: str | None = None
+    lines: list[int | str] = Field(default_factory=list)
+
+    @field_validator("lines", mode="before")
+    @classmethod
+    def _one_line_is_a_list(cls, value: Any) -> Any:
+        # Unconstrained models often write "lines": 2 for a single line.
+        return [value] if isinstance(value, int | str) else value
+
+
+class _Answer(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    actions: list[dict[str, Any]]
+
+
+def _line(line: WindowLine, number: int | None) -> str:
+    speaker = line.speaker or "Unknown"
+    prefix = f"[{number}] " if number is not None else ""
+    return f"{prefix}{speaker}: {line.text.strip()}"
+
+
+def build_messages(request: DetectionRequest) -> list[ChatMessage]:
+    """The chat messages of one call.
+
+    Returns:
+        A system message (the bot's instructions when given, followed by the fixed answer
+        format) and a user message (the context, then the numbered window).
+    """
+    system = SYSTEM_PROMPT
+    if request.instructions:
+        system = f"{request.instructions.strip()}\n\n{SYSTEM_PROMPT}"
+    parts: list[str] = []
+    if request.context:
+        earlier = "\n".join(_line(line, None) for line in request.context)
+        parts.append(f"Earlier in the meeting (context only, do not list):\n{earlier}\n")
+    numbered = "\n".join(_line(line, i) for i, line in enumerate(request.lines, start=1))
+    parts.append(f"Transcript lines:\n{numbered}")
+    return [ChatMessage("system", system), ChatMessage("user", "\n".join(parts))]
+
+
+def _clean(value: str | None, limit: int = 100) -> str | None:
+    if value is None:
+        return None
+    value = " ".join(value.split())
+    if value.lower() in {"", "null", "none", "n/a", "unknown", "unassigned", "tbd"}:
+        return None
+    return value[:limit]
+
+
+def _line_number(value: int | str) -> int | None:
+    if isinstance(value, int):
+        return value
+    digits = re.sub(r"\D", "", value)
+    return int(digits) if digits else None
+
+
+_FIRST_PERSON = re.compile(
+    r"\b(i'll|i will|i can|i'm going to|i am going to|i'll take|let me|i'll do|i'll handle)\b",
+    re.IGNORECASE,
+)
+_ADDRESSED = re.compile(r"^\s*(?:ok(?:ay)?[,.]?\s+|so[,.]?\s+)?([A-Z][\w'-]*)\s*,\s*(.*)$")
+_REQUEST = re.compile(r"^(?:can|could|would|will|please)\b", re.IGNORECASE)
+
+
+def _owner_from_lines(lines: list[WindowLine], speakers: set[str]) -> str | None:
+    """Who the cited lines say takes the task, when they say it plainly."""
+    for line in lines:
+        if line.speaker and _FIRST_PERSON.search(line.text):
+            return line.speaker
+    for line in lines:
+        addressed = _ADDRESSED.match(line.text)
+        if addressed and addressed.group(1) in speakers and _REQUEST.match(addressed.group(2)):
+            return addressed.group(1)
+    return None
+
+
+def normalise_words(text: str) -> list[str]:
+    """Lowercased words of ``text`` (letters and digits), for grounding checks."""
+    return re.findall(r"[a-z0-9]+", text.casefold())
+
+
+def _said(due: str, lines: list[WindowLine]) -> bool:
+    words = set(normalise_words(" ".join(line.text for line in lines)))
+    return any(word in words for word in normalise_words(due))
+
+
+def ground(action: DetectedAction, request: DetectionRequest) -> DetectedAction:
+    """``action`` with its owner and due grounded in its lines (see the module docstring)."""
+    cited = [line for line in request.lines if line.segment_id in action.segment_ids]
+    owner, due = action.owner, action.due
+    if owner is None and action.action_type is ActionType.ACTION_ITEM:
+        speakers = {line.speaker for line in (*request.context, *request.lines) if line.speaker}
+        owner = _owner_from_lines(cited, speakers)
+    if due is not None and not _said(due, cited):
+        due = None
+    if (owner, due) == (action.owner, action.due):
+        return action
+    return action.model_copy(update={"owner": owner, "due": due})
+
+
+def parse_answer(
+    payload: Mapping[str, Any], request: DetectionRequest
+) -> tuple[list[DetectedAction], int]:
+    """Validate the model's answer against the window.
+
+    Args:
+        payload: The decoded answer (``ChatAnswer.content``), ``{"actions": [...]}``.
+        request: The request it answers; line numbers refer to ``request.lines``.
+
+    Returns:
+        The valid actions (owner and due grounded, :func:`ground`) and how many items were
+        dropped (unknown type, empty text, or no line number inside the window).
+
+    Raises:
+        ChatAnswerInvalid: The object has no ``actions`` list.
+    """
+    try:
+        answer = _Answer.model_validate(payload)
+    except ValidationError as exc:
+        raise ChatAnswerInvalid(f"answer has the wrong shape: {exc.errors()[:2]}") from exc
+    valid_types = {t.value for t in ActionType}
+    actions: list[DetectedAction] = []
+    dropped = 0
+    for raw in answer.actions:
+        try:
+            item = _AnswerItem.model_validate(raw)
+        except ValidationError:
+            dropped += 1
+            continue
+        kind = item.type.strip().lower().replace(" ", "_").replace("-", "_")
+        numbers = [_line_number(n) for n in item.lines]
+        ids = tuple(
+            dict.fromkeys(
+                request.lines[n - 1].segment_id
+                for n in numbers
+                if n is not None and 1 <= n <= len(request.lines)
+            )
+        )
+        text = " ".join(item.text.split())
+        if kind not in valid_types or not text or not ids:
+            dropped += 1
+            continue
+        action = DetectedAction(
+            action_type=ActionType(kind),
+            text=text[:500],
+            owner=_clean(item.owner),
+            due=_clean(item.due),
+            segment_ids=ids,
+        )
+        actions.append(ground(action, request))
+    return actions, dropped

@@ -1,0 +1,64 @@
+"""Action detection over one window: the prompt to a :class:`.chat.ChatModel`, actions back.
+
+The shapes (:class:`WindowLine`, :class:`DetectionRequest`, :class:`DetectedAction`,
+:class:`Detection`) live in :mod:`.action_model` and are re-exported here; the prompt, the
+answer schema and the grounding of owner and due in :mod:`.action_prompt`. The caller (the
+detection worker) owns windowing, budgets, retries, deduplication and events.
+"""
+
+from __future__ import annotations
+
+from control_plane.intelligence.action_model import (
+    DetectedAction,
+    Detection,
+    DetectionRequest,
+    WindowLine,
+)
+from control_plane.intelligence.action_prompt import (
+    ANSWER_SCHEMA,
+    SCHEMA_NAME,
+    build_messages,
+    parse_answer,
+)
+from control_plane.intelligence.chat import ChatModel
+
+__all__ = [
+    "DetectedAction",
+    "Detection",
+    "DetectionRequest",
+    "WindowLine",
+    "detect_actions",
+]
+
+
+async def detect_actions(
+    chat: ChatModel, request: DetectionRequest, *, max_tokens: int
+) -> Detection:
+    """Ask ``chat`` for the actions of one window.
+
+    Args:
+        chat: The replica's model.
+        request: The window, its context and the bot's instructions.
+        max_tokens: Longest answer, in tokens.
+
+    Returns:
+        The valid actions (each resting on segments of ``request.lines``, owner and due
+        grounded), the tokens the call used, how many answer items were dropped as invalid,
+        and the call's seconds.
+
+    Raises:
+        ChatUnavailable: A transient failure (timeout, connection, 429, 5xx); retry later.
+        ChatAnswerInvalid: The answer is not a JSON object with an ``actions`` list.
+        ChatError: Any other failure of the call.
+    """
+    answer = await chat.complete_json(
+        build_messages(request), ANSWER_SCHEMA, schema_name=SCHEMA_NAME, max_tokens=max_tokens
+    )
+    actions, dropped = parse_answer(answer.content, request)
+    return Detection(
+        actions=tuple(actions),
+        prompt_tokens=answer.prompt_tokens,
+        completion_tokens=answer.completion_tokens,
+        dropped=dropped,
+        seconds=answer.seconds,
+    )
