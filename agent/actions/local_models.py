@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.actions.errors import DetectorError
-from agent.packaged import PackageFileMissing, join_parts, package_file
+from agent.contracts.packaged import PackageFileMissing, join_parts, package_file
 
 log = logging.getLogger(__name__)
 

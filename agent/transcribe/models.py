@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agent.contracts.packaged import PackageFileMissing, join_parts, package_file
 from agent.contracts.whisper_models import MODEL_REGISTRY
-from agent.packaged import PackageFileMissing, join_parts, package_file
 from agent.transcribe.errors import ModelIntegrityError, ModelUnavailable
 
 if TYPE_CHECKING:

