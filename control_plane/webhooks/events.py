@@ -12,6 +12,7 @@ events of docs/api.md 2.7 plus the ``bot_id``/``meeting_id`` a webhook receiver 
 | ``action.detected`` | :class:`ActionDetected` | the language model reported an action |
 | ``participant.joined`` | :class:`ParticipantJoined` | a participant appeared in the meeting |
 | ``participant.left`` | :class:`ParticipantLeft` | a participant left the meeting |
+| ``summary.ready`` | :class:`SummaryReady` | a final meeting's summary was written (2.14) |
 
 :func:`openapi_webhooks` renders the same table into the OpenAPI 3.1 ``webhooks`` section, so
 the document and the code cannot drift apart.
@@ -35,6 +36,7 @@ class EventType(StrEnum):
     ACTION_DETECTED = "action.detected"
     PARTICIPANT_JOINED = "participant.joined"
     PARTICIPANT_LEFT = "participant.left"
+    SUMMARY_READY = "summary.ready"
 
 
 class _Data(BaseModel):
@@ -97,6 +99,41 @@ class ParticipantLeft(_Data):
     participants: list[str]
 
 
+class SummaryDecisionData(BaseModel):
+    """A decision of the meeting summary and the segments that say so."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    text: str
+    segment_ids: list[str] = Field(description="Ids of the transcript segments it rests on.")
+
+
+class SummaryActionItemData(BaseModel):
+    """An action item of the meeting summary; owner and due as its segments say them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    text: str
+    owner: str | None = Field(description="Who takes it, as said in its segments; else null.")
+    due: str | None = Field(description="When it is due, as said in its segments; else null.")
+    segment_ids: list[str] = Field(description="Ids of the transcript segments it rests on.")
+
+
+class SummaryReady(_Data):
+    """``data`` of ``summary.ready``: the whole meeting's summary (docs/api.md 2.14)."""
+
+    summary: str = Field(description="A short summary of the whole meeting.")
+    decisions: list[SummaryDecisionData]
+    action_items: list[SummaryActionItemData]
+    model: str | None = Field(description="`provider/model` that wrote it.")
+    created_at: datetime = Field(description="When the meeting became final.")
+    ready_at: datetime = Field(description="When the summary was written.")
+
+    @field_serializer("created_at", "ready_at")
+    def _utc(self, value: datetime) -> str:
+        return format_timestamp(value)
+
+
 EventData = (
     BotStatusChanged
     | TranscriptionReady
@@ -104,6 +141,7 @@ EventData = (
     | ActionDetected
     | ParticipantJoined
     | ParticipantLeft
+    | SummaryReady
 )
 
 CATALOGUE: dict[EventType, tuple[type[_Data], str]] = {
@@ -116,6 +154,7 @@ CATALOGUE: dict[EventType, tuple[type[_Data], str]] = {
     EventType.ACTION_DETECTED: (ActionDetected, "Live action detection found an action."),
     EventType.PARTICIPANT_JOINED: (ParticipantJoined, "A participant joined the meeting."),
     EventType.PARTICIPANT_LEFT: (ParticipantLeft, "A participant left the meeting."),
+    EventType.SUMMARY_READY: (SummaryReady, "A final meeting's summary is ready."),
 }
 """Event type → (``data`` model, one-line description), the single source of the catalogue."""
 
@@ -186,7 +225,8 @@ def openapi_webhooks() -> tuple[dict[str, Any], dict[str, Any]]:
     for event, (model, description) in CATALOGUE.items():
         data_name = model.__name__ + "Data"
         data_schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
-        data_schema.pop("$defs", None)
+        # Nested models (the summary's items) become component schemas of their own.
+        schemas.update(data_schema.pop("$defs", {}))
         schemas[data_name] = data_schema
         envelope = _schema_name(event)
         schemas[envelope] = {

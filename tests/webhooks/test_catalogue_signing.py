@@ -27,7 +27,7 @@ pytestmark = pytest.mark.unit
 BOT = "6f1c2f7e-0a43-4a57-9f0e-3d1b5b1b9a10"
 
 
-def test_catalogue_lists_the_six_event_types_of_api_2_8() -> None:
+def test_catalogue_lists_the_event_types_of_api_2_8() -> None:
     assert EVENT_TYPE_NAMES == {
         "bot.status_changed",
         "transcription.ready",
@@ -35,6 +35,7 @@ def test_catalogue_lists_the_six_event_types_of_api_2_8() -> None:
         "action.detected",
         "participant.joined",
         "participant.left",
+        "summary.ready",
     }
     assert set(CATALOGUE) == set(EventType)
 

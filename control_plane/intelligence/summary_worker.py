@@ -1,0 +1,300 @@
+"""The summary worker: writes each final meeting's summary once, whichever replica gets to it.
+
+Source: docs/api.md 2.14, docs/architecture.md §16. Rows of ``meeting_summaries`` are created
+``pending`` by :func:`~control_plane.intelligence.summary_store.summary_status_hook` when a bot
+with ``enable_actions`` true becomes final, with ``next_attempt_at`` = the end plus the settle
+delay (segments the agent still delivers after its final status land first).
+
+A step claims one due row (``pending``, ``next_attempt_at`` passed, no live lease): PostgreSQL
+``SELECT … FOR UPDATE SKIP LOCKED``, SQLite one conditional ``UPDATE … RETURNING`` (its writes
+are serialised), as the scheduler claims launches. The claim sets ``claim_owner`` (this worker),
+``lease_until`` (now + lease) and counts the attempt. The model is then called outside any
+transaction (:func:`~control_plane.intelligence.summary.summarise`: parts of ``chunk_chars``
+characters, map then reduce). The outcome is written only while the row is still this
+worker's pending claim (``WHERE claim_owner = me AND status = 'pending'``): a purge meanwhile
+deletes the row and the outcome is dropped; a lease that lapsed and was claimed again by
+another worker makes this one's write a no-op, so exactly one ``ready`` and one
+``summary.ready`` webhook are written per meeting.
+
+- Ready: status, texts, model and tokens, and the ``summary.ready`` webhook in one transaction;
+  after commit the ``summary_ready`` stream event is offered to the bot's stream.
+- :class:`~control_plane.intelligence.chat.ChatUnavailable` or an answer of the wrong shape
+  (:class:`~control_plane.intelligence.chat.ChatAnswerInvalid`): tried again after
+  ``retry_base`` doubling to ``retry_max`` seconds, until ``max_attempts`` attempts.
+- Attempts spent, or another :class:`~control_plane.intelligence.chat.ChatError`: ``failed``
+  with the error, one warning logged and counted in :attr:`SummaryWorker.failed`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from control_plane.background import BackgroundLoop
+from control_plane.db.engine import Database
+from control_plane.db.models.bot import Meeting
+from control_plane.db.models.segment import Segment
+from control_plane.db.models.summary import MeetingSummary
+from control_plane.intelligence.chat import (
+    ChatAnswerInvalid,
+    ChatError,
+    ChatModel,
+    ChatUnavailable,
+)
+from control_plane.intelligence.summary import Line, MeetingSummaryResult, summarise
+from control_plane.intelligence.summary_store import SummaryStatus, summary_out
+from control_plane.webhooks.events import EventType, SummaryReady
+from control_plane.webhooks.outbox import Outbox
+
+logger = logging.getLogger(__name__)
+
+SummaryEvent = Callable[[uuid.UUID, dict[str, object]], Awaitable[None]]
+"""``await publish(bot_id, data)``: offers ``summary_ready`` to the bot's stream (best effort)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryPolicy:
+    """How the worker paces and bounds its work (settings ``MEETBOT_INTELLIGENCE_SUMMARY_*``).
+
+    Attributes:
+        lease: How long a claim holds before another worker may take the meeting again.
+        max_attempts: Attempts before the summary is ``failed`` (at least 1).
+        retry_base: Seconds before the second attempt; doubles with each further one.
+        retry_max: Longest wait between attempts, seconds.
+        chunk_chars: Most rendered transcript characters per model call (map/reduce parts).
+        max_tokens: Longest answer of one call, tokens.
+    """
+
+    lease: timedelta = timedelta(minutes=10)
+    max_attempts: int = 5
+    retry_base: float = 10.0
+    retry_max: float = 600.0
+    chunk_chars: int = 12_000
+    max_tokens: int = 1024
+
+
+@dataclass
+class SummaryWorker:
+    """Claims due summaries and writes them (see the module docstring).
+
+    Args:
+        database: The control plane's database.
+        chat: The replica's one model.
+        outbox: Writes ``summary.ready`` in the summary's transaction.
+        policy: Lease, attempts, backoff, chunking.
+        interval: Seconds between polls when nothing is due.
+        publish: Offers the ``summary_ready`` stream event after commit; None offers nothing.
+        owner: This worker's id in ``claim_owner`` (host, pid and a random part).
+
+    Attributes:
+        ready: Summaries this worker wrote.
+        retried: Attempts that failed transiently and were put back.
+        failed: Summaries this worker gave up on (each logged once).
+        dropped_items: Decisions and action items dropped for citing no line.
+    """
+
+    database: Database
+    chat: ChatModel
+    outbox: Outbox
+    policy: SummaryPolicy = field(default_factory=SummaryPolicy)
+    interval: float = 5.0
+    publish: SummaryEvent | None = None
+    owner: str = field(
+        default_factory=lambda: f"{socket.gethostname()[:80]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    )
+    ready: int = 0
+    retried: int = 0
+    failed: int = 0
+    dropped_items: int = 0
+    loop: BackgroundLoop = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.loop = BackgroundLoop("summaries", self.step, interval=self.interval)
+
+    async def step(self) -> bool:
+        """Claim and work one due summary; True when one was worked (more may be due)."""
+        now = datetime.now(UTC)
+        claimed = await self.claim(now)
+        if claimed is None:
+            return False
+        await self.work(claimed)
+        return True
+
+    @staticmethod
+    def _due(now: datetime) -> tuple[object, ...]:
+        return (
+            MeetingSummary.status == SummaryStatus.PENDING.value,
+            MeetingSummary.next_attempt_at <= now,
+            or_(MeetingSummary.lease_until.is_(None), MeetingSummary.lease_until < now),
+        )
+
+    async def claim(self, now: datetime) -> int | None:
+        """Claim one due summary for this worker; its meeting id, or None when none is due."""
+        lease_until = now + self.policy.lease
+        async with self.database.sessions.begin() as session:
+            if self.database.dialect == "postgresql":
+                row = (
+                    await session.execute(
+                        select(MeetingSummary)
+                        .where(*self._due(now))  # type: ignore[arg-type]
+                        .order_by(MeetingSummary.next_attempt_at, MeetingSummary.meeting_id)
+                        .limit(1)
+                        .with_for_update(skip_locked=True)
+                    )
+                ).scalar_one_or_none()
+                if row is None:
+                    return None
+                row.claim_owner = self.owner
+                row.lease_until = lease_until
+                row.attempts += 1
+                return row.meeting_id
+            due = (
+                select(MeetingSummary.meeting_id)
+                .where(*self._due(now))  # type: ignore[arg-type]
+                .order_by(MeetingSummary.next_attempt_at, MeetingSummary.meeting_id)
+                .limit(1)
+                .scalar_subquery()
+            )
+            claimed = (
+                await session.execute(
+                    update(MeetingSummary)
+                    .where(MeetingSummary.meeting_id == due)
+                    .values(
+                        claim_owner=self.owner,
+                        lease_until=lease_until,
+                        attempts=MeetingSummary.attempts + 1,
+                    )
+                    .returning(MeetingSummary.meeting_id)
+                    .execution_options(synchronize_session=False)
+                )
+            ).scalar_one_or_none()
+            return claimed
+
+    async def work(self, meeting_id: int) -> None:
+        """Summarise the claimed meeting and write the outcome (see the module docstring)."""
+        async with self.database.reads() as session:
+            lines = await _lines(session, meeting_id)
+        try:
+            result = await summarise(
+                self.chat,
+                lines,
+                chunk_chars=self.policy.chunk_chars,
+                max_tokens=self.policy.max_tokens,
+            )
+        except (ChatUnavailable, ChatAnswerInvalid) as exc:
+            await self._retry_or_fail(meeting_id, f"{type(exc).__name__}: {exc}")
+            return
+        except ChatError as exc:
+            await self._fail(meeting_id, f"{type(exc).__name__}: {exc}")
+            return
+        await self._store(meeting_id, result)
+
+    def _mine(self, meeting_id: int) -> tuple[object, ...]:
+        return (
+            MeetingSummary.meeting_id == meeting_id,
+            MeetingSummary.claim_owner == self.owner,
+            MeetingSummary.status == SummaryStatus.PENDING.value,
+        )
+
+    async def _store(self, meeting_id: int, result: MeetingSummaryResult) -> None:
+        now = datetime.now(UTC)
+        async with self.database.sessions.begin() as session:
+            row = (
+                await session.execute(
+                    select(MeetingSummary).where(*self._mine(meeting_id))  # type: ignore[arg-type]
+                )
+            ).scalar_one_or_none()
+            meeting = await session.get(Meeting, meeting_id)
+            if row is None or meeting is None:
+                logger.info(
+                    "summary dropped: purged or claimed again", extra={"meeting": meeting_id}
+                )
+                return
+            row.status = SummaryStatus.READY.value
+            row.summary = result.summary
+            row.decisions = [decision.as_json() for decision in result.decisions]
+            row.action_items = [item.as_json() for item in result.action_items]
+            row.model = self.chat.name
+            row.prompt_tokens = result.prompt_tokens
+            row.completion_tokens = result.completion_tokens
+            row.claim_owner = None
+            row.lease_until = None
+            row.error = None
+            row.ready_at = now
+            out = summary_out(row)
+            data = SummaryReady(
+                bot_id=str(meeting.bot_id),
+                meeting_id=meeting_id,
+                **out.model_dump(mode="json", exclude={"status", "error"}),
+            )
+            await self.outbox.emit(
+                session, meeting.workspace_id, EventType.SUMMARY_READY, data, at=now
+            )
+            bot_id = meeting.bot_id
+        self.ready += 1
+        self.dropped_items += result.dropped
+        if self.publish is not None:
+            await self.publish(bot_id, out.model_dump(mode="json", exclude={"error"}))
+
+    async def _retry_or_fail(self, meeting_id: int, error: str) -> None:
+        now = datetime.now(UTC)
+        async with self.database.sessions.begin() as session:
+            row = (
+                await session.execute(
+                    select(MeetingSummary).where(*self._mine(meeting_id))  # type: ignore[arg-type]
+                )
+            ).scalar_one_or_none()
+            if row is None:
+                return
+            if row.attempts >= self.policy.max_attempts:
+                self._mark_failed(row, error)
+                return
+            wait = min(self.policy.retry_base * 2 ** (row.attempts - 1), self.policy.retry_max)
+            row.next_attempt_at = now + timedelta(seconds=wait)
+            row.claim_owner = None
+            row.lease_until = None
+            row.error = error[:2000]
+        self.retried += 1
+
+    async def _fail(self, meeting_id: int, error: str) -> None:
+        async with self.database.sessions.begin() as session:
+            row = (
+                await session.execute(
+                    select(MeetingSummary).where(*self._mine(meeting_id))  # type: ignore[arg-type]
+                )
+            ).scalar_one_or_none()
+            if row is not None:
+                self._mark_failed(row, error)
+
+    def _mark_failed(self, row: MeetingSummary, error: str) -> None:
+        row.status = SummaryStatus.FAILED.value
+        row.error = error[:2000]
+        row.claim_owner = None
+        row.lease_until = None
+        self.failed += 1
+        logger.warning(
+            "meeting summary failed after %d attempt(s): %s",
+            row.attempts,
+            error[:300],
+            extra={"meeting": row.meeting_id},
+        )
+
+
+async def _lines(session: AsyncSession, meeting_id: int) -> list[Line]:
+    rows = await session.execute(
+        select(Segment.segment_id, Segment.speaker, Segment.start, Segment.end, Segment.text)
+        .where(Segment.meeting_id == meeting_id, Segment.text != "")
+        .order_by(Segment.start, Segment.id)
+    )
+    return [
+        Line(segment_id, speaker, None, start, end, text)
+        for segment_id, speaker, start, end, text in rows
+    ]
