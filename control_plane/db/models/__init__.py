@@ -5,6 +5,7 @@ aggregate adds its module and one import line below.
 """
 
 from control_plane.db.models.action import MeetingAction
+from control_plane.db.models.action_cursor import ActionCursor
 from control_plane.db.models.action_prompt import ActionPrompt
 from control_plane.db.models.agent_link import (
     AgentFrameReceipt,
@@ -30,6 +31,7 @@ from control_plane.db.models.workspace import ApiKey, Membership, User, Workspac
 from control_plane.db.models.zoom_connection import ZoomConnection
 
 __all__ = [
+    "ActionCursor",
     "ActionPrompt",
     "AgentFrameReceipt",
     "AgentLink",

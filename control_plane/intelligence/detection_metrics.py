@@ -1,0 +1,76 @@
+"""Prometheus collectors of the detection worker, registered on the app's registry."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+
+class DetectionMetrics:
+    """What live action detection did on this replica.
+
+    Args:
+        registry: The app's registry (``Metrics.registry``).
+    """
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.windows = Counter(
+            "meetbot_action_windows_total",
+            "Windows of live action detection, by outcome: done, failed (given up on after "
+            "its tries; its actions are lost, logged once), skipped (no text, no call), "
+            "superseded (another replica stored it).",
+            ["outcome"],
+            registry=registry,
+        )
+        self.actions = Counter(
+            "meetbot_actions_total",
+            "Actions the model found, by fate: stored, repeat (dropped as already stored).",
+            ["fate"],
+            registry=registry,
+        )
+        self.calls = Counter(
+            "meetbot_action_calls_total",
+            "Model calls of live action detection (retries included).",
+            registry=registry,
+        )
+        self.retries = Counter(
+            "meetbot_action_retries_total",
+            "Calls that were retries after a transient failure.",
+            registry=registry,
+        )
+        self.invalid_answers = Counter(
+            "meetbot_action_invalid_answers_total",
+            "Answers that were not the JSON asked for (the window is given up on).",
+            registry=registry,
+        )
+        self.items_dropped = Counter(
+            "meetbot_action_items_dropped_total",
+            "Items of valid answers dropped (unknown type, empty text, no line of the window).",
+            registry=registry,
+        )
+        self.tokens = Counter(
+            "meetbot_action_tokens_total",
+            "Prompt and completion tokens of answered calls.",
+            registry=registry,
+        )
+        self.budget_waits = Counter(
+            "meetbot_action_budget_waits_total",
+            "Times a call waited for its workspace's budget.",
+            registry=registry,
+        )
+        self.claims = Counter(
+            "meetbot_action_claims_total",
+            "Meetings this replica claimed for analysis.",
+            registry=registry,
+        )
+        self.stream_offers_failed = Counter(
+            "meetbot_action_stream_offers_failed_total",
+            "Stored actions that could not be put on their bot's stream (webhook and record "
+            "have them).",
+            registry=registry,
+        )
+        self.call_seconds = Histogram(
+            "meetbot_action_call_seconds",
+            "Seconds of an answered call, queueing in the model included.",
+            registry=registry,
+            buckets=(0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0, 120.0),
+        )

@@ -1,0 +1,288 @@
+"""Reading a meeting's segments after its cursor, and storing a window's actions with the cursor.
+
+:meth:`WindowStore.view` reads what the worker needs for the next window: the meeting's state,
+its cursor, the previous window's lines (context) and the segments stored after the cursor.
+:meth:`WindowStore.store` stores one window's outcome in ONE transaction: the cursor moves
+from where the view read it to the window's last row (a compare-and-set that also checks this
+worker still owns the meeting), the actions are added (those repeating an action stored before
+are dropped) and each one's ``action.detected`` webhook goes into the outbox, exactly as the
+agent's ``action`` frames were stored (docs/api.md 2.9, 2.11). A window analysed twice (its
+first owner died before the commit) is stored once: the second commit finds the cursor moved.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from agent.contracts.status import FINAL_STATUSES, BotStatus
+from control_plane.bots.status import lock_meeting
+from control_plane.db.engine import Database
+from control_plane.db.models.action import MeetingAction
+from control_plane.db.models.action_cursor import ActionCursor
+from control_plane.db.models.bot import Meeting
+from control_plane.db.models.segment import Segment
+from control_plane.intelligence.dedupe import is_repeat, normalise_text
+from control_plane.intelligence.detection import DetectedAction, WindowLine
+from control_plane.intelligence.windows import StoredLine, Window, action_id
+from control_plane.webhooks import events
+from control_plane.webhooks.outbox import Outbox
+
+
+class _CursorMoved(Exception):
+    """The cursor is no longer where the view read it, or no longer this worker's."""
+
+
+@dataclass(frozen=True, slots=True)
+class MeetingView:
+    """One meeting as the worker sees it before a window.
+
+    Attributes:
+        meeting_id: The meeting.
+        bot_id: Its bot.
+        workspace_id: Its workspace (whose budget pays for the calls).
+        prompt_version_id: The bot's ``prompt_version_id`` setting, or None.
+        final: The bot is final (no segment will be added).
+        redacted: The meeting was purged.
+        last_row: The cursor (highest ``segments.id`` done).
+        context: The previous window's lines, by start time.
+        rows: Segments stored after the cursor, by ``segments.id`` (at most the view's limit).
+    """
+
+    meeting_id: int
+    bot_id: uuid.UUID
+    workspace_id: uuid.UUID
+    prompt_version_id: str | None
+    final: bool
+    redacted: bool
+    last_row: int
+    context: tuple[WindowLine, ...]
+    rows: tuple[StoredLine, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredAction:
+    """An action the window added (what the stream and the caller's metrics get).
+
+    Attributes:
+        id: Its stable id.
+        action: The action.
+        detected_at: Its ``timestamp``.
+    """
+
+    id: str
+    action: DetectedAction
+    detected_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class StoredWindow:
+    """What :meth:`WindowStore.store` added.
+
+    Attributes:
+        actions: The actions stored, in the model's order.
+        repeats: Actions dropped as repeating one stored before.
+    """
+
+    actions: tuple[StoredAction, ...]
+    repeats: int
+
+
+def _line(row: Segment) -> WindowLine:
+    return WindowLine(
+        segment_id=row.segment_id,
+        speaker=row.speaker,
+        speaker_id=None,
+        start=row.start,
+        end=row.end,
+        text=row.text,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class WindowStore:
+    """The worker's reads and writes of windows.
+
+    Args:
+        database: The control plane's database.
+        outbox: Where ``action.detected`` events go (wakes this replica's webhook worker).
+        owner: The worker's id (the cursor's ``owner`` while it holds the lease).
+        rows_per_view: Segments read after the cursor at most (a window never needs more
+            than its speech limit's worth).
+    """
+
+    database: Database
+    outbox: Outbox
+    owner: str
+    rows_per_view: int = 500
+
+    async def view(self, meeting_id: int) -> MeetingView | None:
+        """The meeting's state, context and segments after its cursor.
+
+        None when the meeting or its cursor is gone, or the cursor is not this worker's.
+        """
+        async with self.database.reads() as session:
+            found = (
+                await session.execute(
+                    select(ActionCursor, Meeting)
+                    .join(Meeting, Meeting.id == ActionCursor.meeting_id)
+                    .where(ActionCursor.meeting_id == meeting_id)
+                )
+            ).one_or_none()
+            if found is None:
+                return None
+            cursor, meeting = found[0], found[1]
+            if cursor.owner != self.owner or cursor.finished_at is not None:
+                return None
+            context: Sequence[Segment] = ()
+            if cursor.context_ids:
+                context = (
+                    await session.scalars(
+                        select(Segment)
+                        .where(
+                            Segment.meeting_id == meeting_id,
+                            Segment.segment_id.in_(list(cursor.context_ids)),
+                        )
+                        .order_by(Segment.start, Segment.segment_id)
+                    )
+                ).all()
+            rows = (
+                await session.scalars(
+                    select(Segment)
+                    .where(Segment.meeting_id == meeting_id, Segment.id > cursor.last_row)
+                    .order_by(Segment.id)
+                    .limit(self.rows_per_view)
+                )
+            ).all()
+            prompt = (meeting.settings or {}).get("prompt_version_id")
+            return MeetingView(
+                meeting_id=meeting_id,
+                bot_id=meeting.bot_id,
+                workspace_id=meeting.workspace_id,
+                prompt_version_id=prompt if isinstance(prompt, str) else None,
+                final=BotStatus(meeting.status) in FINAL_STATUSES,
+                redacted=meeting.redacted,
+                last_row=cursor.last_row,
+                context=tuple(_line(row) for row in context),
+                rows=tuple(StoredLine(row.id, row.completed, _line(row)) for row in rows),
+            )
+
+    async def store(
+        self,
+        view: MeetingView,
+        window: Window,
+        actions: Sequence[DetectedAction],
+        *,
+        failed: bool,
+        similarity: float,
+        now: datetime,
+    ) -> StoredWindow | None:
+        """Move the cursor past ``window`` and store its ``actions``, in one transaction.
+
+        Args:
+            view: The view the window was made from (its ``last_row`` is the expected cursor).
+            window: The window.
+            actions: What the model found (empty for a failed or line-less window).
+            failed: The window was given up on (counted in ``windows_failed``).
+            similarity: Text similarity at which an action repeats a stored one.
+            now: The actions' ``timestamp``.
+
+        Returns:
+            What was stored, or None when nothing was: the cursor had moved or is another
+            worker's (the window was or will be stored by its owner), or the meeting is gone.
+        """
+        try:
+            async with self.database.sessions.begin() as session:
+                meeting = await lock_meeting(session, meeting_id=view.meeting_id)
+                if meeting is None:
+                    raise _CursorMoved
+                moved = await session.execute(
+                    update(ActionCursor)
+                    .where(
+                        ActionCursor.meeting_id == view.meeting_id,
+                        ActionCursor.owner == self.owner,
+                        ActionCursor.last_row == view.last_row,
+                        ActionCursor.finished_at.is_(None),
+                    )
+                    .values(
+                        last_row=window.last_row,
+                        context_ids=(
+                            [line.segment_id for line in window.lines]
+                            if window.lines
+                            else [line.segment_id for line in view.context]
+                        ),
+                        windows=ActionCursor.windows + (1 if window.lines else 0),
+                        windows_failed=ActionCursor.windows_failed + (1 if failed else 0),
+                    )
+                )
+                if getattr(moved, "rowcount", 0) != 1:
+                    raise _CursorMoved
+                if meeting.redacted or not actions:
+                    return StoredWindow((), 0)
+                return await self._add(session, meeting, window, actions, similarity, now)
+        except _CursorMoved:
+            return None
+
+    async def _add(
+        self,
+        session: AsyncSession,
+        meeting: Meeting,
+        window: Window,
+        actions: Sequence[DetectedAction],
+        similarity: float,
+        now: datetime,
+    ) -> StoredWindow:
+        known = (
+            await session.execute(
+                select(MeetingAction.action_id, MeetingAction.type, MeetingAction.text).where(
+                    MeetingAction.meeting_id == meeting.id
+                )
+            )
+        ).all()
+        ids = {row.action_id for row in known}
+        seen = [(row.type, normalise_text(row.text)) for row in known]
+        stored: list[StoredAction] = []
+        repeats = 0
+        for index, action in enumerate(actions):
+            kind = action.action_type.value
+            identifier = action_id(meeting.id, window, index)
+            if identifier in ids or is_repeat(kind, action.text, seen, similarity):
+                repeats += 1
+                continue
+            seen.append((kind, normalise_text(action.text)))
+            session.add(
+                MeetingAction(
+                    meeting_id=meeting.id,
+                    action_id=identifier,
+                    type=kind,
+                    text=action.text,
+                    owner=action.owner,
+                    due=action.due,
+                    segment_ids=list(action.segment_ids),
+                    detected_at=now,
+                )
+            )
+            await self.outbox.emit(
+                session,
+                meeting.workspace_id,
+                events.EventType.ACTION_DETECTED,
+                events.ActionDetected(
+                    bot_id=str(meeting.bot_id),
+                    meeting_id=meeting.id,
+                    id=identifier,
+                    type=kind,
+                    text=action.text,
+                    owner=action.owner,
+                    due=action.due,
+                    segment_ids=list(action.segment_ids),
+                    timestamp=now,
+                ),
+                at=now,
+            )
+            stored.append(StoredAction(identifier, action, now))
+        return StoredWindow(tuple(stored), repeats)

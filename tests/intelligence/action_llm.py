@@ -1,0 +1,138 @@
+"""A real OpenAI-compatible HTTP server answering action detection by keyword rules.
+
+``POST /v1/chat/completions`` reads the numbered window of the detection prompt ("Transcript
+lines:" then ``[n] Speaker: text``) and answers in the OpenAI response shape with JSON of the
+detection schema: a line containing "I'll" is an action item owned by its speaker, "we decided"
+a decision, a line ending in "?" a question (each citing its own line). It keeps every
+request, counts the answers it gave per window (the window's text), and can hold answers back
+(``hold``: requests wait until released or their client hangs up, as a model busy with other
+work) or fail the next requests with HTTP statuses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from aiohttp import web
+
+from control_plane.intelligence.openai_chat import OpenAIChatModel
+from tests.ports import free_port
+
+_NUMBERED = re.compile(r"^\[(\d+)\] ([^:]+): (.*)$")
+
+
+def window_of(body: dict[str, Any]) -> str:
+    """The numbered window of a detection request (its user message after "Transcript lines:")."""
+    user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+    return str(user).split("Transcript lines:\n", 1)[1]
+
+
+def keyword_answer(window: str) -> dict[str, Any]:
+    """The detection answer the keyword rules give for ``window``."""
+    actions = []
+    for raw in window.splitlines():
+        found = _NUMBERED.match(raw.strip())
+        if found is None:
+            continue
+        number, speaker, text = int(found[1]), found[2], found[3].strip()
+        if "I'll" in text:
+            kind, owner = "action_item", speaker
+        elif "we decided" in text.lower():
+            kind, owner = "decision", None
+        elif text.endswith("?"):
+            kind, owner = "question", None
+        else:
+            continue
+        actions.append({"type": kind, "text": text, "owner": owner, "due": None, "lines": [number]})
+    return {"actions": actions}
+
+
+class ActionServer:
+    """State of one server.
+
+    Attributes:
+        requests: Bodies received, in order.
+        answered: Answers given, per window text.
+        fail_statuses: Statuses to answer the next requests with (one consumed a request).
+        hold: While set, requests wait (see :meth:`release`).
+        base_url: ``http://127.0.0.1:<port>/v1`` once serving.
+    """
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.answered: Counter[str] = Counter()
+        self.fail_statuses: list[int] = []
+        self.hold = False
+        self.waiting = 0
+        self._released = asyncio.Event()
+        self.base_url = ""
+
+    def release(self) -> None:
+        """Let held requests (and later ones) be answered."""
+        self.hold = False
+        self._released.set()
+
+    async def handle(self, request: web.Request) -> web.Response:
+        body: dict[str, Any] = await request.json()
+        self.requests.append(body)
+        if self.fail_statuses:
+            status = self.fail_statuses.pop(0)
+            return web.json_response({"error": {"message": f"scripted {status}"}}, status=status)
+        if self.hold:
+            self.waiting += 1
+            try:
+                await self._released.wait()
+            finally:
+                self.waiting -= 1
+        window = window_of(body)
+        self.answered[window] += 1
+        content = json.dumps(keyword_answer(window))
+        return web.json_response(
+            {
+                "id": f"chatcmpl-{len(self.requests)}",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body.get("model", "keywords"),
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": content},
+                    }
+                ],
+                "usage": {"prompt_tokens": 100, "completion_tokens": 40, "total_tokens": 140},
+            }
+        )
+
+    def chat(self, request_timeout: float = 30.0) -> OpenAIChatModel:
+        """A real OpenAI-SDK client of this server (close it with ``aclose``)."""
+        return OpenAIChatModel(
+            base_url=self.base_url,
+            api_key="test",
+            model="keywords",
+            request_timeout=request_timeout,
+        )
+
+
+@asynccontextmanager
+async def serve_actions() -> AsyncIterator[ActionServer]:
+    """Run an :class:`ActionServer` on a free loopback port."""
+    server = ActionServer()
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", server.handle)
+    runner = web.AppRunner(app, shutdown_timeout=0.5)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    server.base_url = f"http://127.0.0.1:{port}/v1"
+    try:
+        yield server
+    finally:
+        server.release()
+        await runner.cleanup()

@@ -1,0 +1,206 @@
+"""The detection worker over a real database (SQLite and PostgreSQL) and a real HTTP model.
+
+The worker reads stored final segments, windows them, calls an OpenAI-compatible server
+(:mod:`tests.intelligence.action_llm`, keyword rules) through the real ``openai`` SDK client,
+and stores actions with their ``action.detected`` webhooks (docs/api.md 2.9).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+import pytest
+from prometheus_client import CollectorRegistry
+from sqlalchemy import select
+
+from control_plane.db.engine import Database, create_database
+from control_plane.db.models.action_cursor import ActionCursor
+from control_plane.intelligence.detection_metrics import DetectionMetrics
+from control_plane.intelligence.worker import DetectionOptions, DetectionWorker
+from control_plane.webhooks.outbox import Outbox
+from tests.intelligence.action_llm import ActionServer, serve_actions
+from tests.intelligence.meetings import (
+    LiveMeeting,
+    action_webhooks,
+    end_meeting,
+    live_meeting,
+    say,
+    stored_actions,
+)
+
+pytestmark = pytest.mark.api
+
+FAST = DetectionOptions(
+    window_pause=4.0,
+    poll=0.05,
+    lease=5.0,
+    retry_base=0.01,
+    retry_max=0.02,
+    window_timeout=20.0,
+)
+
+
+@asynccontextmanager
+async def running_worker(
+    database: Database, server: ActionServer, options: DetectionOptions = FAST
+) -> AsyncIterator[DetectionWorker]:
+    """A worker with its own client of ``server``, running for the ``async with``."""
+    chat = server.chat()
+    worker = DetectionWorker(
+        database=database,
+        chat=chat,
+        outbox=Outbox(),
+        options=options,
+        metrics=DetectionMetrics(CollectorRegistry()),
+    )
+    try:
+        async with worker.running():
+            yield worker
+    finally:
+        await chat.aclose()
+
+
+async def cursor_of(database: Database, meeting: LiveMeeting) -> ActionCursor | None:
+    async with database.sessions() as session:
+        return await session.get(ActionCursor, meeting.meeting_id)
+
+
+async def until(check: Callable[[], Awaitable[bool]], limit: float = 30.0) -> None:
+    async with asyncio.timeout(limit):
+        while not await check():  # noqa: ASYNC110 - polls the database; no event to await
+            await asyncio.sleep(0.05)
+
+
+async def finished(database: Database, meeting: LiveMeeting) -> bool:
+    cursor = await cursor_of(database, meeting)
+    return cursor is not None and cursor.finished_at is not None
+
+
+@pytest.fixture
+async def database(database_url: str) -> AsyncIterator[Database]:
+    db = create_database(database_url)
+    yield db
+    await db.dispose()
+
+
+async def test_windows_close_at_a_pause_and_at_the_end_with_the_previous_one_as_context(
+    database: Database,
+) -> None:
+    meeting = await live_meeting(database)
+    ids = await say(
+        database,
+        meeting,
+        [
+            ("Alice", "Morning everyone, let's start with the budget", 0.0, 2.0),
+            ("Bob", "I'll send the revised budget", 2.5, 4.0),
+            ("Carol", "So we decided to ship on Monday", 10.0, 12.0),
+        ],
+    )
+    async with serve_actions() as server, running_worker(database, server):
+        await end_meeting(database, meeting)
+        await until(lambda: finished(database, meeting))
+    windows = [
+        next(m["content"] for m in body["messages"] if m["role"] == "user")
+        for body in server.requests
+    ]
+    assert len(windows) == 2
+    assert "Earlier in the meeting" not in windows[0]
+    assert "[2] Bob: I'll send the revised budget" in windows[0]
+    # The second window sees the first as context and numbers only its own line.
+    assert "Bob: I'll send the revised budget" in windows[1].split("Transcript lines:")[0]
+    numbered = windows[1].split("Transcript lines:\n")[1]
+    assert numbered == "[1] Carol: So we decided to ship on Monday"
+    actions = await stored_actions(database, meeting)
+    assert [(a.type, a.owner, a.segment_ids) for a in actions] == [
+        ("action_item", "Bob", [ids[1]]),
+        ("decision", None, [ids[2]]),
+    ]
+    hooks = await action_webhooks(database)
+    assert [(h["id"], h["type"], h["segment_ids"], h["bot_id"]) for h in hooks] == [
+        (a.action_id, a.type, a.segment_ids, str(meeting.bot_id)) for a in actions
+    ]
+    cursor = await cursor_of(database, meeting)
+    assert cursor is not None
+    assert (cursor.windows, cursor.windows_failed, cursor.owner) == (2, 0, None)
+
+
+async def test_a_bot_without_enable_actions_causes_no_call(database: Database) -> None:
+    silent = await live_meeting(database, enable_actions=False)
+    await say(database, silent, [("Dan", "I'll book the room, did we decide?", 0.0, 3.0)])
+    await end_meeting(database, silent)
+    listened = await live_meeting(database)
+    await say(database, listened, [("Eve", "I'll write the notes", 0.0, 2.0)])
+    async with serve_actions() as server, running_worker(database, server):
+        await end_meeting(database, listened)
+        await until(lambda: finished(database, listened))
+    # The worker ran (it analysed the other meeting) and never asked about this one.
+    assert len(server.requests) == 1
+    assert "Dan" not in str(server.requests[0]["messages"])
+    assert await cursor_of(database, silent) is None
+    assert await stored_actions(database, silent) == []
+
+
+async def test_a_window_that_keeps_failing_is_reported_once_and_skipped(
+    database: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    meeting = await live_meeting(database)
+    await say(database, meeting, [("Alice", "I'll draft the plan", 0.0, 2.0)])
+    caplog.set_level(logging.INFO, logger="control_plane.intelligence.worker")
+    async with serve_actions() as server:
+        server.fail_statuses = [503, 503, 503]
+        async with running_worker(database, server):
+            # The first window closes by the pause once the next segment is stored.
+            await say(database, meeting, [("Bob", "I'll review the plan", 9.0, 11.0)])
+            await end_meeting(database, meeting)
+            await until(lambda: finished(database, meeting))
+    assert len(server.requests) == 4  # three tries of the first window, one of the second
+    gave_up = [r for r in caplog.records if r.getMessage().startswith("action detection gave up")]
+    assert len(gave_up) == 1
+    assert getattr(gave_up[0], "outcome", None) == "unavailable"
+    actions = await stored_actions(database, meeting)
+    assert [(a.type, a.owner) for a in actions] == [("action_item", "Bob")]
+    cursor = await cursor_of(database, meeting)
+    assert cursor is not None
+    assert (cursor.windows, cursor.windows_failed) == (2, 1)
+
+
+async def test_an_action_said_again_later_is_stored_once(database: Database) -> None:
+    meeting = await live_meeting(database)
+    await say(
+        database,
+        meeting,
+        [
+            ("Alice", "I'll send the minutes today", 0.0, 2.0),
+            ("Alice", "As I said, I'll send the minutes today", 20.0, 22.0),
+        ],
+    )
+    async with serve_actions() as server, running_worker(database, server):
+        await end_meeting(database, meeting)
+        await until(lambda: finished(database, meeting))
+    assert len(server.requests) == 2
+    actions = await stored_actions(database, meeting)
+    assert [a.text for a in actions] == ["I'll send the minutes today"]
+    assert len(await action_webhooks(database)) == 1
+
+
+async def test_the_cursor_ends_with_the_meeting_and_is_never_claimed_again(
+    database: Database,
+) -> None:
+    meeting = await live_meeting(database)
+    await say(database, meeting, [("Alice", "Thanks all", 0.0, 1.0)])
+    async with serve_actions() as server:
+        async with running_worker(database, server):
+            await end_meeting(database, meeting)
+            await until(lambda: finished(database, meeting))
+        calls = len(server.requests)
+        async with running_worker(database, server) as again:
+            await asyncio.sleep(0.3)
+            assert again.meetings == frozenset()
+    assert calls == 1
+    assert len(server.requests) == 1
+    async with database.sessions() as session:
+        rows = (await session.scalars(select(ActionCursor))).all()
+    assert [row.meeting_id for row in rows] == [meeting.meeting_id]
