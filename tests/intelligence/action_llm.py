@@ -61,6 +61,8 @@ class ActionServer:
         answered: Answers given, per window text.
         fail_statuses: Statuses to answer the next requests with (one consumed a request).
         hold: While set, requests wait (see :meth:`release`).
+        waiting: Requests waiting now.
+        unheard: Held requests not answered because their client was gone (:meth:`forget_held`).
         base_url: ``http://127.0.0.1:<port>/v1`` once serving.
     """
 
@@ -70,8 +72,14 @@ class ActionServer:
         self.fail_statuses: list[int] = []
         self.hold = False
         self.waiting = 0
+        self.unheard = 0
+        self._generation = 0
         self._released = asyncio.Event()
         self.base_url = ""
+
+    def forget_held(self) -> None:
+        """The clients of the requests held now are gone: they will not be answered."""
+        self._generation += 1
 
     def release(self) -> None:
         """Let held requests (and later ones) be answered."""
@@ -85,11 +93,16 @@ class ActionServer:
             status = self.fail_statuses.pop(0)
             return web.json_response({"error": {"message": f"scripted {status}"}}, status=status)
         if self.hold:
+            generation = self._generation
             self.waiting += 1
             try:
                 await self._released.wait()
             finally:
                 self.waiting -= 1
+            if generation < self._generation:
+                # Held when its client was killed (:meth:`forget_held`): nobody gets this.
+                self.unheard += 1
+                return web.json_response({"error": {"message": "client gone"}}, status=503)
         window = window_of(body)
         self.answered[window] += 1
         content = json.dumps(keyword_answer(window))
