@@ -100,6 +100,7 @@ async def platform_page(request: web.Request) -> web.StreamResponse:
         "title": room.scenario.title if room else "",
         "variant": room.scenario.variant if room else None,
         "passcode": room.scenario.passcode if room else None,
+        "frame_interval_ms": room.scenario.frame_interval_ms if room else 1000,
         "ws": f"/_tm/ws?platform={target.platform.value}"
         f"&meeting_id={quote(target.meeting_id or '', safe='')}",
         "static": "/_tm/static/",

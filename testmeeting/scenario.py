@@ -203,6 +203,9 @@ class Scenario(_Model):
         removals: Host removals.
         end_at: When the host ends the meeting for everyone.
         variant: A skin variant of :data:`VARIANTS` (another join path or end screen).
+        frame_interval_ms: How often a browser participant's page grabs a frame of its camera
+            and screen (and reports their frame rate), as a platform's self-view or video
+            pipeline draws them; 1 s by default.
     """
 
     platform: Platform
@@ -216,6 +219,7 @@ class Scenario(_Model):
     removals: list[Removal] = Field(default_factory=list)
     end_at: float | None = Field(default=None, ge=0)
     variant: str | None = None
+    frame_interval_ms: int = Field(default=1000, ge=100, le=10_000)
 
     @property
     def waits_in_lobby(self) -> bool:

@@ -17,7 +17,7 @@
   const CFG = JSON.parse(document.getElementById("tm-config").textContent);
   const MIXED = CFG.platform !== "google_meet";
   const UPLOAD = { mic: 1, camera: 2, screen: 3 };
-  const FRAME_INTERVAL_MS = 1000;
+  const FRAME_INTERVAL_MS = CFG.frame_interval_ms || 1000; // scenario frame_interval_ms
 
   const state = {
     screen: null,
