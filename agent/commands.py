@@ -52,6 +52,7 @@ from agent.artifacts import ArtifactUploader, StoredArtifact, png_size
 from agent.browser.session import BrowserSession
 from agent.contracts.link import (
     AgentCommand,
+    AnnounceActionCommand,
     ArtifactEvent,
     ArtifactKind,
     AvatarCommand,
@@ -73,7 +74,7 @@ from agent.contracts.link import (
 from agent.contracts.ssrf import TargetPolicy
 from agent.contracts.status import BotStatus, StatusReason
 from agent.errors import BrowserError, CapabilityNotSupported, CommandError
-from agent.events import BotEvents
+from agent.events import BotEvents, iso
 from agent.live_settings import SettingsApplier
 from agent.platforms.base import PlatformAdapter
 from agent.remote_media import image_data_url
@@ -145,6 +146,7 @@ class CommandHandler:
             StopSpeakingCommand: self._stop_speaking,
             ScreenShareCommand: self._active(self._voice(self._share_screen)),
             StopScreenShareCommand: self._active(self._stop_screen),
+            AnnounceActionCommand: self._announce_action,
         }
 
     async def handle(self, command: Command) -> CommandResult:
@@ -203,6 +205,24 @@ class CommandHandler:
         speech_id = command.speech_id or str(uuid.uuid4())
         ahead = self._speaker.say(Speech(speech_id, command.text, command.voice, command.audio_url))
         return {"speech_id": speech_id, "ahead": ahead}
+
+    async def _announce_action(self, command: AnnounceActionCommand) -> dict[str, Any]:
+        """``action_detected`` on the stream, in any status.
+
+        The meeting's last window may be detected while the bot leaves.
+        """
+        await self.events.action_announced(
+            {
+                "id": command.id,
+                "type": command.action_type.value,
+                "text": command.text,
+                "owner": command.owner,
+                "due": command.due,
+                "segment_ids": list(command.segment_ids),
+                "timestamp": iso(command.timestamp),
+            }
+        )
+        return {}
 
     async def _stop_speaking(self, command: StopSpeakingCommand) -> dict[str, Any]:
         return {"stopped": await self._speaker.interrupt()}

@@ -178,6 +178,11 @@ class BotEvents:
         await self._to_link(frame)
         await self._to_stream("action_detected", payload)
 
+    async def action_announced(self, payload: dict[str, Any]) -> None:
+        """``action_detected`` (stream only): an action the control plane detected and stored."""
+        self._observe("action_detected", payload)
+        await self._to_stream("action_detected", payload)
+
     async def speech(self, name: str, payload: dict[str, Any]) -> None:
         """``speak_started`` / ``speak_finished`` (stream only; agent/voice/speaker.py)."""
         self._observe(name, payload)

@@ -244,6 +244,30 @@ class Settings(BaseSettings):
     deferred_transcription_model: str = ""
     log_level: str = "INFO"
 
+    # Live action detection in the control plane (docs/api.md 2.9; control_plane/intelligence/
+    # worker.py), for bots with enable_actions: a window of a meeting's stored final segments
+    # closes after a pause (no new segment for ..._WINDOW_PAUSE_SECONDS, or a gap that long
+    # between two) or once it holds ..._WINDOW_MAX_SPEECH_SECONDS of speech. Each replica analyses
+    # at most ..._MEETINGS_AT_ONCE meetings, holding each by a lease of ..._LEASE_SECONDS
+    # (renewed as it runs), looking for new segments every ..._POLL_SECONDS. Budget per
+    # workspace and replica: calls and tokens per rolling minute. A window's call is given
+    # ..._WINDOW_TIMEOUT_SECONDS (queueing in the model included) and ..._WINDOW_ATTEMPTS tries on
+    # transient errors, backing off from ..._RETRY_BASE_SECONDS doubling to ..._RETRY_MAX_SECONDS;
+    # an action whose type and text (..._DEDUPE_SIMILARITY alike) were already stored is dropped.
+    intelligence_window_pause_seconds: float = Field(default=4.0, gt=0)
+    intelligence_window_max_speech_seconds: float = Field(default=30.0, gt=0)
+    intelligence_poll_seconds: float = Field(default=1.0, gt=0)
+    intelligence_lease_seconds: float = Field(default=30.0, gt=0)
+    intelligence_meetings_at_once: int = Field(default=64, ge=1)
+    intelligence_workspace_calls_per_minute: int = Field(default=120, ge=1)
+    intelligence_workspace_tokens_per_minute: int = Field(default=400_000, ge=256)
+    intelligence_window_timeout_seconds: float = Field(default=120.0, gt=0)
+    intelligence_window_attempts: int = Field(default=3, ge=1, le=10)
+    intelligence_retry_base_seconds: float = Field(default=1.0, gt=0)
+    intelligence_retry_max_seconds: float = Field(default=30.0, gt=0)
+    intelligence_action_max_tokens: int = Field(default=384, ge=32, le=8192)
+    intelligence_dedupe_similarity: float = Field(default=0.8, gt=0, le=1)
+
     @classmethod
     def settings_customise_sources(
         cls,

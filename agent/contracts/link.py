@@ -348,6 +348,7 @@ class CommandName(StrEnum):
     AVATAR = "avatar"
     HAND = "hand"
     UPDATE_SETTINGS = "update_settings"
+    ANNOUNCE_ACTION = "announce_action"
 
 
 MAX_CHAT_CHARS = 4096
@@ -503,6 +504,24 @@ class UpdateSettingsCommand(_Cmd):
     changes: SettingsChange
 
 
+class AnnounceActionCommand(_Cmd):
+    """Put an action the control plane detected on the bot's stream; result ``{}``.
+
+    The control plane finds actions in the stored transcript and stores them (docs/api.md
+    2.9); the agent only streams them, as ``action_detected`` with these fields (``timestamp``
+    ISO 8601 UTC), so the stream's ids stay the agent's.
+    """
+
+    name: Literal[CommandName.ANNOUNCE_ACTION] = CommandName.ANNOUNCE_ACTION
+    id: str = Field(min_length=1, max_length=64)
+    action_type: ActionType
+    text: str = Field(min_length=1, max_length=500)
+    owner: str | None = Field(default=None, max_length=100)
+    due: str | None = Field(default=None, max_length=100)
+    segment_ids: list[str] = Field(min_length=1)
+    timestamp: datetime
+
+
 AgentCommand = Annotated[
     StopCommand
     | ScreenshotCommand
@@ -513,7 +532,8 @@ AgentCommand = Annotated[
     | StopScreenShareCommand
     | AvatarCommand
     | HandCommand
-    | UpdateSettingsCommand,
+    | UpdateSettingsCommand
+    | AnnounceActionCommand,
     Field(discriminator="name"),
 ]
 """Every command with its arguments, told apart by ``name``."""

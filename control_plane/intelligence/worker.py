@@ -65,8 +65,9 @@ from control_plane.webhooks.outbox import Outbox
 
 logger = logging.getLogger(__name__)
 
-PublishAction = Callable[[uuid.UUID, dict[str, object]], Awaitable[None]]
-"""``await publish(bot_id, action)``: offers ``action_detected`` to the bot's stream."""
+PublishAction = Callable[[uuid.UUID, StoredAction], Awaitable[None]]
+"""``await publish(bot_id, action)``: offers ``action_detected`` to the bot's stream (raises
+when it could not)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,18 +325,8 @@ class DetectionWorker:
     async def _offer(self, bot_id: uuid.UUID, stored: StoredAction) -> None:
         if self._publish is None:
             return
-        action = stored.action
-        payload: dict[str, object] = {
-            "id": stored.id,
-            "type": action.action_type.value,
-            "text": action.text,
-            "owner": action.owner,
-            "due": action.due,
-            "segment_ids": list(action.segment_ids),
-            "timestamp": stored.detected_at.isoformat().replace("+00:00", "Z"),
-        }
         try:
-            await self._publish(bot_id, payload)
+            await self._publish(bot_id, stored)
         except Exception as exc:  # the webhook and the record carry it whatever happens here
             self._metrics.stream_offers_failed.inc()
             logger.info(

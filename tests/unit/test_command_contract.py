@@ -11,7 +11,9 @@ from pydantic import ValidationError
 
 from agent.contracts.bot_config import CaptureMode, RecordingFormat
 from agent.contracts.link import (
+    ActionType,
     AgentCommand,
+    AnnounceActionCommand,
     AvatarCommand,
     ChatCommand,
     Command,
@@ -55,6 +57,14 @@ EVERY: list[AgentCommand] = [
             capture_modes=(CaptureMode.AUDIO, CaptureMode.VIDEO),
             recording_format=RecordingFormat.WEBM,
         )
+    ),
+    AnnounceActionCommand(
+        id="a5d2",
+        action_type=ActionType.ACTION_ITEM,
+        text="Send the budget",
+        owner="Bob",
+        segment_ids=["s1"],
+        timestamp=datetime(2030, 1, 1, tzinfo=UTC),
     ),
 ]
 
