@@ -78,7 +78,7 @@ class ActionDetected(_Data):
     owner: str | None = Field(default=None, description="Who takes it, when said; else null.")
     due: str | None = Field(default=None, description="When it is due, as said; else null.")
     segment_ids: list[str] = Field(description="Ids of the transcript segments it rests on.")
-    timestamp: datetime = Field(description="When the agent detected it.")
+    timestamp: datetime = Field(description="When the control plane detected and stored it.")
 
     @field_serializer("timestamp")
     def _utc(self, value: datetime) -> str:

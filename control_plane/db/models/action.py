@@ -1,7 +1,8 @@
 """Actions detected in a meeting by live action detection (docs/api.md 2.9).
 
-One row per action the bot's agent reported (``action`` link frames), keyed by the agent's
-stable id, so a frame resent after a reconnect stores nothing twice.
+One row per action, keyed by its stable id: written by the control plane's detection worker
+(:mod:`control_plane.intelligence.window_store`, ids derived from the window) and, from agents
+older than that, by ``action`` link frames (a frame resent after a reconnect stores nothing twice).
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ from control_plane.db.base import Base, UtcDateTime
 class MeetingAction(Base):
     """An action item, decision, open question or follow-up found in the meeting's transcript.
 
-    ``action_id`` is the agent's stable id (the API's ``id``); ``type`` one of
+    ``action_id`` is the stable id (the API's ``id``); ``type`` one of
     ``action_item``, ``decision``, ``question``, ``follow_up``; ``owner`` and ``due`` as said in
     the meeting (null when not said); ``segment_ids`` the ids of the segments it rests on;
-    ``detected_at`` when the agent detected it.
+    ``detected_at`` when it was detected.
     """
 
     __tablename__ = "meeting_actions"
