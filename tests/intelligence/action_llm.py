@@ -2,8 +2,8 @@
 
 ``POST /v1/chat/completions`` reads the numbered window of the detection prompt ("Transcript
 lines:" then ``[n] Speaker: text``) and answers in the OpenAI response shape with JSON of the
-detection schema: a line containing "I'll" is an action item owned by its speaker, "we decided"
-a decision, a line ending in "?" a question (each citing its own line). It keeps every
+detection schema: a line containing "I'll" or "I will" is an action item owned by its speaker,
+"we decided" a decision, a line ending in "?" a question (each citing its own line). It keeps every
 request, counts the answers it gave per window (the window's text), and can hold answers back
 (``hold``: requests wait until released or their client hangs up, as a model busy with other
 work) or fail the next requests with HTTP statuses.
@@ -41,7 +41,7 @@ def keyword_answer(window: str) -> dict[str, Any]:
         if found is None:
             continue
         number, speaker, text = int(found[1]), found[2], found[3].strip()
-        if "I'll" in text:
+        if "I'll" in text or "I will" in text:
             kind, owner = "action_item", speaker
         elif "we decided" in text.lower():
             kind, owner = "decision", None
