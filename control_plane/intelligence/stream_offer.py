@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import uuid
 
+from aiohttp import web
+
 from agent.contracts.link import AnnounceActionCommand
 from control_plane.agent_hub.hub import AgentHub
+from control_plane.agent_hub.keys import AGENT_HUB
 from control_plane.intelligence.window_store import StoredAction
 from control_plane.intelligence.worker import PublishAction
 
@@ -41,3 +44,9 @@ def announce_through(hub: AgentHub) -> PublishAction:
             raise AgentGone(str(bot_id))
 
     return publish
+
+
+def hub_publisher(app: web.Application) -> PublishAction | None:
+    """:func:`announce_through` the started app's agent hub; None when it has none."""
+    hub = app.get(AGENT_HUB)
+    return None if hub is None else announce_through(hub)
