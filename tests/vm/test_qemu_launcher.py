@@ -223,7 +223,12 @@ async def test_a_starting_control_plane_stops_vms_whose_bot_is_not_live(
     before = _launcher(image, tmp_path / "vms")
     orphan = await before.launch(_config())  # a VM left by a bot the database does not know
     await before.aclose()
-    launcher = QemuLauncher(image, tmp_path / "vms", accelerator="tcg", memory_mib=256)
+    # No token issuer: the app gives it one. The empty disk never powers off by itself, so
+    # stopping the orphan waits out the grace in full: 2 s, as in _launcher (the default 60 s
+    # made this the suite's slowest launcher test for nothing).
+    launcher = QemuLauncher(
+        image, tmp_path / "vms", accelerator="tcg", memory_mib=256, grace_seconds=2
+    )
     with pytest.raises(LaunchError, match="no bootstrap token issuer"):
         await launcher.launch(_config())
     settings = Settings(database_url=database_url, data_dir=tmp_path / "data")
