@@ -28,9 +28,10 @@ serve`` replica, sharing the replica's one :class:`~control_plane.intelligence.c
   analysed. A lease lost (another replica claimed it after this one stalled) ends the run;
   whatever this replica then answers is not stored (the cursor compare fails).
 
-Stopping (the app's shutdown) ends the claim loop, then each meeting's run after the window
-in progress (a backoff or a budget wait is cut short and its window left to the next owner),
-then releases the leases so another replica takes the meetings at once. A replica that
+Stopping (the app's shutdown) ends the claim loop, then each meeting's run: a call in flight,
+a backoff or a budget wait is abandoned (no transaction is open then; the window is left to
+the next owner), a commit in progress finishes; then the leases are released so another
+replica takes the meetings at once. A replica that
 dies leaves its leases to lapse; its uncommitted window is analysed again by the next owner and
 stored once.
 """
@@ -352,10 +353,7 @@ class DetectionWorker:
             entry = budget.spend(estimate)
             self._metrics.calls.inc()
             try:
-                detection = await asyncio.wait_for(
-                    detect_actions(self._chat, request, max_tokens=self.options.max_tokens),
-                    self.options.window_timeout,
-                )
+                detection = await self._call(request)
             except TimeoutError:
                 error = ChatUnavailable(f"no answer within {self.options.window_timeout} s")
                 continue
@@ -373,6 +371,31 @@ class DetectionWorker:
             self._metrics.call_seconds.observe(detection.seconds)
             return detection
         raise _WindowFailed("unavailable", error)
+
+    async def _call(self, request: DetectionRequest) -> Detection:
+        """One try within ``window_timeout``; a stop abandons it (:class:`_Halted`).
+
+        No transaction is open during the call, so abandoning it loses nothing: the window is
+        analysed again by the meeting's next owner.
+        """
+        call = asyncio.create_task(
+            asyncio.wait_for(
+                detect_actions(self._chat, request, max_tokens=self.options.max_tokens),
+                self.options.window_timeout,
+            ),
+            name="action-detection-call",
+        )
+        halted = asyncio.create_task(self._halt.wait(), name="action-detection-halt")
+        try:
+            await asyncio.wait({call, halted}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (call, halted):
+                if not task.done():
+                    task.cancel()
+            await asyncio.gather(call, halted, return_exceptions=True)
+        if call.cancelled():
+            raise _Halted
+        return call.result()
 
     def _estimate(self, request: DetectionRequest) -> int:
         """Tokens a call may cost before the server counts them (4 characters a token)."""

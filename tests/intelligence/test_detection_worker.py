@@ -204,3 +204,31 @@ async def test_the_cursor_ends_with_the_meeting_and_is_never_claimed_again(
     async with database.sessions() as session:
         rows = (await session.scalars(select(ActionCursor))).all()
     assert [row.meeting_id for row in rows] == [meeting.meeting_id]
+
+
+async def test_a_stop_abandons_the_call_in_flight_and_frees_the_meeting_for_the_next_owner(
+    database: Database,
+) -> None:
+    meeting = await live_meeting(database)
+    await say(database, meeting, [("Alice", "I'll book the room", 0.0, 2.0)])
+    await end_meeting(database, meeting)
+    async with serve_actions() as server:
+        server.hold = True
+        async with running_worker(database, server):
+            await until(lambda: _now(server.waiting == 1))
+        server.forget_held()
+        cursor = await cursor_of(database, meeting)
+        assert cursor is not None
+        # Released, and nothing stored: the window is left whole to the next owner.
+        assert (cursor.owner, cursor.lease_until, cursor.last_row) == (None, None, 0)
+        assert await stored_actions(database, meeting) == []
+        server.release()
+        async with running_worker(database, server):
+            await until(lambda: finished(database, meeting))
+    assert server.unheard == 1
+    assert list(server.answered.values()) == [1]
+    assert [a.owner for a in await stored_actions(database, meeting)] == ["Alice"]
+
+
+async def _now(value: bool) -> bool:
+    return value
