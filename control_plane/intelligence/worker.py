@@ -197,8 +197,15 @@ class DetectionWorker:
         self._halt.set()
         runs, self._runs = list(self._runs.values()), {}
         await asyncio.gather(*(run.loop.stop() for run in runs))
-        with contextlib.suppress(Exception):
-            await self._leases.release(run.meeting_id for run in runs if not run.ended)
+        held = [run.meeting_id for run in runs if not run.ended]
+        try:
+            await self._leases.release(held)
+        except Exception as exc:  # the database is going away: the leases lapse on their own
+            logger.warning(
+                "action leases not released; they lapse after %s s",
+                self.options.lease,
+                extra={"meetings": len(held), "error": str(exc)},
+            )
 
     async def step(self) -> None:
         """One pass of the claim loop: reap ended runs, enrol, claim, start runs."""
