@@ -1,20 +1,35 @@
-"""Action detection benchmark: precision and recall per type, latency and CPU per window.
+"""Action detection benchmark: precision, recall and F1 per type, latency, throughput.
 
-The labelled set is ``bench/data/action_windows.yaml``: meeting transcript windows written by
-hand for this benchmark in the style of realtime meeting transcripts (see the file's header),
-each with its expected actions. Every window goes to the detector once, with the previous
-window of the same meeting as context, exactly as :class:`agent.actions.windowing.ActionWindower`
-sends them.
+The labelled set is ``bench/data/action_windows.yaml`` (see the file's header): windows
+written by hand in the style of realtime transcripts (``origin: written``) and windows of
+meetbot's own realtime transcripts (``bench/action_transcripts.py``; ``origin`` names the
+recording), each with its expected actions, labelled by hand. Every window goes to the
+detector once, with the previous window of the same meeting as context, exactly as
+:class:`agent.actions.windowing.ActionWindower` sends them. Figures are given overall and,
+with the suffix ``_written`` / ``_transcript``, per origin.
 
 A predicted action matches an unmatched labelled one of the same window when the type is the
 same, the texts are alike (content-word overlap ≥ 0.5 of the shorter, or character similarity
 ≥ 0.6 after normalising) and, when the label names an owner, the prediction names the same
-person. Precision = matched / predicted, recall = matched / labelled, per type and overall.
-Windows whose answer was invalid count as predicting nothing.
+person. Precision = matched / predicted, recall = matched / labelled, F1 their harmonic mean,
+per type and overall. Windows whose answer was invalid (``windows_invalid_answer``) or whose
+call failed otherwise, a timeout included (``windows_failed``), count as predicting nothing;
+both are counted and printed.
+
+``--throughput 1,3,5``: N live meetings at once through ONE detector (so one shared model).
+Meeting k replays the windows of the k-th meeting of the set at a meeting's pace: each line
+lasts as long as its words take to say (2.5 words a second, 1.5 s at least, 0.4 s between
+lines), a window is handed over ``--pause`` seconds after its last line (the pause that
+closes it), a meeting's windows go one at a time (the next waits for the previous answer),
+and the meetings start ``--stagger`` seconds apart. Latency is from the window's last line
+to its actions (pause included); a replica keeps up with N meetings when the p95 of that
+is ≤ ``--goal`` seconds and the answers do not fall further behind as the meeting goes on.
 
 Prints one JSON line per figure (DESIGN.md §9). CPU is this process's user+system seconds per
 window: for ``local`` that is the model; for ``openai`` only the client (the server's CPU is
-the server's, unless it runs in this process: ``--serve-local``).
+the server's, unless it runs in this process: ``--serve-local MODEL`` starts xllamacpp's
+OpenAI-compatible HTTP server in this process with ``--parallel`` slots and benchmarks the
+``openai`` provider against it, i.e. one shared model batching the meetings' windows).
 
 Usage::
 
@@ -22,6 +37,11 @@ Usage::
     nice -n 10 python -m bench.actions --provider local --model /path/to/model.gguf
     python -m bench.actions --provider openai --base-url http://127.0.0.1:8080/v1 --model NAME
     python -m bench.actions --score run.log   # figures of a --verbose log, even a partial one
+    nice -n 10 python -m bench.actions --serve-local qwen2.5-coder-0.5b-instruct --parallel 5 \
+        --throughput 1,3,5
+
+Every figure line carries the machine's 1-minute load average at the start and end of its run
+(``load1_start``, ``load1_end``): on a shared machine the latencies mean little without it.
 """
 
 from __future__ import annotations
@@ -29,11 +49,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import re
 import resource
 import time
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
@@ -41,7 +64,7 @@ from typing import Any
 import yaml
 
 from agent.actions.base import ActionDetector
-from agent.actions.errors import DetectorError
+from agent.actions.errors import AnswerInvalid, DetectorError
 from agent.actions.local_models import resolve_local_model
 from agent.actions.local_provider import LocalActionDetector
 from agent.actions.model import DetectedAction, DetectionRequest, WindowLine
@@ -49,13 +72,15 @@ from agent.actions.openai_provider import OpenAIActionDetector
 from agent.actions.settings import ActionSettings
 from agent.actions.windowing import normalise_text
 from agent.contracts.link import ActionType
-from bench.stats import percentile
+from bench.stats import free_port, percentile
 
 DATA = Path(__file__).parent / "data" / "action_windows.yaml"
 _STOP = frozenset(
     "a an the to of for and or on in at by with is are be we i it that this let's lets "
     "our us you will can do does".split()
 )
+WORDS_PER_SECOND = 2.5
+LINE_GAP_S = 0.4
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,11 +95,28 @@ class Label:
 
 @dataclass(frozen=True, slots=True)
 class Case:
-    """One window with its context and labels."""
+    """One window with its context and labels.
+
+    Attributes:
+        window_id: ``{meeting}-w{n}``.
+        request: What the detector is sent (the previous window as context).
+        labels: The expected actions.
+        meeting: The meeting's id.
+        origin: ``written`` or ``transcript``.
+        end_s: Seconds from the meeting's start at which the window's last line ends.
+    """
 
     window_id: str
     request: DetectionRequest
     labels: tuple[Label, ...]
+    meeting: str = ""
+    origin: str = "written"
+    end_s: float = 0.0
+
+
+def origin_kind(origin: str | None) -> str:
+    """``written`` for hand-written windows, ``transcript`` for ours (any recording named)."""
+    return "written" if origin in (None, "written") else "transcript"
 
 
 def load_cases(path: Path = DATA) -> list[Case]:
@@ -83,15 +125,16 @@ def load_cases(path: Path = DATA) -> list[Case]:
     cases: list[Case] = []
     for meeting in data["meetings"]:
         previous: tuple[WindowLine, ...] = ()
+        origin = origin_kind(meeting.get("origin"))
         t = 0.0
         for w, window in enumerate(meeting["windows"], start=1):
             lines: list[WindowLine] = []
             for n, (speaker, text) in enumerate(window["lines"], start=1):
-                length = max(1.5, len(text.split()) / 2.5)
+                length = max(1.5, len(text.split()) / WORDS_PER_SECOND)
                 lines.append(
                     WindowLine(f"{meeting['id']}-w{w}-s{n}", speaker, None, t, t + length, text)
                 )
-                t += length + 0.4
+                t += length + LINE_GAP_S
             labels = tuple(
                 Label(
                     ActionType(label["type"]),
@@ -102,7 +145,16 @@ def load_cases(path: Path = DATA) -> list[Case]:
                 for label in window["labels"]
             )
             request = DetectionRequest(lines=tuple(lines), context=previous)
-            cases.append(Case(f"{meeting['id']}-w{w}", request, labels))
+            cases.append(
+                Case(
+                    f"{meeting['id']}-w{w}",
+                    request,
+                    labels,
+                    meeting=meeting["id"],
+                    origin=origin,
+                    end_s=lines[-1].end,
+                )
+            )
             previous = tuple(lines)
     return cases
 
@@ -154,80 +206,135 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def load1() -> float:
+    """The machine's 1-minute load average."""
+    return round(os.getloadavg()[0], 2)
+
+
+@dataclass(slots=True)
+class Tally:
+    """Predicted, labelled and matched actions per type, overall and per origin."""
+
+    predicted: Counter[str] = field(default_factory=Counter)
+    labelled: Counter[str] = field(default_factory=Counter)
+    matched: Counter[str] = field(default_factory=Counter)
+
+    def add(self, case: Case, actions: list[DetectedAction]) -> list[bool]:
+        """Count one window's answer; returns which predictions matched a label."""
+        hits = match(actions, case.labels)
+        for action, hit in zip(actions, hits, strict=True):
+            for key in (action.action_type.value, f"overall_{case.origin}"):
+                self.predicted[key] += 1
+                self.matched[key] += hit
+        for label in case.labels:
+            self.labelled[label.action_type.value] += 1
+            self.labelled[f"overall_{case.origin}"] += 1
+        return hits
+
+    def figures(self) -> dict[str, Any]:
+        """Precision, recall, F1 and counts per type, overall and per origin."""
+        figures: dict[str, Any] = {}
+        kinds = [*(t.value for t in ActionType), "overall", "overall_written", "overall_transcript"]
+        types = [t.value for t in ActionType]
+        for kind in kinds:
+            if kind == "overall":
+                p = sum(self.predicted[t] for t in types)
+                lab = sum(self.labelled[t] for t in types)
+                m = sum(self.matched[t] for t in types)
+            else:
+                p, lab, m = self.predicted[kind], self.labelled[kind], self.matched[kind]
+            precision = m / p if p else None
+            recall = m / lab if lab else None
+            figures[f"precision_{kind}"] = round(precision, 3) if precision is not None else None
+            figures[f"recall_{kind}"] = round(recall, 3) if recall is not None else None
+            figures[f"f1_{kind}"] = (
+                round(2 * m / (p + lab), 3) if p + lab else None  # = 2PR/(P+R)
+            )
+            figures[f"predicted_{kind}"] = p
+            figures[f"labelled_{kind}"] = lab
+            figures[f"matched_{kind}"] = m
+        return figures
+
+
+@dataclass(slots=True)
+class Outcome:
+    """One window's answer: its actions, or why there are none."""
+
+    actions: list[DetectedAction]
+    tokens: int | None = None
+    dropped: int = 0
+    invalid: bool = False
+    failed: bool = False
+    error: str = ""
+
+
+async def detect_once(detector: ActionDetector, case: Case) -> Outcome:
+    """One call; an invalid answer or any failure is an outcome with no actions."""
+    try:
+        detection = await detector.detect(case.request)
+    except AnswerInvalid as exc:
+        return Outcome([], invalid=True, error=str(exc)[:200])
+    except DetectorError as exc:
+        return Outcome([], failed=True, error=f"{type(exc).__name__}: {str(exc)[:200]}")
+    return Outcome(list(detection.actions), detection.total_tokens, detection.dropped)
+
+
+def _log_window(case: Case, outcome: Outcome, hits: list[bool], seconds: float, cpu: float) -> None:
+    row: dict[str, Any] = {
+        "window": case.window_id,
+        "seconds": round(seconds, 2),
+        "cpu_s": round(cpu, 2),
+        "predicted": [
+            [a.action_type.value, a.text, a.owner, a.due, hit]
+            for a, hit in zip(outcome.actions, hits, strict=True)
+        ],
+        "labels": [[x.action_type.value, x.text, x.owner] for x in case.labels],
+    }
+    if outcome.invalid or outcome.failed:
+        row["error"] = outcome.error
+        row["invalid"] = outcome.invalid
+    print(json.dumps(row), flush=True)
+
+
 async def run(detector: ActionDetector, cases: list[Case], verbose: bool) -> dict[str, Any]:
-    """Every case through ``detector``; returns the figures."""
-    predicted: Counter[str] = Counter()
-    labelled: Counter[str] = Counter()
-    matched: Counter[str] = Counter()
+    """Every case through ``detector``, one at a time; returns the figures."""
+    tally = Tally()
     latencies: list[float] = []
     cpu: list[float] = []
     tokens: list[int] = []
-    invalid = 0
-    dropped = 0
+    invalid = failed = dropped = 0
     for case in cases:
         wall, cpu0 = time.perf_counter(), _cpu()
-        try:
-            detection = await detector.detect(case.request)
-            actions = list(detection.actions)
-            tokens.append(detection.total_tokens)
-            dropped += detection.dropped
-        except DetectorError as exc:
-            invalid += 1
-            actions = []
-            if verbose:
-                print(json.dumps({"window": case.window_id, "error": str(exc)[:200]}))
+        outcome = await detect_once(detector, case)
         latencies.append(time.perf_counter() - wall)
         cpu.append(_cpu() - cpu0)
-        hits = match(actions, case.labels)
-        for action, hit in zip(actions, hits, strict=True):
-            predicted[action.action_type.value] += 1
-            matched[action.action_type.value] += hit
-        for label in case.labels:
-            labelled[label.action_type.value] += 1
+        invalid += outcome.invalid
+        failed += outcome.failed
+        dropped += outcome.dropped
+        if outcome.tokens is not None:
+            tokens.append(outcome.tokens)
+        hits = tally.add(case, outcome.actions)
         if verbose:
-            print(
-                json.dumps(
-                    {
-                        "window": case.window_id,
-                        "seconds": round(latencies[-1], 2),
-                        "cpu_s": round(cpu[-1], 2),
-                        "predicted": [
-                            [a.action_type.value, a.text, a.owner, a.due, hit]
-                            for a, hit in zip(actions, hits, strict=True)
-                        ],
-                        "labels": [[x.action_type.value, x.text, x.owner] for x in case.labels],
-                    }
-                ),
-                flush=True,
-            )
-    return figures_of(predicted, labelled, matched, latencies, cpu, tokens) | {
+            _log_window(case, outcome, hits, latencies[-1], cpu[-1])
+    return figures_of(tally, latencies, cpu, tokens) | {
         "windows": len(cases),
+        "windows_written": sum(c.origin == "written" for c in cases),
+        "windows_transcript": sum(c.origin == "transcript" for c in cases),
         "windows_invalid_answer": invalid,
+        "windows_failed": failed,
         "items_dropped": dropped,
     }
 
 
 def figures_of(
-    predicted: Counter[str],
-    labelled: Counter[str],
-    matched: Counter[str],
-    latencies: list[float],
-    cpu: list[float],
-    tokens: list[int],
+    tally: Tally, latencies: list[float], cpu: list[float], tokens: list[int]
 ) -> dict[str, Any]:
-    """Precision, recall, latency and CPU figures from per-type counts and per-window lists."""
-    figures: dict[str, Any] = {}
-    for kind in [*(t.value for t in ActionType), "overall"]:
-        if kind == "overall":
-            p, lab, m = sum(predicted.values()), sum(labelled.values()), sum(matched.values())
-        else:
-            p, lab, m = predicted[kind], labelled[kind], matched[kind]
-        figures[f"precision_{kind}"] = round(m / p, 3) if p else None
-        figures[f"recall_{kind}"] = round(m / lab, 3) if lab else None
-        figures[f"predicted_{kind}"] = p
-        figures[f"labelled_{kind}"] = lab
-    figures["latency_p50_s"] = round(percentile(latencies, 0.5), 2)
-    figures["latency_p95_s"] = round(percentile(latencies, 0.95), 2)
+    """Quality figures of ``tally`` with latency, CPU and token figures per window."""
+    figures = tally.figures()
+    if latencies:
+        figures["latency_p50_s"] = round(percentile(latencies, 0.5), 2)
+        figures["latency_p95_s"] = round(percentile(latencies, 0.95), 2)
+        figures["latency_max_s"] = round(max(latencies), 2)
     if cpu:
         figures["cpu_s_per_window_p50"] = round(percentile(cpu, 0.5), 2)
         figures["cpu_s_per_window_mean"] = round(sum(cpu) / len(cpu), 2)
@@ -241,18 +348,21 @@ def score_log(path: Path) -> dict[str, Any]:
     Re-matches each window's logged predictions against the labels of the data file.
     """
     cases = {case.window_id: case for case in load_cases()}
-    predicted: Counter[str] = Counter()
-    labelled: Counter[str] = Counter()
-    matched: Counter[str] = Counter()
+    tally = Tally()
     latencies: list[float] = []
     cpu: list[float] = []
-    errors = 0
+    invalid = failed = 0
     for line in path.read_text().splitlines():
+        if not line.startswith("{"):
+            continue
         row = json.loads(line)
-        if "error" in row:
-            errors += 1
         if "predicted" not in row:
             continue
+        if "error" in row:
+            if row.get("invalid", True):
+                invalid += 1
+            else:
+                failed += 1
         case = cases[row["window"]]
         actions = [
             DetectedAction(
@@ -264,18 +374,107 @@ def score_log(path: Path) -> dict[str, Any]:
             )
             for kind, text, owner, due, _ in row["predicted"]
         ]
-        for action, hit in zip(actions, match(actions, case.labels), strict=True):
-            predicted[action.action_type.value] += 1
-            matched[action.action_type.value] += hit
-        for label in case.labels:
-            labelled[label.action_type.value] += 1
+        tally.add(case, actions)
         latencies.append(row["seconds"])
         if "cpu_s" in row:
             cpu.append(row["cpu_s"])
-    return figures_of(predicted, labelled, matched, latencies, cpu, []) | {
+    return figures_of(tally, latencies, cpu, []) | {
         "windows": len(latencies),
-        "windows_invalid_answer": errors,
+        "windows_invalid_answer": invalid,
+        "windows_failed": failed,
     }
+
+
+async def live_meeting(
+    detector: ActionDetector,
+    cases: list[Case],
+    start: float,
+    pause: float,
+    latencies: list[tuple[int, float]],
+    outcomes: list[Outcome],
+) -> None:
+    """One meeting's windows at a meeting's pace (see the module docstring)."""
+    for n, case in enumerate(cases):
+        ready = start + case.end_s + pause
+        delay = ready - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        outcome = await detect_once(detector, case)
+        latencies.append((n, time.monotonic() - (start + case.end_s)))
+        outcomes.append(outcome)
+
+
+async def throughput(
+    detector: ActionDetector, cases: list[Case], meetings: int, args: argparse.Namespace
+) -> dict[str, Any]:
+    """``meetings`` live meetings at once through ``detector``; their latency figures."""
+    by_meeting: dict[str, list[Case]] = {}
+    for case in cases:
+        by_meeting.setdefault(case.meeting, []).append(case)
+    chosen = list(by_meeting.values())[:meetings]
+    if len(chosen) < meetings:
+        raise SystemExit(f"only {len(chosen)} meetings in the set, {meetings} asked")
+    chosen = [m[: args.windows_per_meeting] for m in chosen]
+    latencies: list[tuple[int, float]] = []
+    outcomes: list[Outcome] = []
+    began = time.monotonic()
+    load_start = load1()
+    await asyncio.gather(
+        *(
+            live_meeting(detector, m, began + k * args.stagger, args.pause, latencies, outcomes)
+            for k, m in enumerate(chosen)
+        )
+    )
+    values = [latency for _, latency in latencies]
+    half = max(1, args.windows_per_meeting // 2)
+    early = [latency for n, latency in latencies if n < half]
+    late = [latency for n, latency in latencies if n >= half]
+    p95 = percentile(values, 0.95)
+    growth = (sum(late) / len(late) - sum(early) / len(early)) if late and early else 0.0
+    keeps_up = p95 <= args.goal and growth <= args.goal / 2
+    return {
+        "meetings": meetings,
+        "windows": len(values),
+        "pause_s": args.pause,
+        "last_line_to_actions_p50_s": round(percentile(values, 0.5), 2),
+        "last_line_to_actions_p95_s": round(p95, 2),
+        "last_line_to_actions_max_s": round(max(values), 2),
+        "late_minus_early_mean_s": round(growth, 2),
+        "keeps_up": keeps_up,
+        "windows_invalid_answer": sum(o.invalid for o in outcomes),
+        "windows_failed": sum(o.failed for o in outcomes),
+        "wall_s": round(time.monotonic() - began, 1),
+        "load1_start": load_start,
+        "load1_end": load1(),
+    }
+
+
+@contextmanager
+def serve_local(args: argparse.Namespace) -> Iterator[str]:
+    """xllamacpp's OpenAI-compatible HTTP server in this process; yields its base URL."""
+    import xllamacpp  # type: ignore[import-untyped]  # ships no type hints
+
+    path = resolve_local_model(args.serve_local, ActionSettings().models_dir)
+    port = free_port()
+    params = xllamacpp.CommonParams()
+    params.model.path = str(path)
+    params.n_ctx = 4096 * args.parallel
+    params.n_predict = args.max_tokens
+    params.n_parallel = args.parallel
+    params.cpuparams.n_threads = args.threads
+    params.cpuparams_batch.n_threads = args.threads
+    params.sampling.temp = 0
+    params.sampling.top_k = 1
+    params.warmup = False
+    params.verbosity = -1
+    params.cont_batching = True
+    params.hostnames = ["127.0.0.1"]
+    params.port = port
+    server = xllamacpp.Server(params)
+    try:
+        yield f"{server.listening_address}/v1"
+    finally:
+        del server
 
 
 async def open_bench_detector(args: argparse.Namespace) -> ActionDetector:
@@ -287,7 +486,7 @@ async def open_bench_detector(args: argparse.Namespace) -> ActionDetector:
             api_key=args.api_key,
             model=args.model,
             max_output_tokens=args.max_tokens,
-            request_timeout=600,
+            request_timeout=args.timeout,
         )
     path = await asyncio.to_thread(resolve_local_model, args.model, settings.models_dir)
     return await LocalActionDetector.load(
@@ -299,25 +498,47 @@ async def open_bench_detector(args: argparse.Namespace) -> ActionDetector:
     )
 
 
+def select(cases: list[Case], args: argparse.Namespace) -> list[Case]:
+    """The cases the command line asks for (context stays the true previous window)."""
+    if args.origin != "all":
+        cases = [c for c in cases if c.origin == args.origin]
+    if args.every > 1:
+        cases = cases[args.offset :: args.every]
+    if args.limit:
+        cases = cases[: args.limit]
+    return cases
+
+
+def emit(detector: str, figures: dict[str, Any], extra: dict[str, Any]) -> None:
+    """One JSON line per figure."""
+    for name, value in figures.items():
+        print(json.dumps({"bench": "actions", "detector": detector, **extra, name: value}))
+
+
 async def amain(args: argparse.Namespace) -> None:
     """Load, run, print."""
     if args.score:
         for name, value in score_log(Path(args.score)).items():
             print(json.dumps({"bench": "actions", "log": args.score, name: value}))
         return
-    cases = load_cases()
-    if args.limit:
-        cases = cases[: args.limit]
+    cases = select(load_cases(), args)
     started = time.perf_counter()
     detector = await open_bench_detector(args)
     load_s = time.perf_counter() - started
+    extra = {"run": args.label} if args.label else {}
     try:
+        if args.throughput:
+            for n in (int(x) for x in args.throughput.split(",")):
+                figures = await throughput(detector, load_cases(), n, args)
+                emit(detector.name, figures, extra | {"mode": "throughput"})
+            return
+        load_start = load1()
         figures = await run(detector, cases, args.verbose)
+        figures |= {"load1_start": load_start, "load1_end": load1()}
     finally:
         await detector.aclose()
     figures["load_s"] = round(load_s, 2)
-    for name, value in figures.items():
-        print(json.dumps({"bench": "actions", "detector": detector.name, name: value}))
+    emit(detector.name, figures, extra)
 
 
 def main() -> None:
@@ -329,10 +550,29 @@ def main() -> None:
     parser.add_argument("--api-key", default="unused")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--max-tokens", type=int, default=384)
+    parser.add_argument("--timeout", type=float, default=600.0, help="openai request timeout")
     parser.add_argument("--limit", type=int, default=0, help="first N windows only")
+    parser.add_argument("--origin", choices=["all", "written", "transcript"], default="all")
+    parser.add_argument("--every", type=int, default=1, help="every K-th window only")
+    parser.add_argument("--offset", type=int, default=0, help="first window of --every")
     parser.add_argument("--verbose", action="store_true", help="one line per window too")
     parser.add_argument("--score", default="", help="only score a --verbose log of a run")
-    asyncio.run(amain(parser.parse_args()))
+    parser.add_argument("--label", default="", help="a name for the run, on every line")
+    parser.add_argument("--serve-local", default="", help="packaged model or GGUF to serve")
+    parser.add_argument("--parallel", type=int, default=1, help="server slots (--serve-local)")
+    parser.add_argument("--throughput", default="", help="comma-separated meeting counts")
+    parser.add_argument("--windows-per-meeting", type=int, default=4)
+    parser.add_argument("--pause", type=float, default=4.0, help="pause that closes a window")
+    parser.add_argument("--stagger", type=float, default=7.0, help="seconds between meetings")
+    parser.add_argument("--goal", type=float, default=15.0, help="p95 goal, seconds")
+    args = parser.parse_args()
+    if args.serve_local:
+        with serve_local(args) as base_url:
+            args.provider, args.base_url = "openai", base_url
+            args.model = args.model if args.model != parser.get_default("model") else "local"
+            asyncio.run(amain(args))
+        return
+    asyncio.run(amain(args))
 
 
 if __name__ == "__main__":
