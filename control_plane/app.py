@@ -54,6 +54,7 @@ from control_plane.hooks import (
     STATUS_HOOKS,
     ZOOM_TOKENS,
 )
+from control_plane.intelligence.chat_wiring import chat_model_ctx
 from control_plane.invitations import routes as invitations
 from control_plane.launchers import create_launcher
 from control_plane.launchers.base import LAUNCHER, Bootstrapping, BotLauncher, Reconciling
@@ -246,6 +247,8 @@ def create_app(settings: Settings, *, launcher: BotLauncher | None = None) -> we
     app.cleanup_ctx.append(_launcher_ctx(launcher))
     app.cleanup_ctx.append(zoom_ctx)
     app.cleanup_ctx.append(webhooks_ctx)
+    # The replica's one language model, before the workers that share it.
+    app.cleanup_ctx.append(chat_model_ctx)
     setup_agent_link(app)
     # Last to start, first to stop: no launch runs while the rest shuts down.
     app.cleanup_ctx.append(_bots_ctx)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from aiohttp import web
-from pydantic import Field, IPvAnyNetwork, field_validator
+from pydantic import Field, IPvAnyNetwork, SecretStr, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -267,6 +267,26 @@ class Settings(BaseSettings):
     intelligence_retry_max_seconds: float = Field(default=30.0, gt=0)
     intelligence_action_max_tokens: int = Field(default=384, ge=32, le=8192)
     intelligence_dedupe_similarity: float = Field(default=0.8, gt=0, le=1)
+
+    # The replica's one language model for action detection and summaries (control_plane/
+    # intelligence/chat_wiring.py): PROVIDER "embedded" runs ..._EMBEDDED_MODEL (a packaged
+    # model's name, control_plane/intelligence/models.py, or a GGUF path; joined once under
+    # {data_dir}/models) in this process with ..._EMBEDDED_THREADS CPU threads and
+    # ..._EMBEDDED_SLOTS sequences decoded at once (windows of several meetings batched), each
+    # slot ..._EMBEDDED_CONTEXT_TOKENS long; it loads on first use. "openai" calls the OpenAI-
+    # compatible chat-completions API at ..._BASE_URL (empty: api.openai.com) with ..._API_KEY
+    # and ..._MODEL, allowing ..._CONNECT_TIMEOUT_SECONDS to connect and
+    # ..._REQUEST_TIMEOUT_SECONDS for a call.
+    intelligence_provider: Literal["embedded", "openai"] = "embedded"
+    intelligence_base_url: str = ""
+    intelligence_api_key: SecretStr = SecretStr("")
+    intelligence_model: str = "gpt-4o-mini"
+    intelligence_connect_timeout_seconds: float = Field(default=5.0, gt=0)
+    intelligence_request_timeout_seconds: float = Field(default=120.0, gt=0)
+    intelligence_embedded_model: str = "qwen2.5-coder-0.5b-instruct"
+    intelligence_embedded_threads: int = Field(default=1, ge=1, le=64)
+    intelligence_embedded_slots: int = Field(default=4, ge=1, le=64)
+    intelligence_embedded_context_tokens: int = Field(default=2048, ge=256, le=131072)
 
     @classmethod
     def settings_customise_sources(

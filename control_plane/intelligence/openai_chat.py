@@ -76,6 +76,7 @@ class OpenAIChatModel:
             timeout=openai.Timeout(request_timeout, connect=connect_timeout),
             max_retries=0,
         )
+        self._closed = False
 
     @property
     def name(self) -> str:
@@ -100,8 +101,11 @@ class OpenAIChatModel:
         Raises:
             ChatUnavailable: Timeout, connection failure, HTTP 429 or 5xx.
             ChatAnswerInvalid: The answer holds no JSON object.
-            ChatError: HTTP 400 in every mode, any other 4xx, or no choices in the answer.
+            ChatError: HTTP 400 in every mode, any other 4xx, no choices in the answer, or the
+                provider is closed.
         """
+        if self._closed:
+            raise ChatError("openai chat model is closed")
         body = [{"role": m.role, "content": m.content} for m in messages]
         started = time.monotonic()
         while True:
@@ -156,5 +160,6 @@ class OpenAIChatModel:
         )
 
     async def aclose(self) -> None:
-        """Close the HTTP client."""
+        """Close the HTTP client; later calls raise :class:`ChatError`."""
+        self._closed = True
         await self._client.close()
