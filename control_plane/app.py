@@ -54,7 +54,9 @@ from control_plane.hooks import (
     STATUS_HOOKS,
     ZOOM_TOKENS,
 )
-from control_plane.intelligence.chat_wiring import chat_model_ctx
+from control_plane.intelligence.chat_wiring import CHAT_MODEL, chat_model_ctx
+from control_plane.intelligence.detection_wiring import detection_ctx
+from control_plane.intelligence.stream_offer import hub_publisher
 from control_plane.invitations import routes as invitations
 from control_plane.launchers import create_launcher
 from control_plane.launchers.base import LAUNCHER, Bootstrapping, BotLauncher, Reconciling
@@ -250,6 +252,8 @@ def create_app(settings: Settings, *, launcher: BotLauncher | None = None) -> we
     # The replica's one language model, before the workers that share it.
     app.cleanup_ctx.append(chat_model_ctx)
     setup_agent_link(app)
+    # Live action detection over that model, streaming through the agent link (issue 34).
+    app.cleanup_ctx.append(detection_ctx(CHAT_MODEL, hub_publisher))
     # Last to start, first to stop: no launch runs while the rest shuts down.
     app.cleanup_ctx.append(_bots_ctx)
     return app
