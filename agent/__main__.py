@@ -1,7 +1,7 @@
 """``python -m agent --config bot.json``: run one bot from a launcher's config file.
 
 Exit code 0 when the bot ends ``completed``, 1 when ``failed``, 2 for a bad config or agent
-settings. The agent settings are the machine's ``MEETBOT_AGENT_*`` / ``MEETBOT_ACTIONS_*``
+settings. The agent settings are the machine's ``MEETBOT_AGENT_*``
 environment with the config's ``agent_settings`` (the operator's, from the bootstrap exchange)
 on top (:mod:`agent.handed_settings`). SIGTERM and SIGINT make the bot leave the meeting
 cleanly (status reason ``sigterm``). Without ``MEETBOT_AGENT_DATA_DIR`` the outbox and local
@@ -26,7 +26,6 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from agent import heap
-from agent.actions.settings import ActionSettings
 from agent.bot import Bot
 from agent.browser.session import tune_driver_environment
 from agent.contracts.bot_config import BotConfig
@@ -91,14 +90,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The operator's settings from the bootstrap exchange win over the machine's environment.
     try:
         settings = with_handed(AgentSettings, config.agent_settings)
-        action_settings = with_handed(ActionSettings, config.agent_settings)
     except ValidationError as exc:
         # pydantic's message names each field; a handed-over value is never printed.
         fields = ", ".join(".".join(map(str, error["loc"])) for error in exc.errors())
         print(f"agent: invalid agent settings: {fields}", file=sys.stderr)
         return 2
     configure_logging(settings.log_level)
-    ignored = unused(config.agent_settings, AgentSettings, ActionSettings)
+    ignored = unused(config.agent_settings, AgentSettings)
     if ignored:
         logging.getLogger("agent").warning(
             "handed-over agent settings not applied", extra={"names": ignored}
@@ -110,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     heap.tune()  # fewer malloc arenas, before the decode threads (agent/heap.py)
 
     def make_bot(host: AgentSettings) -> Bot:
-        return Bot(config, host, action_settings=action_settings)
+        return Bot(config, host)
 
     try:
         if args.display:

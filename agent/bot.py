@@ -42,14 +42,12 @@ import contextlib
 import logging
 import time
 from datetime import UTC, datetime
-from functools import partial
 from urllib.parse import urlsplit
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
 
 from agent import __version__
-from agent.actions.settings import ActionSettings
 from agent.artifacts import ArtifactUploader
 from agent.browser.session import BrowserSession
 from agent.capture.pcm import AudioCapture
@@ -60,7 +58,6 @@ from agent.contracts.link import (
     Command,
     CommandErrorCode,
     Register,
-    Segment,
 )
 from agent.contracts.status import BotStatus, StatusReason
 from agent.errors import BrowserError, CommandError, JoinFailed, MeetingExit, MeetingLeft
@@ -68,7 +65,6 @@ from agent.events import BotEvents, Observer, iso
 from agent.lifecycle import MeetingTimers, StatusMachine, Timeouts
 from agent.link.client import LinkClient, LinkTiming, agent_link_url
 from agent.link.outbox import Outbox
-from agent.live_actions import LiveActions
 from agent.live_settings import SettingsApplier
 from agent.media import MeetingMedia
 from agent.memory.budget import read_budget, thresholds_mb
@@ -111,8 +107,6 @@ class Bot:
         settings: The agent host's settings.
         observer: Optional consumer of every event (the CLI prints them).
         speaker_sink: Optional consumer of active-speaker changes (the transcriber).
-        action_settings: The agent host's action-detection settings (read from the
-            environment by the entry point); None uses the built-in defaults.
     """
 
     def __init__(
@@ -121,8 +115,6 @@ class Bot:
         settings: AgentSettings,
         observer: Observer | None = None,
         speaker_sink: SpeakerSink | None = None,
-        *,
-        action_settings: ActionSettings | None = None,
     ) -> None:
         self.config = config
         self.settings = settings
@@ -144,13 +136,7 @@ class Bot:
         self._memory_task: asyncio.Task[None] | None = None
         self._outbox: Outbox | None = None
         self.link: LinkClient | None = None
-        self.events = BotEvents(self.stream, None, observer, self._final_segment)
-        self.actions = LiveActions(
-            config.settings,
-            action_settings if action_settings is not None else ActionSettings(),
-            config.action_prompt,
-            self.events,
-        )
+        self.events = BotEvents(self.stream, None, observer)
         self.machine = StatusMachine(self.events)
         self.joined_at: float | None = None
         self.media = MeetingMedia(
@@ -244,10 +230,6 @@ class Bot:
     def participants(self) -> list[str]:
         """The participant names last seen (the bot excluded)."""
         return self.watch.participants
-
-    def _final_segment(self, segment: Segment) -> None:
-        """A completed segment went out: action detection gets it (never blocks)."""
-        self.actions.submit(segment)
 
     # ---- control --------------------------------------------------------------------
 
@@ -355,18 +337,14 @@ class Bot:
                 ),
                 stream=stream,
             )
-            self.events = BotEvents(
-                self.stream, self.link.send, self._observer, self._final_segment
-            )
+            self.events = BotEvents(self.stream, self.link.send, self._observer)
             self.machine = StatusMachine(self.events)
             self.media.events = self.events
-            self.actions.events = self.events
             self.commands.events = self.events
             self.link.start()
         log.info("agent started", extra={"bot_id": self.bot_id, "linked": self.link is not None})
 
     async def _stop_services(self) -> None:
-        await self.actions.aclose()
         if self.link is not None:
             started = _now()
             drained = await self.link.drain(self.settings.drain_timeout_seconds)
@@ -578,7 +556,6 @@ class Bot:
                 # The voice loads on the first speech unless the host asks for it now.
                 if self.media.settings.voice_agent_enabled and self.settings.voice_preload:
                     self.speaker.warm_up()
-                self.actions.start()
                 return
             not_in_yet = probed_at
             if state is MeetingState.PASSCODE:
@@ -698,12 +675,8 @@ class Bot:
         log.info("browser closed")
         # The transcript, then the recording (``recording_ready``), before ``completed``.
         control_plane = self.config.control_plane_url if self.link is not None else None
-        # Actions of the last window come after the last segments, before the recording.
         await self.media.finish(
-            self.settings.finalize_timeout_seconds,
-            self.uploader,
-            control_plane,
-            after_transcript=partial(self.actions.finish, self.settings.finalize_timeout_seconds),
+            self.settings.finalize_timeout_seconds, self.uploader, control_plane
         )
         await self.machine.move(final, exit_.reason, exit_.detail)
 

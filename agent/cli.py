@@ -28,7 +28,6 @@ from pydantic import ValidationError
 
 from agent import heap
 from agent.__main__ import run_bot, run_on_display
-from agent.actions.settings import ActionSettings
 from agent.bot import Bot
 from agent.browser.session import tune_driver_environment
 from agent.contracts.bot_config import BotConfig, BotSettings, Platform
@@ -109,10 +108,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValidationError, ValueError) as exc:
         print(f"meetbot agent: {exc}", file=sys.stderr)
         return 2
-    action_settings = ActionSettings()
 
     def make_bot(host: AgentSettings) -> Bot:
-        return Bot(config, host, observer=_print_event, action_settings=action_settings)
+        return Bot(config, host, observer=_print_event)
 
     tune_driver_environment(os.environ)
     heap.tune()  # fewer malloc arenas, before the decode threads (agent/heap.py)

@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agent.contracts.link import (
-    ActionEvent,
     AgentFrame,
     ArtifactEvent,
     ArtifactKind,
@@ -31,10 +30,6 @@ from agent.sse.log import EventLog
 FrameSender = Callable[[AgentFrame], Awaitable[None]]
 """Queues a frame for the control plane (``LinkClient.send``)."""
 
-SegmentSink = Callable[[Segment], object]
-"""Sees every completed, non-empty segment once it was sent (action detection's windower);
-must not block."""
-
 Observer = Callable[[str, dict[str, Any]], None]
 """Sees every event by name and payload (the CLI prints them to the terminal as its output;
 payloads hold transcript and chat text, so observers must not log them)."""
@@ -52,7 +47,6 @@ class BotEvents:
         stream: The SSE event log.
         link: Queues frames for the control plane; None when running without one.
         observer: Optional extra consumer (terminal output, tests).
-        final_sink: Optional consumer of completed segments (action detection).
     """
 
     def __init__(
@@ -60,12 +54,10 @@ class BotEvents:
         stream: EventLog,
         link: FrameSender | None = None,
         observer: Observer | None = None,
-        final_sink: SegmentSink | None = None,
     ) -> None:
         self.stream = stream
         self._link = link
         self._observer = observer
-        self._final_sink = final_sink
         self.chat_log: list[ChatMessageEvent] = []
 
     async def _to_link(self, frame: AgentFrame) -> None:
@@ -126,8 +118,6 @@ class BotEvents:
         if final:
             await self._to_link(TranscriptSegmentEvent(segment=segment))
         await self._to_stream("transcript_segment", payload)
-        if final and self._final_sink is not None:
-            self._final_sink(segment)
 
     async def transcription_ready(self, frame: TranscriptionReady) -> None:
         """A tier finished the meeting's transcript (link only; the webhook comes from it)."""
@@ -162,21 +152,6 @@ class BotEvents:
                     "duration_s": frame.duration_s,
                 },
             )
-
-    async def action(self, frame: ActionEvent) -> None:
-        """A detected action item, decision, question or follow-up."""
-        payload = {
-            "id": frame.id,
-            "type": frame.action_type.value,
-            "text": frame.text,
-            "owner": frame.owner,
-            "due": frame.due,
-            "segment_ids": frame.segment_ids,
-            "timestamp": iso(frame.ts),
-        }
-        self._observe("action_detected", payload)
-        await self._to_link(frame)
-        await self._to_stream("action_detected", payload)
 
     async def action_announced(self, payload: dict[str, Any]) -> None:
         """``action_detected`` (stream only): an action the control plane detected and stored."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
 
 from agent.artifacts import ArtifactUploader
 from agent.audio import SpeakerActivity
@@ -213,8 +212,6 @@ class MeetingMedia:
         within_seconds: float,
         uploader: ArtifactUploader,
         control_plane_url: str | None,
-        *,
-        after_transcript: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         """Flush the transcription, then encode, upload and announce the recording.
 
@@ -224,12 +221,8 @@ class MeetingMedia:
             within_seconds: Time limit of each step.
             uploader: Where the recording goes.
             control_plane_url: Where upload slots come from (None: kept locally).
-            after_transcript: Run once the last segments are out, before the recording (the
-                last window of action detection); it keeps its own time limit.
         """
         await self.transcription.finish(within_seconds)
-        if after_transcript is not None:
-            await after_transcript()
         if self.recorder is None:
             return
         try:

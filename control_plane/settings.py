@@ -30,7 +30,7 @@ def _split_csv(value: object) -> object:
 
 
 class _HandedOverAgentSettings(PydanticBaseSettingsSource):
-    """``fleet_agent_settings``: the environment's ``MEETBOT_AGENT_*``, ``MEETBOT_ACTIONS_*``.
+    """``fleet_agent_settings``: the environment's ``MEETBOT_AGENT_*``.
 
     :func:`agent.contracts.agent_settings.handed_over` picks them.
     """
@@ -172,7 +172,7 @@ class Settings(BaseSettings):
     kubernetes_shm_size: str = "1Gi"
     kubernetes_kubeconfig: str = ""
     # Agent host settings every bot gets, declared with the agent's own names
-    # (MEETBOT_AGENT_TTS_API_KEY=..., MEETBOT_ACTIONS_PROVIDER=...; read from those variables,
+    # (MEETBOT_AGENT_TTS_API_KEY=..., MEETBOT_AGENT_LOG_LEVEL=...; read from those variables,
     # agent/contracts/agent_settings.py): local agents inherit them, bots on their own machine
     # (qemu, ec2, kubernetes) get them in the bootstrap exchange's answer only. The machine's
     # own (paths, display) are left out; the secret ones are never logged.

@@ -1,9 +1,9 @@
 """Agent host settings a control plane hands its bots: which travel, and which are secret.
 
 An operator declares a bot's host settings once, on the control plane, with the agent's own
-variable names: ``MEETBOT_AGENT_*`` (:class:`agent.settings.AgentSettings`) and
-``MEETBOT_ACTIONS_*`` (:class:`agent.actions.settings.ActionSettings`), e.g.
-``MEETBOT_AGENT_TTS_PROVIDER=openai`` and ``MEETBOT_AGENT_TTS_API_KEY=sk-…``.
+variable names, ``MEETBOT_AGENT_*`` (:class:`agent.settings.AgentSettings`), e.g.
+``MEETBOT_AGENT_TTS_PROVIDER=openai`` and ``MEETBOT_AGENT_TTS_API_KEY=sk-…``. (Action detection
+is the control plane's own since issue 34: ``MEETBOT_INTELLIGENCE_*``, nothing a bot needs.)
 
 - The ``local`` launcher's agents inherit the non-secret ones with the control plane's
   environment, and find all of them in their private ``bot.json`` (``BotConfig.agent_settings``),
@@ -27,10 +27,10 @@ from typing import Annotated
 
 from pydantic import StringConstraints
 
-AGENT_SETTING_PREFIXES = ("MEETBOT_AGENT_", "MEETBOT_ACTIONS_")
+AGENT_SETTING_PREFIXES = ("MEETBOT_AGENT_",)
 """The environment prefixes of the agent's settings."""
 
-AGENT_SETTING_NAME = re.compile(r"^MEETBOT_(?:AGENT|ACTIONS)_[A-Z0-9_]+$")
+AGENT_SETTING_NAME = re.compile(r"^MEETBOT_AGENT_[A-Z0-9_]+$")
 """What a handed-over setting's name looks like."""
 
 MAX_AGENT_SETTING_CHARS = 8192
@@ -51,12 +51,11 @@ MACHINE_SETTINGS = frozenset(
         "MEETBOT_AGENT_RUNTIME_SCRIPTS_DIR",
         "MEETBOT_AGENT_DATA_DIR",
         "MEETBOT_AGENT_MODELS_DIR",
-        "MEETBOT_ACTIONS_MODELS_DIR",
     }
 )
 """Settings of the machine itself (set by the image's ``/etc/meetbot/agent.env`` and unit)."""
 
-SECRET_SETTINGS = frozenset({"MEETBOT_AGENT_TTS_API_KEY", "MEETBOT_ACTIONS_LLM_API_KEY"})
+SECRET_SETTINGS = frozenset({"MEETBOT_AGENT_TTS_API_KEY"})
 """Settings whose values are secret: bootstrap exchange only, never logged."""
 
 
@@ -67,7 +66,7 @@ def handed_over(environ: Mapping[str, str]) -> dict[str, str]:
         environ: The control plane's environment (name → value).
 
     Returns:
-        Every ``MEETBOT_AGENT_*`` / ``MEETBOT_ACTIONS_*`` variable of a valid name that is not
+        Every ``MEETBOT_AGENT_*`` variable of a valid name that is not
         one of :data:`MACHINE_SETTINGS`.
     """
     return {

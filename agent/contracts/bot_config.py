@@ -132,10 +132,10 @@ class BotConfig(BaseModel):
         refine_after_meeting: The realtime tier also runs the deferred pass after the meeting
             and replaces its segments (``MEETBOT_REFINE_AFTER_MEETING``).
         agent_settings: Agent host settings the control plane hands the bot's machine in the
-            bootstrap exchange (``MEETBOT_AGENT_*`` / ``MEETBOT_ACTIONS_*`` name → value as in
-            the environment; :mod:`agent.contracts.agent_settings`); they win over the
-            machine's environment. The local launcher writes them (and the secret ones of its
-            environment) into the agent's private config file.
+            bootstrap exchange (``MEETBOT_AGENT_*`` name → value as in the environment;
+            :mod:`agent.contracts.agent_settings`); they win over the machine's environment.
+            The local launcher writes them (and the secret ones of its environment) into the
+            agent's private config file.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -7,7 +7,7 @@ as ``agent_settings``) and starts ``python -m agent --config bot.json`` with its
 plane's own ``MEETBOT_*`` settings, ``AWS_*`` credentials and the secret agent settings
 (:data:`agent.contracts.agent_settings.SECRET_SETTINGS`: those of this environment are written
 into ``bot.json`` at each launch instead, so Chromium and ffmpeg do not inherit them); the
-agent's other ``MEETBOT_AGENT_*`` and ``MEETBOT_ACTIONS_*`` settings pass. The
+agent's other ``MEETBOT_AGENT_*`` settings pass. The
 launcher owns the processes it starts: :meth:`terminate` sends SIGTERM, waits
 ``grace_seconds``, then kills; :meth:`aclose` does that for all of them.
 
@@ -61,8 +61,8 @@ PROCESS_FILE = "agent.process.json"
 
 # Control-plane secrets stay out of agents, which browse untrusted meeting pages: MEETBOT_*
 # settings other than the agent's own, and cloud credentials (uploads use presigned URLs).
-# The agent's settings: its host settings and those of action detection (agent/actions).
-_KEPT_PREFIXES = ("MEETBOT_AGENT_", "MEETBOT_ACTIONS_")
+# The agent's settings: its host settings.
+_KEPT_PREFIXES = ("MEETBOT_AGENT_",)
 _DROPPED_PREFIXES = ("MEETBOT_", "AWS_")
 
 
@@ -70,7 +70,7 @@ def agent_environment(environ: Mapping[str, str]) -> dict[str, str]:
     """The environment an agent process gets: ``environ`` without the control plane's own.
 
     Control-plane settings, cloud credentials and secret agent settings are left out;
-    the other ``MEETBOT_AGENT_*`` and ``MEETBOT_ACTIONS_*`` pass.
+    the other ``MEETBOT_AGENT_*`` pass.
     """
     return {
         key: value

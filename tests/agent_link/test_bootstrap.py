@@ -27,7 +27,6 @@ from pydantic import BaseModel, ConfigDict, create_model
 from pytest_aiohttp import AiohttpClient, AiohttpServer
 from sqlalchemy import select, update
 
-from agent.actions.settings import ActionSettings
 from agent.bootstrap import BootstrapRefusedError, exchange, write_config
 from agent.contracts.bootstrap import BootstrapGrant, BootstrapRequest
 from agent.contracts.bot_config import BotConfig, RecordingFormat
@@ -193,7 +192,6 @@ async def test_the_operators_agent_settings_reach_the_agent_in_the_exchange_and_
     loaded = BotConfig.model_validate_json(out.read_bytes())
     host = with_handed(AgentSettings, loaded.agent_settings)
     assert (host.tts_provider, host.tts_api_key, host.log_level) == ("openai", SECRET, "DEBUG")
-    assert with_handed(ActionSettings, loaded.agent_settings) == ActionSettings()
     assert SECRET not in logged(caplog.records)
 
 

@@ -47,9 +47,9 @@ async def test_launch_writes_private_config_and_terminate_stops_the_process(
     monkeypatch.setenv("MEETBOT_SVIX_API_KEY", "control-plane-secret")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "cloud-secret")
     monkeypatch.setenv("MEETBOT_AGENT_HEADLESS", "true")
-    monkeypatch.setenv("MEETBOT_ACTIONS_PROVIDER", "openai")
+    monkeypatch.setenv("MEETBOT_AGENT_TTS_PROVIDER", "openai")
     monkeypatch.setenv("MEETBOT_AGENT_TTS_API_KEY", "tts-secret")
-    monkeypatch.setenv("MEETBOT_ACTIONS_LLM_API_KEY", "llm-secret")
+    monkeypatch.setenv("MEETBOT_INTELLIGENCE_API_KEY", "llm-secret")
     launcher = LocalLauncher(
         tmp_path,
         command=[sys.executable, str(STAND_IN)],
@@ -66,18 +66,17 @@ async def test_launch_writes_private_config_and_terminate_stops_the_process(
     handed = {
         "MEETBOT_AGENT_LOG_LEVEL": "DEBUG",
         "MEETBOT_AGENT_TTS_API_KEY": "tts-secret",
-        "MEETBOT_ACTIONS_LLM_API_KEY": "llm-secret",
     }
     assert BotConfig.model_validate(written) == config.model_copy(update={"agent_settings": handed})
     assert stat.S_IMODE((folder / "bot.json").stat().st_mode) == 0o600
     assert (folder / "started").read_text() == str(config.bot_id)
     passed = json.loads((folder / "env.json").read_text())
     assert "MEETBOT_AGENT_HEADLESS" in passed
-    assert "MEETBOT_ACTIONS_PROVIDER" in passed
+    assert "MEETBOT_AGENT_TTS_PROVIDER" in passed
     assert "MEETBOT_SVIX_API_KEY" not in passed
     assert "AWS_SECRET_ACCESS_KEY" not in passed
     assert "MEETBOT_AGENT_TTS_API_KEY" not in passed
-    assert "MEETBOT_ACTIONS_LLM_API_KEY" not in passed
+    assert "MEETBOT_INTELLIGENCE_API_KEY" not in passed  # the control plane's model key
     assert handle.id.startswith("local-")
     pid = int(handle.id.removeprefix("local-"))
     assert await launcher.is_alive(handle)

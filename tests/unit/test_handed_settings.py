@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from agent.__main__ import main
-from agent.actions.settings import ActionSettings
 from agent.contracts.agent_settings import described, handed_over
 from agent.contracts.bot_config import BotConfig, Platform
 from agent.handed_settings import unused, with_handed
@@ -24,7 +23,9 @@ pytestmark = pytest.mark.unit
 def test_the_control_plane_hands_over_the_agents_names_but_not_the_machines() -> None:
     environ = {
         "MEETBOT_AGENT_TTS_API_KEY": SECRET,
-        "MEETBOT_ACTIONS_PROVIDER": "openai",
+        "MEETBOT_AGENT_TTS_PROVIDER": "openai",
+        "MEETBOT_ACTIONS_PROVIDER": "openai",  # no longer an agent setting (issue 34)
+        "MEETBOT_INTELLIGENCE_API_KEY": "x",  # the control plane's own
         "MEETBOT_AGENT_DATA_DIR": "/srv/cp",  # the control plane host's path: not a VM's
         "MEETBOT_AGENT_lower": "x",
         "MEETBOT_DATABASE_URL": "postgresql://secret",
@@ -32,7 +33,7 @@ def test_the_control_plane_hands_over_the_agents_names_but_not_the_machines() ->
     }
     assert handed_over(environ) == {
         "MEETBOT_AGENT_TTS_API_KEY": SECRET,
-        "MEETBOT_ACTIONS_PROVIDER": "openai",
+        "MEETBOT_AGENT_TTS_PROVIDER": "openai",
     }
     assert described(handed_over(environ))["MEETBOT_AGENT_TTS_API_KEY"] == "<secret>"
 
@@ -66,14 +67,14 @@ def test_handed_settings_win_over_the_environment_but_not_over_the_machines_own(
         "MEETBOT_AGENT_MEMORY_WARN_MB": "900",
         "MEETBOT_AGENT_DATA_DIR": "/elsewhere",
         "MEETBOT_AGENT_NO_SUCH": "1",
-        "MEETBOT_ACTIONS_LLM_API_KEY": SECRET,
+        "MEETBOT_AGENT_TTS_API_KEY": SECRET,
     }
     host = with_handed(AgentSettings, handed)
     assert host.log_level == "DEBUG" and host.extra_browser_args == ["--a", "--b=c d"]
     assert host.memory_warn_mb == 900.0 and host.voice_preload  # the environment still counts
     assert host.data_dir == Path("/var/lib/meetbot/agent")
-    assert with_handed(ActionSettings, handed).llm_api_key.get_secret_value() == SECRET
-    assert unused(handed, AgentSettings, ActionSettings) == [
+    assert host.tts_api_key == SECRET
+    assert unused(handed, AgentSettings) == [
         "MEETBOT_AGENT_DATA_DIR",
         "MEETBOT_AGENT_NO_SUCH",
     ]
