@@ -57,10 +57,12 @@ from control_plane.hooks import (
 from control_plane.intelligence.chat_wiring import CHAT_MODEL, chat_model_ctx
 from control_plane.intelligence.detection_wiring import detection_ctx
 from control_plane.intelligence.stream_offer import hub_publisher
+from control_plane.intelligence.summary_wiring import setup_summaries, summary_ctx
 from control_plane.invitations import routes as invitations
 from control_plane.launchers import create_launcher
 from control_plane.launchers.base import LAUNCHER, Bootstrapping, BotLauncher, Reconciling
 from control_plane.meetings import routes as meeting_routes
+from control_plane.meetings import summary_routes
 from control_plane.meetings.artifacts import ARTIFACT_LISTER, first_recording_url
 from control_plane.meta import routes as meta
 from control_plane.metrics import METRICS, Metrics
@@ -90,6 +92,7 @@ def resources() -> tuple[ApiRoutes, ...]:
         action_prompts.routes,
         live_routes.routes,
         stream.routes,
+        summary_routes.routes,
     )
 
 
@@ -237,6 +240,7 @@ def create_app(settings: Settings, *, launcher: BotLauncher | None = None) -> we
     app[STATUS_HOOKS] = []
     app[STATUS_HOOKS].append(app[METRICS].count_status_change)
     app[PURGE_HOOKS] = []
+    setup_summaries(app)
     all_routes = resources()
     for res in all_routes:
         app.router.add_routes(res.table)
@@ -254,6 +258,8 @@ def create_app(settings: Settings, *, launcher: BotLauncher | None = None) -> we
     setup_agent_link(app)
     # Live action detection over that model, streaming through the agent link (issue 34).
     app.cleanup_ctx.append(detection_ctx(CHAT_MODEL, hub_publisher))
+    # The summary at each meeting's end over the same model (issue 34, docs/api.md 2.14).
+    app.cleanup_ctx.append(summary_ctx(CHAT_MODEL))
     # Last to start, first to stop: no launch runs while the rest shuts down.
     app.cleanup_ctx.append(_bots_ctx)
     return app

@@ -236,6 +236,23 @@ class Settings(BaseSettings):
     # How often an idle webhook worker looks for new events and due retries (seconds).
     webhook_poll_interval_seconds: float = Field(default=0.25, gt=0)
 
+    # The summary at the end of a meeting (docs/api.md 2.14; control_plane/intelligence/
+    # summary_worker.py), for bots with enable_actions: first due ..._SETTLE_SECONDS after the
+    # bot is final; claimed under a lease of ..._LEASE_SECONDS; ..._MAX_ATTEMPTS tries, waiting
+    # ..._RETRY_BASE_SECONDS doubling to ..._RETRY_MAX_SECONDS between them; the transcript goes
+    # to the model in parts of ..._CHUNK_CHARS characters (map, then reduce), each answer at most
+    # ..._MAX_TOKENS tokens (3840 characters, about 1300 tokens, fit the embedded model's 2048-token
+    # context beside a 512-token answer; raise it for a larger model, e.g. 48000 for gpt-4o-mini);
+    # an idle worker looks for due summaries every ..._POLL_SECONDS.
+    intelligence_summary_settle_seconds: float = Field(default=30.0, ge=0)
+    intelligence_summary_lease_seconds: float = Field(default=600.0, gt=0)
+    intelligence_summary_max_attempts: int = Field(default=5, ge=1, le=50)
+    intelligence_summary_retry_base_seconds: float = Field(default=10.0, gt=0)
+    intelligence_summary_retry_max_seconds: float = Field(default=600.0, gt=0)
+    intelligence_summary_chunk_chars: int = Field(default=3840, ge=200)
+    intelligence_summary_max_tokens: int = Field(default=512, ge=64, le=16384)
+    intelligence_summary_poll_seconds: float = Field(default=5.0, gt=0)
+
     refine_after_meeting: bool = False
     # Whisper models the bots use (registry names of agent.contracts.whisper_models or local
     # CTranslate2 directories on the bot hosts); bot creation refuses options they cannot serve.

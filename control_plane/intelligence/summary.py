@@ -12,12 +12,14 @@ participant asked by name, and drops a ``due`` none of whose words were said.
 
 Long meetings (map, then reduce): the lines are cut into parts of at most ``chunk_chars``
 characters of rendered transcript (one line never split; a line longer than that is cut to
-it). The default 12 000 characters is about 3 000 tokens of English, which leaves room for
-the instructions and the answer in a 4 096-token context. Each part is summarised on its own
-(map); its decisions and action items are kept as they are, so each cites lines of its own
-part. When there was more than one part, the parts' summaries, in order, are merged into one
-by :data:`MERGE_SCHEMA` calls (reduce), in groups of at most ``chunk_chars`` characters, until
-one summary is left.
+it). The caller sizes ``chunk_chars`` to the model's context (setting
+``MEETBOT_INTELLIGENCE_SUMMARY_CHUNK_CHARS``: 3 840 characters by default, about 1 300 tokens,
+which fit the embedded model's 2 048-token context beside a 512-token answer; about 48 000 suit
+a 128k-token model such as gpt-4o-mini). Each part is summarised on its own (map); its decisions and
+action items are kept as they are, so each cites lines of its own part. When there was more
+than one part, the parts' summaries, in order, are merged into one by :data:`MERGE_SCHEMA`
+calls (reduce), in groups of at least two that fit ``chunk_chars`` where they can, until one
+summary is left.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The summary worker: writes each final meeting's summary once, whichever replica gets to it.
 
-Source: docs/api.md 2.14, docs/architecture.md §16. Rows of ``meeting_summaries`` are created
+Source: docs/api.md 2.14, docs/architecture.md §6. Rows of ``meeting_summaries`` are created
 ``pending`` by :func:`~control_plane.intelligence.summary_store.summary_status_hook` when a bot
 with ``enable_actions`` true becomes final, with ``next_attempt_at`` = the end plus the settle
 delay (segments the agent still delivers after its final status land first).
@@ -77,8 +77,8 @@ class SummaryPolicy:
     max_attempts: int = 5
     retry_base: float = 10.0
     retry_max: float = 600.0
-    chunk_chars: int = 12_000
-    max_tokens: int = 1024
+    chunk_chars: int = 3840
+    max_tokens: int = 512
 
 
 @dataclass

@@ -22,6 +22,7 @@ from control_plane.db.models.bot import Meeting
 from control_plane.db.models.segment import Segment
 from control_plane.errors import Conflict, NotFound
 from control_plane.hooks import PURGE_HOOKS
+from control_plane.intelligence.summary_store import read_summary
 from control_plane.meetings.actions import list_actions
 from control_plane.meetings.artifacts import ARTIFACT_LISTER, NO_ARTIFACTS
 from control_plane.meetings.schemas import (
@@ -133,7 +134,7 @@ async def list_meetings_route(request: web.Request) -> web.Response:
 
 @routes.get(MEETING, summary="Get a meeting", response=MeetingRecord, errors=(404,), path_types=_ID)
 async def get_meeting(request: web.Request) -> web.Response:
-    """The full record: bot record, artifacts, transcript summary, actions, ``redacted``.
+    """The full record: bot record, artifacts, transcript summary, actions, summary, ``redacted``.
 
     Recordings, screenshots and agent logs come as presigned URLs valid 1 hour.
     """
@@ -162,6 +163,7 @@ async def get_meeting(request: web.Request) -> web.Response:
             logs=artifacts.logs,
             transcript=summary,
             actions=await list_actions(session, meeting.id),
+            summary=await read_summary(session, meeting.id),
             redacted=meeting.redacted,
         )
     return json_response(record)
@@ -215,7 +217,7 @@ async def get_actions(request: web.Request) -> web.Response:
     MEETING, summary="Purge a meeting", response=Message, errors=(404, 409), path_types=_ID
 )
 async def purge_meeting(request: web.Request) -> web.Response:
-    """Remove segments, actions, recordings, screenshots, chat and participant names.
+    """Remove segments, actions, the summary, recordings, screenshots, chat, participant names.
 
     Only a finalized meeting: 409 ``meeting_active`` before it is final. The row stays with
     ``redacted: true``. Purging twice answers 200 again.

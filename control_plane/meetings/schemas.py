@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent.contracts.bot_config import Platform
 from agent.contracts.status import BotStatus
+from control_plane.intelligence.summary_schemas import MeetingSummaryOut
 from control_plane.records.schemas import BotRecord, MeetingData
 from control_plane.timestamps import UtcDateTime
 
@@ -119,6 +120,11 @@ class MeetingRecord(BotRecord):
     transcript: TranscriptSummary
     actions: list[ActionOut] = Field(
         description="Every action live action detection found, oldest first (docs/api.md 2.9)."
+    )
+    summary: MeetingSummaryOut | None = Field(
+        description="The whole meeting's summary (docs/api.md 2.14): pending from when a bot "
+        "with enable_actions ends until ready or failed; null with enable_actions false, "
+        "before the end and after purge."
     )
     redacted: bool
 

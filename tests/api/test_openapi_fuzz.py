@@ -354,6 +354,10 @@ def test_linked_operations_conform_to_the_document(live_app: LiveApp) -> None:
     :data:`STATEFUL_STEPS` calls.
     """
     schema = schemathesis.openapi.from_url(f"{live_app.base_url}/api/v1/openapi.json")
+    # The meeting summary is a leaf no chain can bring to 2xx (it is written by a worker after
+    # the meeting ends, tests/intelligence/test_summary_api.py): walked, it only took steps
+    # from the chains above. The single-operation test fuzzes it.
+    schema = schema.exclude(path="/api/v1/meetings/{meeting_id}/summary")
     # Schema-valid chains only: the schema-invalid inputs are the single-operation test's
     # (above). Negative chains were judged on components the client never sends as generated
     # (the key header, added here to every call; a query parameter with an empty name that

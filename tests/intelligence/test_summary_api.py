@@ -1,0 +1,283 @@
+"""The summary at the end of a meeting (docs/api.md 2.14) through the real app and database:
+the route and the full record, the ``summary.ready`` webhook, purge, ``enable_actions`` false,
+exactly one summary across two workers, retries and failure. The model is a real
+OpenAI-compatible server whose answers the test scripts (:mod:`tests.intelligence.summary_llm`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient
+from sqlalchemy import func, select
+
+from agent.contracts.status import BotStatus
+from control_plane.bots.status import change_status, lock_meeting
+from control_plane.db.engine import DB
+from control_plane.db.models.segment import Segment
+from control_plane.db.models.summary import MeetingSummary
+from control_plane.db.models.webhook import WebhookMessage
+from control_plane.hooks import STATUS_HOOKS, StatusHook
+from control_plane.intelligence.summary_worker import SummaryPolicy, SummaryWorker
+from control_plane.settings import Settings
+from control_plane.webhooks.outbox import Outbox
+from tests.api.test_bots import MEET, launch
+from tests.intelligence.summary_llm import ScriptedServer, scripted_server
+from tests.plugins.api_app import Caller, Tenants
+
+pytestmark = pytest.mark.api
+
+Client = TestClient[web.Request, web.Application]
+T0 = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
+SAID = [
+    ("Ada", "We agreed to ship the beta on Monday."),
+    ("Ada", "Bob, can you write the release notes by Friday?"),
+    ("Bob", "Sure, I will."),
+]
+ANSWER = {
+    "summary": "The team agreed to ship the beta and split the release work.",
+    "decisions": [{"text": "Ship the beta on Monday", "lines": [1]}],
+    "action_items": [
+        {"text": "Write the release notes", "owner": "Bob", "due": "Friday", "lines": [2, 3]},
+        {"text": "Book a room", "owner": "Carol", "due": "2026-12-04", "lines": [1]},
+    ],
+}
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    """Summaries due as soon as a meeting ends; the app's own workers idle.
+
+    The test drives its own workers against the scripted server: the app's summary worker
+    looks once at start (nothing is due yet) and then not for an hour, and the app's model is
+    an endpoint that refuses connections, so nothing is loaded and no call reaches the server.
+    """
+    return settings.model_copy(
+        update={
+            "intelligence_summary_settle_seconds": 0.0,
+            "intelligence_summary_poll_seconds": 3600.0,
+            "intelligence_poll_seconds": 3600.0,
+            "intelligence_provider": "openai",
+            "intelligence_base_url": "http://127.0.0.1:9/v1",
+        }
+    )
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[ScriptedServer]:
+    async with scripted_server(lambda body: ANSWER) as scripted:
+        yield scripted
+
+
+def worker(client: Client, server: ScriptedServer, **policy: Any) -> SummaryWorker:
+    return SummaryWorker(
+        database=client.app[DB], chat=server.chat(), outbox=Outbox(), policy=SummaryPolicy(**policy)
+    )
+
+
+async def ended_meeting(client: Client, who: Caller, *, enable_actions: bool = True) -> int:
+    """A bot whose meeting said :data:`SAID` and that then completed, as its agent reports."""
+    bot = await launch(client, who, **MEET, enable_actions=enable_actions)
+    async with client.app[DB].sessions.begin() as session:
+        for index, (speaker, text) in enumerate(SAID):
+            session.add(
+                Segment(
+                    meeting_id=bot["id"],
+                    segment_id=f"seg-{index}",
+                    start=index * 3.0,
+                    end=index * 3.0 + 2.0,
+                    absolute_start_time=T0 + timedelta(seconds=index * 3),
+                    absolute_end_time=T0 + timedelta(seconds=index * 3 + 2),
+                    text=text,
+                    speaker=speaker,
+                    language="en",
+                    completed=True,
+                    tier="realtime",
+                )
+            )
+    async with client.app[DB].sessions.begin() as session:
+        meeting = await lock_meeting(session, bot_id=uuid.UUID(bot["bot_id"]))
+        assert meeting is not None
+        hooks: list[StatusHook] = client.app[STATUS_HOOKS]
+        for status in (
+            BotStatus.JOINING,
+            BotStatus.ACTIVE,
+            BotStatus.STOPPING,
+            BotStatus.COMPLETED,
+        ):
+            await change_status(session, meeting, status, "test", hooks=hooks)
+    return int(bot["id"])
+
+
+async def summary_messages(client: Client) -> list[dict[str, Any]]:
+    async with client.app[DB].sessions() as session:
+        bodies = await session.scalars(
+            select(WebhookMessage.body).where(WebhookMessage.event_type == "summary.ready")
+        )
+        return [json.loads(body) for body in bodies]
+
+
+async def test_the_summary_after_the_end_in_route_record_and_webhook_until_purged(
+    client: Client, owner: Caller, tenants: Tenants, server: ScriptedServer
+) -> None:
+    bot = await launch(client, owner, **MEET, enable_actions=True)
+    url = f"/api/v1/meetings/{bot['id']}/summary"
+    response = await client.get(url, headers=owner.headers)
+    assert (response.status, (await response.json())["code"]) == (409, "summary_pending")
+
+    meeting_id = await ended_meeting(client, owner)
+    url = f"/api/v1/meetings/{meeting_id}/summary"
+    response = await client.get(url, headers=owner.headers)
+    assert (response.status, (await response.json())["code"]) == (409, "summary_pending")
+    record = await (
+        await client.get(f"/api/v1/meetings/{meeting_id}", headers=owner.headers)
+    ).json()
+    assert record["summary"]["status"] == "pending" and record["summary"]["summary"] is None
+
+    summaries = worker(client, server)
+    try:
+        assert await summaries.step() is True
+        assert await summaries.step() is False  # written once: nothing more is due
+    finally:
+        await summaries.chat.aclose()
+    assert len(server.requests) == 1 and summaries.ready == 1
+
+    response = await client.get(url, headers=owner.headers)
+    assert response.status == 200
+    body = await response.json()
+    assert body["status"] == "ready"
+    assert body["summary"] == ANSWER["summary"]
+    assert body["decisions"] == [{"text": "Ship the beta on Monday", "segment_ids": ["seg-0"]}]
+    # Bob and Friday were said in the cited lines; Carol and the date were not.
+    assert body["action_items"] == [
+        {
+            "text": "Write the release notes",
+            "owner": "Bob",
+            "due": "Friday",
+            "segment_ids": ["seg-1", "seg-2"],
+        },
+        {"text": "Book a room", "owner": None, "due": None, "segment_ids": ["seg-0"]},
+    ]
+    assert body["model"] == "openai/scripted" and body["ready_at"].endswith("Z")
+    record = await (
+        await client.get(f"/api/v1/meetings/{meeting_id}", headers=owner.headers)
+    ).json()
+    assert record["summary"] == body
+
+    [message] = await summary_messages(client)
+    assert message["type"] == "summary.ready"
+    assert message["data"]["meeting_id"] == meeting_id
+    assert message["data"]["bot_id"] == record["bot_id"]
+    assert message["data"]["action_items"] == body["action_items"]
+    assert message["data"]["summary"] == body["summary"]
+
+    stranger = await tenants.workspace("Other")
+    response = await client.get(url, headers=stranger.headers)
+    assert (response.status, (await response.json())["code"]) == (404, "meeting_not_found")
+
+    response = await client.delete(f"/api/v1/meetings/{meeting_id}", headers=owner.headers)
+    assert response.status == 200
+    response = await client.get(url, headers=owner.headers)
+    assert (response.status, (await response.json())["code"]) == (404, "summary_not_found")
+    record = await (
+        await client.get(f"/api/v1/meetings/{meeting_id}", headers=owner.headers)
+    ).json()
+    assert record["summary"] is None
+    async with client.app[DB].sessions() as session:
+        assert await session.scalar(select(func.count()).select_from(MeetingSummary)) == 0
+
+
+async def test_without_enable_actions_there_is_no_summary_and_no_model_call(
+    client: Client, owner: Caller, server: ScriptedServer
+) -> None:
+    meeting_id = await ended_meeting(client, owner, enable_actions=False)
+    summaries = worker(client, server)
+    try:
+        assert await summaries.step() is False
+    finally:
+        await summaries.chat.aclose()
+    assert server.requests == []
+    response = await client.get(f"/api/v1/meetings/{meeting_id}/summary", headers=owner.headers)
+    assert (response.status, (await response.json())["code"]) == (404, "summary_not_found")
+    record = await (
+        await client.get(f"/api/v1/meetings/{meeting_id}", headers=owner.headers)
+    ).json()
+    assert record["summary"] is None
+
+
+async def test_two_workers_write_each_summary_once_even_after_a_lapsed_lease(
+    client: Client, owner: Caller, server: ScriptedServer
+) -> None:
+    first_id = await ended_meeting(client, owner)
+    one, two = worker(client, server), worker(client, server)
+    try:
+        now = datetime.now(UTC)
+        assert await one.claim(now) == first_id
+        assert await two.claim(now) is None  # the lease holds
+        # The first worker stalls past its lease; the second takes the meeting and writes it.
+        later = now + one.policy.lease + timedelta(seconds=1)
+        assert await two.claim(later) == first_id
+        await two.work(first_id)
+        await one.work(first_id)  # its outcome is dropped: the row is not its claim any more
+        second_id = await ended_meeting(client, owner)
+        third_id = await ended_meeting(client, owner)
+        worked = [await one.step(), await two.step(), await one.step(), await two.step()]
+    finally:
+        await one.chat.aclose()
+        await two.chat.aclose()
+    assert worked == [True, True, False, False]
+    assert (one.ready, two.ready) == (1, 2)
+    messages = await summary_messages(client)
+    assert sorted(m["data"]["meeting_id"] for m in messages) == [first_id, second_id, third_id]
+    async with client.app[DB].sessions() as session:
+        rows = (await session.scalars(select(MeetingSummary))).all()
+    assert {row.status for row in rows} == {"ready"}
+    assert sorted(row.attempts for row in rows) == [1, 1, 2]
+
+
+async def test_a_transient_failure_is_retried_and_a_persistent_one_fails_once(
+    client: Client, owner: Caller, server: ScriptedServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    meeting_id = await ended_meeting(client, owner)
+    summaries = worker(client, server, max_attempts=2, retry_base=60.0)
+    server.fail_statuses = [503]
+    try:
+        assert await summaries.step() is True
+        assert summaries.retried == 1
+        assert await summaries.step() is False  # backing off: not due for 60 s
+        later = datetime.now(UTC) + timedelta(seconds=61)
+        claimed = await summaries.claim(later)
+        assert claimed == meeting_id
+        await summaries.work(claimed)
+        response = await client.get(f"/api/v1/meetings/{meeting_id}/summary", headers=owner.headers)
+        assert response.status == 200
+
+        failing_id = await ended_meeting(client, owner)
+        server.fail_statuses = [503, 429]
+        with caplog.at_level(logging.WARNING, logger="control_plane.intelligence.summary_worker"):
+            assert await summaries.step() is True
+            claimed = await summaries.claim(datetime.now(UTC) + timedelta(seconds=61))
+            assert claimed == failing_id
+            await summaries.work(claimed)
+            assert await summaries.claim(datetime.now(UTC) + timedelta(days=1)) is None
+    finally:
+        await summaries.chat.aclose()
+    assert (summaries.ready, summaries.retried, summaries.failed) == (1, 2, 1)
+    warnings = [r for r in caplog.records if r.name.endswith("summary_worker")]
+    assert len(warnings) == 1 and "2 attempt(s)" in warnings[0].getMessage()
+    response = await client.get(f"/api/v1/meetings/{failing_id}/summary", headers=owner.headers)
+    body = await response.json()
+    assert (response.status, body["code"]) == (409, "summary_failed")
+    assert "429" in body["detail"]
+    record = await (
+        await client.get(f"/api/v1/meetings/{failing_id}", headers=owner.headers)
+    ).json()
+    assert record["summary"]["status"] == "failed" and "429" in record["summary"]["error"]
+    assert await summary_messages(client) != [] and len(await summary_messages(client)) == 1
