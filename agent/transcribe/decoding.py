@@ -117,6 +117,8 @@ _FINAL_BEAM_PROBE_S = 0.3
 # Temperatures of the retry of a doubted final with voice evidence (openai/whisper's defaults
 # from 0.2 on; the first pass was greedy at 0.0).
 _FALLBACK_TEMPERATURES = (0.2, 0.4, 0.6, 0.8, 1.0)
+# Whisper's own encoder window, seconds (a decode with ``window_s`` None encodes this much).
+_FULL_WINDOW_S = 30.0
 
 # A slow decoder's merged finals stay inside Whisper's 30 s window.
 _MERGE_MAX_S = 28.0
@@ -176,6 +178,7 @@ class DecodeScheduler:
             without_timestamps=options.realtime_without_timestamps,
             window_s=options.realtime_window_s,
         )
+        self._partial_window_s = options.partial_window_s or options.realtime_window_s
         self._pace = DecoderPace(options, metrics)
         self._final_beam = options.final_beam_size or options.realtime_beam_size
         self._utterances: dict[str, dict[int, Utterance]] = {}  # track → number → utterance
@@ -414,6 +417,8 @@ class DecodeScheduler:
         utt: Utterance,
     ) -> DecodeResult:
         options = self._decode_options
+        if kind == "partial":
+            options = dataclasses.replace(options, window_s=self._partial_window_s)
         if kind == "partial" and self._agreeing(len(audio)):
             options = dataclasses.replace(options, word_timestamps=True, single_pass=True)
         elif kind in ("final", "speculative", "detect"):
@@ -467,6 +472,8 @@ class DecodeScheduler:
         """Count a decode; ``audio`` None: audio decoded before (its time counts, not it)."""
         self._metrics.decodes[kind] += 1
         self._metrics.decode_seconds += result.seconds
+        window_s = _FULL_WINDOW_S if result.window_s is None else result.window_s
+        self._metrics.encoded_s[kind] = self._metrics.encoded_s.get(kind, 0.0) + window_s
         audio_s = 0.0 if audio is None else len(audio) / SAMPLE_RATE
         self._pace.observe(result.seconds, audio_s, finals_waiting=bool(self._finals))
 

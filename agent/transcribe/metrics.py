@@ -30,6 +30,9 @@ class TranscribeMetrics:
             tentative English decode redone on the multilingual model), ``recheck``
             (a final decoded again with timestamps), ``deferred``).
         decode_seconds: Wall seconds spent decoding.
+        encoded_s: Seconds of encoder window decoded, by kind (a decode in Whisper's full
+            window counts 30 s): the encoder is most of a realtime decode's cost, so this is
+            where the CPU goes (``encoded_seconds_partial``…).
         speculation_hits: Finals taken from a decode started when silence began.
         speculation_misses: Speculative decodes made stale by speech resuming.
         dropped: Decoded texts dropped, by rule (``no_speech``, ``known_hallucination``…).
@@ -74,6 +77,7 @@ class TranscribeMetrics:
     partials_skipped: int = 0
     decodes: Counter[str] = field(default_factory=Counter)
     decode_seconds: float = 0.0
+    encoded_s: dict[str, float] = field(default_factory=dict)
     speculation_hits: int = 0
     speculation_misses: int = 0
     dropped: Counter[str] = field(default_factory=Counter)
@@ -145,5 +149,6 @@ class TranscribeMetrics:
             }
         )
         out.update({f"decodes_{kind}": n for kind, n in self.decodes.items()})
+        out.update({f"encoded_seconds_{kind}": round(s, 3) for kind, s in self.encoded_s.items()})
         out.update({f"dropped_{rule}": n for rule, n in self.dropped.items()})
         return out

@@ -121,6 +121,13 @@ async def test_partials_come_while_speaking_and_the_final_replaces_them(
     text = " ".join(s.text for s in final)
     assert word_error_rate(reference(speech, "LJ001-0001.wav"), text) <= 0.15
     assert transcriber.metrics.partials >= 1
+    # Partial hypotheses encode their own, shorter window floor; finals keep the longer one.
+    metrics = transcriber.metrics
+    assert options.partial_window_s is not None and options.realtime_window_s is not None
+    assert metrics.encoded_s["partial"] / metrics.decodes["partial"] < options.realtime_window_s
+    finals = metrics.decodes["speculative"] + metrics.decodes["final"]
+    spent = metrics.encoded_s.get("speculative", 0.0) + metrics.encoded_s.get("final", 0.0)
+    assert spent >= options.realtime_window_s * finals
 
 
 async def test_mixed_track_segments_are_named_by_active_speaker(
