@@ -29,10 +29,10 @@ per engine and layout (``bench.transcription.emit``):
 Usage: ``python -m bench.stress [--cases N|all] [--seed S] [--layouts mixed,per_speaker]
 [--set NAME=VALUE ...] [--details PATH] [--whisperlive ws://127.0.0.1:9090 --pid PID]
 [--no-meetbot]``. ``--set`` changes a ``TranscribeOptions`` field of meetbot's realtime tier
-(e.g. ``cpu_threads=1``); ``--details`` writes each case's finals, scores and the voice the
-transcriber reported without text (rule, seconds, span). ``--cases all`` is the whole
-grid (198 cases, about 75 minutes of audio a layout and engine); the default is a sample of
-24 that covers every kind.
+(e.g. ``cpu_threads=1``; ``segmenter.speculate_s=0.25`` a field of its segmenter's);
+``--details`` writes each case's finals, scores and the voice the transcriber reported
+without text (rule, seconds, span). ``--cases all`` is the whole grid (198 cases, about 75
+minutes of audio a layout and engine); the default is a sample of 24 that covers every kind.
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ from agent.transcribe.models import resolve_model
 from agent.transcribe.normalize import normalize_text, word_errors
 from agent.transcribe.options import TranscribeOptions
 from agent.transcribe.realtime import RealtimeTranscriber
+from agent.transcribe.segmenter import SegmenterOptions
 from agent.transcribe.vad import SileroSession
 from bench.conversation import Final
 from bench.transcription import JOIN, emit, pct
@@ -296,17 +297,38 @@ def report(engine: str, layout: str, t: Tally, models: dict[str, str]) -> None:
 
 def _option(text: str) -> tuple[str, str]:
     name, sep, value = text.partition("=")
-    if not sep or name not in TranscribeOptions.model_fields:
+    outer, _, inner = name.partition(".")
+    known = (
+        inner in SegmenterOptions.model_fields
+        if outer == "segmenter" and inner
+        else name in TranscribeOptions.model_fields
+    )
+    if not sep or not known:
         raise argparse.ArgumentTypeError(
-            f"{text!r}: expected NAME=VALUE with a TranscribeOptions field"
+            f"{text!r}: expected NAME=VALUE with a TranscribeOptions field "
+            "(or segmenter.NAME=VALUE with a SegmenterOptions field)"
         )
     return name, value
+
+
+def _options(pairs: list[tuple[str, str]]) -> TranscribeOptions:
+    """``--set`` pairs as options; ``segmenter.NAME`` sets a field of the segmenter's."""
+    fields: dict[str, object] = {}
+    segmenter: dict[str, str] = {}
+    for name, value in pairs:
+        if name.startswith("segmenter."):
+            segmenter[name.removeprefix("segmenter.")] = value
+        else:
+            fields[name] = value
+    if segmenter:
+        fields["segmenter"] = SegmenterOptions.model_validate(segmenter)
+    return TranscribeOptions.model_validate(fields)
 
 
 async def main_async(args: argparse.Namespace) -> None:
     cases = grid(args.seed) if args.cases == "all" else sample(int(args.cases), args.seed)
     cases = [*cases, conversation_case()]
-    options = TranscribeOptions.model_validate(dict(args.set))
+    options = _options(args.set)
     details = args.details.open("w", encoding="utf-8") if args.details else None
     engine = await asyncio.to_thread(
         WhisperEngine.load,
@@ -328,7 +350,7 @@ async def main_async(args: argparse.Namespace) -> None:
                     if key.startswith("unaccounted_voice_seconds_"):
                         rule = key.removeprefix("unaccounted_voice_seconds_")
                         t.unaccounted[rule] = t.unaccounted.get(rule, 0.0) + value
-                    if key.startswith("decodes_") or key in _COUNTED:
+                    if key.startswith(("decodes_", "encoded_seconds_")) or key in _COUNTED:
                         t.decodes[key] = t.decodes.get(key, 0.0) + value
                 tally(case, finals, t, details, lost_voice)
             report(
