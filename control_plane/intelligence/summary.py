@@ -327,16 +327,16 @@ async def summarise(
     seen_decisions: set[str] = set()
     seen_actions: set[str] = set()
     for part_lines in chunk(lines, chunk_chars):
-        answer = await chat.complete_json(
-            [ChatMessage("system", PART_PROMPT), ChatMessage("user", render(part_lines))],
+        content = await _call(
+            chat,
+            result,
+            PART_PROMPT,
+            render(part_lines),
             PART_SCHEMA,
-            schema_name="meeting_summary",
-            max_tokens=max_tokens,
+            "meeting_summary",
+            max_tokens,
         )
-        result.calls += 1
-        result.prompt_tokens += answer.prompt_tokens
-        result.completion_tokens += answer.completion_tokens
-        part = parse_part(answer.content, part_lines)
+        part = parse_part(content, part_lines)
         result.dropped += part.dropped
         summaries.append(part.summary)
         for decision in part.decisions:
@@ -351,6 +351,31 @@ async def summarise(
         summaries = await _merge_round(chat, summaries, result, chunk_chars, max_tokens)
     result.summary = summaries[0]
     return result
+
+
+async def _call(
+    chat: ChatModel,
+    result: MeetingSummaryResult,
+    instructions: str,
+    text: str,
+    schema: dict[str, Any],
+    schema_name: str,
+    max_tokens: int,
+) -> Mapping[str, Any]:
+    """The parsed answer of one model call, counted in ``result``.
+
+    ``instructions`` go as the system message, ``text`` as the user's.
+    """
+    answer = await chat.complete_json(
+        [ChatMessage("system", instructions), ChatMessage("user", text)],
+        schema,
+        schema_name=schema_name,
+        max_tokens=max_tokens,
+    )
+    result.calls += 1
+    result.prompt_tokens += answer.prompt_tokens
+    result.completion_tokens += answer.completion_tokens
+    return answer.content
 
 
 async def _merge_round(
@@ -377,19 +402,11 @@ async def _merge_round(
     merged: list[str] = []
     for group in groups:
         numbered = "\n\n".join(f"Part {n}: {text}" for n, text in enumerate(group, start=1))
-        answer = await chat.complete_json(
-            [ChatMessage("system", MERGE_PROMPT), ChatMessage("user", numbered)],
-            MERGE_SCHEMA,
-            schema_name="meeting_summary_merge",
-            max_tokens=max_tokens,
+        content = await _call(
+            chat, result, MERGE_PROMPT, numbered, MERGE_SCHEMA, "meeting_summary_merge", max_tokens
         )
-        result.calls += 1
-        result.prompt_tokens += answer.prompt_tokens
-        result.completion_tokens += answer.completion_tokens
         try:
-            merged.append(
-                _one_line(_MergeAnswer.model_validate(answer.content).summary, SUMMARY_TEXT_MAX)
-            )
+            merged.append(_one_line(_MergeAnswer.model_validate(content).summary, SUMMARY_TEXT_MAX))
         except ValidationError as exc:
             raise ChatAnswerInvalid(
                 f"merge answer has the wrong shape: {exc.errors()[:2]}"

@@ -35,7 +35,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import ColumnElement, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from control_plane.background import BackgroundLoop
@@ -129,7 +129,7 @@ class SummaryWorker:
         return True
 
     @staticmethod
-    def _due(now: datetime) -> tuple[object, ...]:
+    def _due(now: datetime) -> tuple[ColumnElement[bool], ...]:
         return (
             MeetingSummary.status == SummaryStatus.PENDING.value,
             MeetingSummary.next_attempt_at <= now,
@@ -144,7 +144,7 @@ class SummaryWorker:
                 row = (
                     await session.execute(
                         select(MeetingSummary)
-                        .where(*self._due(now))  # type: ignore[arg-type]
+                        .where(*self._due(now))
                         .order_by(MeetingSummary.next_attempt_at, MeetingSummary.meeting_id)
                         .limit(1)
                         .with_for_update(skip_locked=True)
@@ -158,7 +158,7 @@ class SummaryWorker:
                 return row.meeting_id
             due = (
                 select(MeetingSummary.meeting_id)
-                .where(*self._due(now))  # type: ignore[arg-type]
+                .where(*self._due(now))
                 .order_by(MeetingSummary.next_attempt_at, MeetingSummary.meeting_id)
                 .limit(1)
                 .scalar_subquery()
@@ -197,21 +197,19 @@ class SummaryWorker:
             return
         await self._store(meeting_id, result)
 
-    def _mine(self, meeting_id: int) -> tuple[object, ...]:
-        return (
+    async def _claimed(self, session: AsyncSession, meeting_id: int) -> MeetingSummary | None:
+        """The meeting's row while it is still this worker's pending claim, else None."""
+        query = select(MeetingSummary).where(
             MeetingSummary.meeting_id == meeting_id,
             MeetingSummary.claim_owner == self.owner,
             MeetingSummary.status == SummaryStatus.PENDING.value,
         )
+        return (await session.execute(query)).scalar_one_or_none()
 
     async def _store(self, meeting_id: int, result: MeetingSummaryResult) -> None:
         now = datetime.now(UTC)
         async with self.database.sessions.begin() as session:
-            row = (
-                await session.execute(
-                    select(MeetingSummary).where(*self._mine(meeting_id))  # type: ignore[arg-type]
-                )
-            ).scalar_one_or_none()
+            row = await self._claimed(session, meeting_id)
             meeting = await session.get(Meeting, meeting_id)
             if row is None or meeting is None:
                 logger.info(
@@ -247,11 +245,7 @@ class SummaryWorker:
     async def _retry_or_fail(self, meeting_id: int, error: str) -> None:
         now = datetime.now(UTC)
         async with self.database.sessions.begin() as session:
-            row = (
-                await session.execute(
-                    select(MeetingSummary).where(*self._mine(meeting_id))  # type: ignore[arg-type]
-                )
-            ).scalar_one_or_none()
+            row = await self._claimed(session, meeting_id)
             if row is None:
                 return
             if row.attempts >= self.policy.max_attempts:
@@ -266,11 +260,7 @@ class SummaryWorker:
 
     async def _fail(self, meeting_id: int, error: str) -> None:
         async with self.database.sessions.begin() as session:
-            row = (
-                await session.execute(
-                    select(MeetingSummary).where(*self._mine(meeting_id))  # type: ignore[arg-type]
-                )
-            ).scalar_one_or_none()
+            row = await self._claimed(session, meeting_id)
             if row is not None:
                 self._mark_failed(row, error)
 
