@@ -68,6 +68,13 @@ class DetectionMetrics:
             "have them).",
             registry=registry,
         )
+        self.latency = Histogram(
+            "meetbot_action_latency_seconds",
+            "Seconds from the end of a window's last speech to its actions stored (transcription, "
+            "the pause that closes the window, budget waits, retries and the call included).",
+            registry=registry,
+            buckets=(1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 15.0, 20.0, 30.0, 60.0, 120.0, 300.0),
+        )
         self.call_seconds = Histogram(
             "meetbot_action_call_seconds",
             "Seconds of an answered call, queueing in the model included.",

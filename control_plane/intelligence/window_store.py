@@ -169,7 +169,10 @@ class WindowStore:
                 redacted=meeting.redacted,
                 last_row=cursor.last_row,
                 context=tuple(_line(row) for row in context),
-                rows=tuple(StoredLine(row.id, row.completed, _line(row)) for row in rows),
+                rows=tuple(
+                    StoredLine(row.id, row.completed, _line(row), row.absolute_end_time)
+                    for row in rows
+                ),
             )
 
     async def store(

@@ -21,6 +21,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Literal
 
 from control_plane.intelligence.detection import WindowLine
@@ -37,11 +38,13 @@ class StoredLine:
         row: Its ``segments.id`` (arrival order; the cursor's unit).
         completed: Whether the segment is final (``segments.completed``).
         line: The segment as the model sees it.
+        ended_at: When its speech ended (``absolute_end_time``, UTC); None when unknown.
     """
 
     row: int
     completed: bool
     line: WindowLine
+    ended_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,11 +57,14 @@ class Window:
         last_row: The highest ``segments.id`` the window covers: the cursor after it.
         closed_by: ``pause``, ``speech``, ``quiet`` or ``final`` (see the module docstring);
             ``skip`` for a window without lines.
+        ended_at: When the speech of its latest line ended (UTC), if known: where the
+            latency from speech to stored actions is measured from.
     """
 
     lines: tuple[WindowLine, ...]
     last_row: int
     closed_by: Literal["pause", "speech", "quiet", "final", "skip"]
+    ended_at: datetime | None = None
 
 
 def next_window(
@@ -83,6 +89,7 @@ def next_window(
         ``rows`` is empty).
     """
     lines: list[WindowLine] = []
+    ended: list[datetime] = []
     last_row = 0
     latest_end = 0.0
     speech = 0.0
@@ -97,21 +104,23 @@ def next_window(
             last_row = stored.row
             continue
         if lines and line.start - latest_end >= pause:
-            return _closed(lines, last_row, "pause")
+            return _closed(lines, last_row, "pause", ended)
         lines.append(line)
+        if stored.ended_at is not None:
+            ended.append(stored.ended_at)
         last_row = stored.row
         latest_end = max(latest_end, line.end)
         speech += max(0.0, line.end - line.start)
         if speech >= max_speech:
-            return _closed(lines, last_row, "speech")
+            return _closed(lines, last_row, "speech", ended)
     if not last_row:
         return None
     if not lines:
         return Window((), last_row, "skip")
     if final:
-        return _closed(lines, last_row, "final")
+        return _closed(lines, last_row, "final", ended)
     if quiet:
-        return _closed(lines, last_row, "quiet")
+        return _closed(lines, last_row, "quiet", ended)
     return None
 
 
@@ -123,10 +132,13 @@ def _open(lines: list[WindowLine], last_row: int) -> Window | None:
 
 
 def _closed(
-    lines: list[WindowLine], last_row: int, closed_by: Literal["pause", "speech", "quiet", "final"]
+    lines: list[WindowLine],
+    last_row: int,
+    closed_by: Literal["pause", "speech", "quiet", "final"],
+    ended: list[datetime],
 ) -> Window:
     ordered = tuple(sorted(lines, key=lambda line: (line.start, line.segment_id)))
-    return Window(ordered, last_row, closed_by)
+    return Window(ordered, last_row, closed_by, max(ended) if ended else None)
 
 
 def action_id(meeting_id: int, window: Window, index: int) -> str:

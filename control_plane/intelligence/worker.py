@@ -323,6 +323,9 @@ class DetectionWorker:
             )
         elif window.lines:
             self._metrics.windows.labels("done").inc()
+            if window.ended_at is not None:
+                latency = (datetime.now(UTC) - window.ended_at).total_seconds()
+                self._metrics.latency.observe(max(0.0, latency))
         else:
             self._metrics.windows.labels("skipped").inc()
         self._metrics.actions.labels("stored").inc(len(stored.actions))

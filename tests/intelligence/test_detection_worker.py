@@ -45,7 +45,10 @@ FAST = DetectionOptions(
 
 @asynccontextmanager
 async def running_worker(
-    database: Database, server: ActionServer, options: DetectionOptions = FAST
+    database: Database,
+    server: ActionServer,
+    options: DetectionOptions = FAST,
+    registry: CollectorRegistry | None = None,
 ) -> AsyncIterator[DetectionWorker]:
     """A worker with its own client of ``server``, running for the ``async with``."""
     chat = server.chat()
@@ -54,7 +57,7 @@ async def running_worker(
         chat=chat,
         outbox=Outbox(),
         options=options,
-        metrics=DetectionMetrics(CollectorRegistry()),
+        metrics=DetectionMetrics(registry or CollectorRegistry()),
     )
     try:
         async with worker.running():
@@ -99,9 +102,13 @@ async def test_windows_close_at_a_pause_and_at_the_end_with_the_previous_one_as_
             ("Carol", "So we decided to ship on Monday", 10.0, 12.0),
         ],
     )
-    async with serve_actions() as server, running_worker(database, server):
+    registry = CollectorRegistry()
+    async with serve_actions() as server, running_worker(database, server, registry=registry):
         await end_meeting(database, meeting)
         await until(lambda: finished(database, meeting))
+    # Both windows' latencies are measured from the end of their last speech.
+    assert registry.get_sample_value("meetbot_action_latency_seconds_count") == 2
+    assert registry.get_sample_value("meetbot_action_windows_total", {"outcome": "done"}) == 2
     windows = [
         next(m["content"] for m in body["messages"] if m["role"] == "user")
         for body in server.requests

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -66,6 +67,18 @@ def test_lines_go_to_the_model_in_meeting_time_order() -> None:
     found = window([stored(1, 5, 6), stored(2, 2, 4)], final=True)
     assert found is not None
     assert [line.segment_id for line in found.lines] == ["s2", "s1"]
+
+
+def test_a_window_ends_when_its_latest_speech_ended() -> None:
+    at = datetime(2030, 1, 1, tzinfo=UTC)
+    rows = [
+        StoredLine(1, True, stored(1, 0, 2).line, at + timedelta(seconds=2)),
+        StoredLine(2, True, stored(2, 1, 5).line, at + timedelta(seconds=5)),
+        StoredLine(3, True, stored(3, 2, 3).line, None),
+    ]
+    found = window(rows, final=True)
+    assert found is not None
+    assert found.ended_at == at + timedelta(seconds=5)
 
 
 def test_action_ids_are_stable_for_a_window_and_differ_between_windows() -> None:
