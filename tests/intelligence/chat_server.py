@@ -1,6 +1,7 @@
 """A real OpenAI-compatible HTTP server for the provider tests: ``POST /v1/chat/completions``.
 
-Requests are answered with a fixed assistant message, in the OpenAI response shape. The test
+Requests are answered with a fixed assistant message (or one a script makes of the request), in
+the OpenAI response shape. The test
 can make the server hang, fail the next requests with HTTP statuses, leave ``usage`` out, or
 refuse ``response_format`` types with 400 as servers without structured output do; it keeps
 every request body it receives.
@@ -9,7 +10,7 @@ every request body it receives.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -27,6 +28,8 @@ class ChatServer:
         delay: Seconds to hang before answering 504 (longer than the client's timeout).
         refused_formats: ``response_format.type`` values answered with 400.
         answer: The assistant message of every answer.
+        script: When set, the assistant message is ``script(body)`` instead (a model whose
+            answer depends on the request, e.g. a summary's parts and their merge).
         with_usage: Whether answers carry ``usage`` (servers that omit it exist).
     """
 
@@ -36,6 +39,7 @@ class ChatServer:
         self.delay = 0.0
         self.refused_formats: set[str] = set()
         self.answer = '{"actions": []}'
+        self.script: Callable[[dict[str, Any]], str] | None = None
         self.with_usage = True
         self.base_url = ""
 
@@ -54,7 +58,8 @@ class ChatServer:
         if response_format.get("type") in self.refused_formats:
             message = f"response_format {response_format['type']} not supported"
             return web.json_response({"error": {"message": message}}, status=400)
-        return web.json_response(self._completion(self.answer, 100, 20))
+        content = self.answer if self.script is None else self.script(body)
+        return web.json_response(self._completion(content, 100, 20))
 
     def _completion(self, content: str, prompt: int, completion: int) -> dict[str, Any]:
         """An OpenAI chat-completions response carrying ``content``."""

@@ -29,7 +29,8 @@ from control_plane.intelligence.summary_worker import SummaryPolicy, SummaryWork
 from control_plane.settings import Settings
 from control_plane.webhooks.outbox import Outbox
 from tests.api.test_bots import MEET, launch
-from tests.intelligence.summary_llm import ScriptedServer, scripted_server
+from tests.intelligence.chat_server import ChatServer
+from tests.intelligence.summary_llm import chat_of, scripted_server
 from tests.plugins.api_app import Caller, Tenants
 
 pytestmark = pytest.mark.api
@@ -71,14 +72,17 @@ def settings(settings: Settings) -> Settings:
 
 
 @pytest.fixture
-async def server() -> AsyncIterator[ScriptedServer]:
+async def server() -> AsyncIterator[ChatServer]:
     async with scripted_server(lambda body: ANSWER) as scripted:
         yield scripted
 
 
-def worker(client: Client, server: ScriptedServer, **policy: Any) -> SummaryWorker:
+def worker(client: Client, server: ChatServer, **policy: Any) -> SummaryWorker:
     return SummaryWorker(
-        database=client.app[DB], chat=server.chat(), outbox=Outbox(), policy=SummaryPolicy(**policy)
+        database=client.app[DB],
+        chat=chat_of(server),
+        outbox=Outbox(),
+        policy=SummaryPolicy(**policy),
     )
 
 
@@ -125,7 +129,7 @@ async def summary_messages(client: Client) -> list[dict[str, Any]]:
 
 
 async def test_the_summary_after_the_end_in_route_record_and_webhook_until_purged(
-    client: Client, owner: Caller, tenants: Tenants, server: ScriptedServer
+    client: Client, owner: Caller, tenants: Tenants, server: ChatServer
 ) -> None:
     bot = await launch(client, owner, **MEET, enable_actions=True)
     url = f"/api/v1/meetings/{bot['id']}/summary"
@@ -195,7 +199,7 @@ async def test_the_summary_after_the_end_in_route_record_and_webhook_until_purge
 
 
 async def test_without_enable_actions_there_is_no_summary_and_no_model_call(
-    client: Client, owner: Caller, server: ScriptedServer
+    client: Client, owner: Caller, server: ChatServer
 ) -> None:
     meeting_id = await ended_meeting(client, owner, enable_actions=False)
     summaries = worker(client, server)
@@ -213,7 +217,7 @@ async def test_without_enable_actions_there_is_no_summary_and_no_model_call(
 
 
 async def test_two_workers_write_each_summary_once_even_after_a_lapsed_lease(
-    client: Client, owner: Caller, server: ScriptedServer
+    client: Client, owner: Caller, server: ChatServer
 ) -> None:
     first_id = await ended_meeting(client, owner)
     one, two = worker(client, server), worker(client, server)
@@ -243,7 +247,7 @@ async def test_two_workers_write_each_summary_once_even_after_a_lapsed_lease(
 
 
 async def test_a_transient_failure_is_retried_and_a_persistent_one_fails_once(
-    client: Client, owner: Caller, server: ScriptedServer, caplog: pytest.LogCaptureFixture
+    client: Client, owner: Caller, server: ChatServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     meeting_id = await ended_meeting(client, owner)
     summaries = worker(client, server, max_attempts=2, retry_base=60.0)

@@ -10,7 +10,7 @@ import pytest
 
 from control_plane.intelligence.chat import ChatAnswerInvalid
 from control_plane.intelligence.summary import Line, chunk, parse_part, render, summarise
-from tests.intelligence.summary_llm import is_merge, scripted_server, user_text
+from tests.intelligence.summary_llm import chat_of, is_merge, scripted_server, user_text
 
 pytestmark = pytest.mark.unit
 
@@ -88,7 +88,7 @@ async def test_a_long_meeting_is_summarised_part_by_part_then_merged() -> None:
         }
 
     async with scripted_server(script) as server:
-        chat = server.chat()
+        chat = chat_of(server)
         try:
             result = await summarise(chat, lines, chunk_chars=400, max_tokens=256)
         finally:
@@ -106,7 +106,7 @@ async def test_a_long_meeting_is_summarised_part_by_part_then_merged() -> None:
 
 async def test_an_empty_transcript_needs_no_call() -> None:
     async with scripted_server(lambda body: {}) as server:
-        chat = server.chat()
+        chat = chat_of(server)
         try:
             result = await summarise(chat, [], chunk_chars=1000, max_tokens=256)
         finally:
