@@ -8,8 +8,11 @@ the stored transcript and asks an OpenAI-compatible server (keyword rules,
 :mod:`tests.intelligence.action_llm`, through the ``openai`` SDK). For the bot with
 ``enable_actions: true`` its actions reach the bot's stream (``action_detected``, through the
 agent), the ``action.detected`` webhook and the meeting record, resting on segments the bot
-really transcribed. The bot with ``enable_actions: false`` heard the same meeting: every call
-the server got was for the other bot's windows.
+really transcribed. After the end, the meeting's summary (docs/api.md 2.14) is in
+``GET …/summary``, the meeting record and the ``summary.ready`` webhook, its decisions and action
+items resting on segments the bot transcribed. The bot with ``enable_actions: false`` heard the
+same meeting: every call the server got was for the other bot's windows or its summary, and it
+has no summary.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ from tests.agent.test_control_plane_e2e import (
     _subscribe,
     _until,
 )
-from tests.intelligence.action_llm import ActionServer, serve_actions
+from tests.intelligence.action_llm import SUMMARY_SCHEMAS, ActionServer, schema_name, serve_actions
 from tests.ports import free_port
 
 pytestmark = pytest.mark.browser
@@ -140,6 +143,9 @@ async def control_plane(
         # so their actions are streamed while the bot is in the meeting.
         intelligence_window_pause_seconds=1.5,
         intelligence_poll_seconds=0.2,
+        # The summary is written a second after the end.
+        intelligence_summary_settle_seconds=1.0,
+        intelligence_summary_poll_seconds=0.2,
     )
     launcher = LocalLauncher(settings.data_dir, grace_seconds=10.0)
     cp = ControlPlane(settings, launcher)
@@ -201,7 +207,7 @@ async def test_actions_reach_stream_webhook_and_record_and_a_bot_without_them_ca
     try:
         async with aiohttp.ClientSession(headers={"X-API-Key": cp.key}) as http:
             hooks = f"{cp.api}/workspaces/{workspace_id}/webhooks"
-            endpoint = {"url": receiver.url, "filter_types": ["action.detected"]}
+            endpoint = {"url": receiver.url, "filter_types": ["action.detected", "summary.ready"]}
             async with http.post(hooks, json=endpoint) as r:
                 assert r.status == 201, await r.text()
 
@@ -245,9 +251,12 @@ async def test_actions_reach_stream_webhook_and_record_and_a_bot_without_them_ca
             for action in detected:
                 assert action == by_id[action["id"]]
 
-            await _until(lambda: _now(len(receiver.bodies) >= len(ids)), "the webhooks", 30)
-            assert sorted(b["data"]["id"] for b in receiver.bodies) == sorted(ids)
-            assert {b["type"] for b in receiver.bodies} == {"action.detected"}
+            def hooked(kind: str) -> list[dict[str, Any]]:
+                return [body for body in receiver.bodies if body["type"] == kind]
+
+            await _until(lambda: _now(len(hooked("action.detected")) >= len(ids)), "webhooks", 30)
+            assert sorted(b["data"]["id"] for b in hooked("action.detected")) == sorted(ids)
+            assert {b["type"] for b in receiver.bodies} <= {"action.detected", "summary.ready"}
 
             # The bot without actions heard the same meeting and caused no call: every request
             # the model got was one of the other bot's windows, its meeting never enrolled.
@@ -263,8 +272,40 @@ async def test_actions_reach_stream_webhook_and_record_and_a_bot_without_them_ca
                 cursor = await session.get(ActionCursor, record["id"])
             assert cursor is not None
             assert cursor.windows_failed == 0
-            assert len(model_server.requests) == cursor.windows > 0
-            # (issue 34 item 3, the summary after the end: its assertions go here.)
+            detections = [r for r in model_server.requests if schema_name(r) not in SUMMARY_SCHEMAS]
+            assert len(detections) == cursor.windows > 0
+
+            # The summary after the end (issue 34 item 3, docs/api.md 2.14).
+            summary_url = f"{meeting_url}/summary"
+            await _until(partial(_answers, http, summary_url, 200), "the summary", 60)
+            summary = await _get(http, summary_url)
+            assert summary["status"] == "ready" and summary["summary"], summary
+            items = [*summary["decisions"], *summary["action_items"]]
+            assert items, summary  # "we decided …", "I will send …"
+            for item in items:
+                assert item["segment_ids"] and set(item["segment_ids"]) <= said & stored
+            cited = {s["id"]: s for s in stream.of("transcript_segment") if s["completed"]}
+            for item in summary["action_items"]:
+                # An owner is one the cited lines say (the speaker of "I will …", a name asked).
+                lines = [cited[i] for i in item["segment_ids"]]
+                assert item["owner"] is None or any(
+                    item["owner"] in (line["speaker"], *line["text"].replace(",", " ").split())
+                    for line in lines
+                ), item
+            assert (await _get(http, meeting_url))["summary"] == summary
+            await _until(lambda: _now(bool(hooked("summary.ready"))), "summary.ready", 30)
+            [hook] = hooked("summary.ready")
+            assert hook["data"]["meeting_id"] == record["id"]
+            assert hook["data"]["summary"] == summary["summary"]
+            assert hook["data"]["action_items"] == summary["action_items"]
+            assert hook["data"]["decisions"] == summary["decisions"]
+            # One part for this short meeting and none for the bot without enable_actions.
+            assert [schema_name(r) for r in model_server.requests if r not in detections] == [
+                "meeting_summary"
+            ]
+            async with http.get(f"{cp.api}/meetings/{quiet_record['id']}/summary") as response:
+                assert response.status == 404
+                assert (await response.json())["code"] == "summary_not_found"
     finally:
         await meeting.stop()
 
@@ -276,6 +317,11 @@ async def _analysed(cp: ControlPlane, meeting_id: int) -> bool:
         cursor = await session.get(ActionCursor, meeting_id)
         status = await session.scalar(select(Meeting.status).where(Meeting.id == meeting_id))
     return cursor is not None and cursor.finished_at is not None and status == "completed"
+
+
+async def _answers(http: aiohttp.ClientSession, url: str, status: int) -> bool:
+    async with http.get(url) as response:
+        return response.status == status
 
 
 async def _said_all(room: Any) -> bool:

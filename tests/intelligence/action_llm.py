@@ -3,7 +3,8 @@
 ``POST /v1/chat/completions`` reads the numbered window of the detection prompt ("Transcript
 lines:" then ``[n] Speaker: text``) and answers in the OpenAI response shape with JSON of the
 detection schema: a line containing "I'll" or "I will" is an action item owned by its speaker,
-"we decided" a decision, a line ending in "?" a question (each citing its own line). It keeps every
+"we decided" a decision, a line ending in "?" a question (each citing its own line); the meeting
+summary's calls are answered by the same rules (:func:`summary_answer`). It keeps every
 request, counts the answers it gave per window (the window's text), and can hold answers back
 (``hold``: requests wait until released or their client hangs up, as a model busy with other
 work) or fail the next requests with HTTP statuses.
@@ -51,6 +52,41 @@ def keyword_answer(window: str) -> dict[str, Any]:
             continue
         actions.append({"type": kind, "text": text, "owner": owner, "due": None, "lines": [number]})
     return {"actions": actions}
+
+
+SUMMARY_SCHEMAS = frozenset({"meeting_summary", "meeting_summary_merge"})
+"""``json_schema`` names of the meeting summary's calls (docs/api.md 2.14)."""
+
+
+def schema_name(body: dict[str, Any]) -> str | None:
+    """The ``json_schema`` name a request asks for, or None."""
+    response_format = body.get("response_format") or {}
+    name = (response_format.get("json_schema") or {}).get("name")
+    return str(name) if name else None
+
+
+def summary_answer(body: dict[str, Any]) -> dict[str, Any]:
+    """The meeting summary's answer by the same keyword rules.
+
+    A part (numbered lines as the user message): its decisions and action items as
+    :func:`keyword_answer` finds them (owners left to the control plane's grounding), and a
+    summary naming how many lines it read. A merge: the parts' summaries joined.
+    """
+    user = str(next(m["content"] for m in body["messages"] if m["role"] == "user"))
+    if schema_name(body) == "meeting_summary_merge":
+        return {"summary": " ".join(user.split())}
+    found = keyword_answer(user)["actions"]
+    return {
+        "summary": f"A meeting of {len(user.splitlines())} lines.",
+        "decisions": [
+            {"text": a["text"], "lines": a["lines"]} for a in found if a["type"] == "decision"
+        ],
+        "action_items": [
+            {"text": a["text"], "owner": None, "due": None, "lines": a["lines"]}
+            for a in found
+            if a["type"] == "action_item"
+        ],
+    }
 
 
 class ActionServer:
@@ -103,9 +139,12 @@ class ActionServer:
                 # Held when its client was killed (:meth:`forget_held`): nobody gets this.
                 self.unheard += 1
                 return web.json_response({"error": {"message": "client gone"}}, status=503)
-        window = window_of(body)
-        self.answered[window] += 1
-        content = json.dumps(keyword_answer(window))
+        if schema_name(body) in SUMMARY_SCHEMAS:
+            content = json.dumps(summary_answer(body))
+        else:
+            window = window_of(body)
+            self.answered[window] += 1
+            content = json.dumps(keyword_answer(window))
         return web.json_response(
             {
                 "id": f"chatcmpl-{len(self.requests)}",
