@@ -17,8 +17,10 @@ from aiohttp import web
 from control_plane.db.engine import DB
 from control_plane.hooks import PURGE_HOOKS, STATUS_HOOKS
 from control_plane.intelligence.chat import ChatModel
+from control_plane.intelligence.summary_metrics import SummaryMetrics
 from control_plane.intelligence.summary_store import purge_summary, summary_status_hook
 from control_plane.intelligence.summary_worker import SummaryPolicy, SummaryWorker
+from control_plane.metrics import METRICS
 from control_plane.settings import SETTINGS, Settings
 from control_plane.webhooks.wiring import OUTBOX
 
@@ -54,6 +56,7 @@ def summary_ctx(
             outbox=app[OUTBOX],
             policy=summary_policy(settings),
             interval=settings.intelligence_summary_poll_seconds,
+            metrics=SummaryMetrics(app[METRICS].registry),
         )
         app[SUMMARY_WORKER] = worker
         async with worker.loop.running():

@@ -50,6 +50,7 @@ from control_plane.intelligence.chat import (
     ChatUnavailable,
 )
 from control_plane.intelligence.summary import Line, MeetingSummaryResult, summarise
+from control_plane.intelligence.summary_metrics import SummaryMetrics
 from control_plane.intelligence.summary_store import SummaryStatus, summary_out
 from control_plane.webhooks.events import EventType, SummaryReady
 from control_plane.webhooks.outbox import Outbox
@@ -92,12 +93,14 @@ class SummaryWorker:
         policy: Lease, attempts, backoff, chunking.
         interval: Seconds between polls when nothing is due.
         publish: Offers the ``summary_ready`` stream event after commit; None offers nothing.
+        metrics: Prometheus counters of the same outcomes; None keeps only the attributes.
         owner: This worker's id in ``claim_owner`` (host, pid and a random part).
 
     Attributes:
         ready: Summaries this worker wrote.
         retried: Attempts that failed transiently and were put back.
         failed: Summaries this worker gave up on (each logged once).
+        superseded: Outcomes not written: the meeting was purged or claimed again meanwhile.
         dropped_items: Decisions and action items dropped for citing no line.
     """
 
@@ -107,12 +110,14 @@ class SummaryWorker:
     policy: SummaryPolicy = field(default_factory=SummaryPolicy)
     interval: float = 5.0
     publish: SummaryEvent | None = None
+    metrics: SummaryMetrics | None = None
     owner: str = field(
         default_factory=lambda: f"{socket.gethostname()[:80]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
     )
     ready: int = 0
     retried: int = 0
     failed: int = 0
+    superseded: int = 0
     dropped_items: int = 0
     loop: BackgroundLoop = field(init=False)
 
@@ -197,6 +202,16 @@ class SummaryWorker:
             return
         await self._store(meeting_id, result)
 
+    def _superseded(self, meeting_id: int) -> None:
+        """Count and log an outcome not written (the row was purged or claimed again)."""
+        self.superseded += 1
+        if self.metrics is not None:
+            self.metrics.attempts.labels(outcome="superseded").inc()
+        logger.info(
+            "summary not written: the meeting was purged or claimed again",
+            extra={"meeting": meeting_id},
+        )
+
     async def _claimed(self, session: AsyncSession, meeting_id: int) -> MeetingSummary | None:
         """The meeting's row while it is still this worker's pending claim, else None."""
         query = select(MeetingSummary).where(
@@ -212,9 +227,7 @@ class SummaryWorker:
             row = await self._claimed(session, meeting_id)
             meeting = await session.get(Meeting, meeting_id)
             if row is None or meeting is None:
-                logger.info(
-                    "summary dropped: purged or claimed again", extra={"meeting": meeting_id}
-                )
+                self._superseded(meeting_id)
                 return
             row.status = SummaryStatus.READY.value
             row.summary = result.summary
@@ -239,6 +252,11 @@ class SummaryWorker:
             bot_id = meeting.bot_id
         self.ready += 1
         self.dropped_items += result.dropped
+        if self.metrics is not None:
+            self.metrics.attempts.labels(outcome="ready").inc()
+            self.metrics.calls.inc(result.calls)
+            self.metrics.tokens.inc(result.prompt_tokens + result.completion_tokens)
+            self.metrics.items_dropped.inc(result.dropped)
         if self.publish is not None:
             await self.publish(bot_id, out.model_dump(mode="json", exclude={"error"}))
 
@@ -247,6 +265,7 @@ class SummaryWorker:
         async with self.database.sessions.begin() as session:
             row = await self._claimed(session, meeting_id)
             if row is None:
+                self._superseded(meeting_id)
                 return
             if row.attempts >= self.policy.max_attempts:
                 self._mark_failed(row, error)
@@ -257,11 +276,15 @@ class SummaryWorker:
             row.lease_until = None
             row.error = error[:2000]
         self.retried += 1
+        if self.metrics is not None:
+            self.metrics.attempts.labels(outcome="retried").inc()
 
     async def _fail(self, meeting_id: int, error: str) -> None:
         async with self.database.sessions.begin() as session:
             row = await self._claimed(session, meeting_id)
-            if row is not None:
+            if row is None:
+                self._superseded(meeting_id)
+            else:
                 self._mark_failed(row, error)
 
     def _mark_failed(self, row: MeetingSummary, error: str) -> None:
@@ -270,6 +293,8 @@ class SummaryWorker:
         row.claim_owner = None
         row.lease_until = None
         self.failed += 1
+        if self.metrics is not None:
+            self.metrics.attempts.labels(outcome="failed").inc()
         logger.warning(
             "meeting summary failed after %d attempt(s): %s",
             row.attempts,

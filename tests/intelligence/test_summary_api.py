@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
+from prometheus_client import CollectorRegistry
 from sqlalchemy import func, select
 
 from agent.contracts.status import BotStatus
@@ -25,6 +26,7 @@ from control_plane.db.models.segment import Segment
 from control_plane.db.models.summary import MeetingSummary
 from control_plane.db.models.webhook import WebhookMessage
 from control_plane.hooks import STATUS_HOOKS, StatusHook
+from control_plane.intelligence.summary_metrics import SummaryMetrics
 from control_plane.intelligence.summary_worker import SummaryPolicy, SummaryWorker
 from control_plane.settings import Settings
 from control_plane.webhooks.outbox import Outbox
@@ -237,7 +239,7 @@ async def test_two_workers_write_each_summary_once_even_after_a_lapsed_lease(
         await one.chat.aclose()
         await two.chat.aclose()
     assert worked == [True, True, False, False]
-    assert (one.ready, two.ready) == (1, 2)
+    assert (one.ready, two.ready, one.superseded, two.superseded) == (1, 2, 1, 0)
     messages = await summary_messages(client)
     assert sorted(m["data"]["meeting_id"] for m in messages) == [first_id, second_id, third_id]
     async with client.app[DB].sessions() as session:
@@ -250,7 +252,9 @@ async def test_a_transient_failure_is_retried_and_a_persistent_one_fails_once(
     client: Client, owner: Caller, server: ChatServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     meeting_id = await ended_meeting(client, owner)
+    registry = CollectorRegistry()
     summaries = worker(client, server, max_attempts=2, retry_base=60.0)
+    summaries.metrics = SummaryMetrics(registry)
     server.fail_statuses = [503]
     try:
         assert await summaries.step() is True
@@ -274,6 +278,11 @@ async def test_a_transient_failure_is_retried_and_a_persistent_one_fails_once(
     finally:
         await summaries.chat.aclose()
     assert (summaries.ready, summaries.retried, summaries.failed) == (1, 2, 1)
+    counted = {
+        outcome: registry.get_sample_value("meetbot_summary_attempts_total", {"outcome": outcome})
+        for outcome in ("ready", "retried", "failed")
+    }
+    assert counted == {"ready": 1.0, "retried": 2.0, "failed": 1.0}
     warnings = [r for r in caplog.records if r.name.endswith("summary_worker")]
     assert len(warnings) == 1 and "2 attempt(s)" in warnings[0].getMessage()
     response = await client.get(f"/api/v1/meetings/{failing_id}/summary", headers=owner.headers)
