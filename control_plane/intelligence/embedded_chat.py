@@ -170,8 +170,8 @@ class EmbeddedChatModel:
         Raises:
             ModelUnavailable: The model cannot be loaded.
             ChatAnswerInvalid: The answer is not a JSON object (cut by ``max_tokens``).
-            ChatError: llama.cpp refused the request (e.g. the prompt exceeds a slot's
-                context), or the provider is closed.
+            ChatError: llama.cpp refused or failed the request (e.g. the prompt exceeds a
+                slot's context), or the provider is closed.
         """
         started = time.monotonic()
         await self.load()
@@ -185,7 +185,11 @@ class EmbeddedChatModel:
             },
         }
         loop = asyncio.get_running_loop()
-        result = await loop.run_in_executor(self._pool, self._complete_blocking, body)
+        try:
+            result = await loop.run_in_executor(self._pool, self._complete_blocking, body)
+        except RuntimeError as exc:
+            # The pool refuses new work once aclose began; llama.cpp raises RuntimeError too.
+            raise ChatError(f"embedded model failed: {exc}") from exc
         seconds = time.monotonic() - started
         if "error" in result:
             raise ChatError(f"embedded model refused the request: {result['error']!r:.300}")
