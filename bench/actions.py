@@ -1,5 +1,11 @@
 """Action detection benchmark: precision, recall and F1 per type, latency, throughput.
 
+Detection goes through the control plane's own path: :func:`control_plane.intelligence.
+detection.detect_actions` over one :class:`~control_plane.intelligence.chat.ChatModel`, the
+embedded default (``--provider embedded``: :class:`EmbeddedChatModel`, a packaged GGUF
+in-process with ``--parallel`` slots and ``--threads``) or any OpenAI-compatible server
+(``--provider openai``).
+
 The labelled set is ``bench/data/action_windows.yaml`` (see the file's header): windows
 written by hand in the style of realtime transcripts (``origin: written``) and windows of
 meetbot's own realtime transcripts (``bench/action_transcripts.py``; ``origin`` names the
@@ -16,7 +22,7 @@ per type and overall. Windows whose answer was invalid (``windows_invalid_answer
 call failed otherwise, a timeout included (``windows_failed``), count as predicting nothing;
 both are counted and printed.
 
-``--throughput 1,3,5``: N live meetings at once through ONE detector (so one shared model).
+``--throughput 1,3,5``: N live meetings at once through ONE model (the replica's).
 Meeting k replays the windows of the k-th meeting of the set at a meeting's pace: each line
 lasts as long as its words take to say (2.5 words a second, 1.5 s at least, 0.4 s between
 lines), a window is handed over ``--pause`` seconds after its last line (the pause that
@@ -26,15 +32,17 @@ to its actions (pause included); a replica keeps up with N meetings when the p95
 is ≤ ``--goal`` seconds and the answers do not fall further behind as the meeting goes on.
 
 Prints one JSON line per figure (DESIGN.md §9). CPU is this process's user+system seconds per
-window: for ``local`` that is the model; for ``openai`` only the client (the server's CPU is
+window: for ``embedded`` that is the model; for ``openai`` only the client (the server's CPU is
 the server's, unless it runs in this process: ``--serve-local MODEL`` starts xllamacpp's
 OpenAI-compatible HTTP server in this process with ``--parallel`` slots and benchmarks the
-``openai`` provider against it, i.e. one shared model batching the meetings' windows).
+``openai`` provider against it: what an operator's own llama.cpp-style server gives with
+the same prompt).
 
 Usage::
 
-    nice -n 10 python -m bench.actions --provider local --model qwen2.5-coder-0.5b-instruct
-    nice -n 10 python -m bench.actions --provider local --model /path/to/model.gguf
+    nice -n 10 python -m bench.actions --model qwen2.5-coder-0.5b-instruct   # embedded
+    nice -n 10 python -m bench.actions --model /path/to/model.gguf --threads 2
+    nice -n 10 python -m bench.actions --parallel 5 --throughput 1,3,5
     python -m bench.actions --provider openai --base-url http://127.0.0.1:8080/v1 --model NAME
     python -m bench.actions --score run.log   # figures of a --verbose log, even a partial one
     nice -n 10 python -m bench.actions --serve-local qwen2.5-coder-0.5b-instruct --parallel 5 \
@@ -50,7 +58,6 @@ import argparse
 import asyncio
 import json
 import os
-import re
 import resource
 import time
 from collections import Counter
@@ -63,18 +70,22 @@ from typing import Any
 
 import yaml
 
-from agent.actions.base import ActionDetector
-from agent.actions.errors import AnswerInvalid, DetectorError
-from agent.actions.local_models import resolve_local_model
-from agent.actions.local_provider import LocalActionDetector
-from agent.actions.model import DetectedAction, DetectionRequest, WindowLine
-from agent.actions.openai_provider import OpenAIActionDetector
-from agent.actions.settings import ActionSettings
-from agent.actions.windowing import normalise_text
 from agent.contracts.link import ActionType
 from bench.stats import free_port, percentile
+from control_plane.intelligence.chat import ChatAnswerInvalid, ChatError, ChatModel
+from control_plane.intelligence.dedupe import normalise_text
+from control_plane.intelligence.detection import (
+    DetectedAction,
+    DetectionRequest,
+    WindowLine,
+    detect_actions,
+)
+from control_plane.intelligence.embedded_chat import EmbeddedChatModel
+from control_plane.intelligence.models import resolve_model
+from control_plane.intelligence.openai_chat import OpenAIChatModel
 
 DATA = Path(__file__).parent / "data" / "action_windows.yaml"
+MODELS_DIR = Path("data/models").resolve()
 _STOP = frozenset(
     "a an the to of for and or on in at by with is are be we i it that this let's lets "
     "our us you will can do does".split()
@@ -268,13 +279,13 @@ class Outcome:
     error: str = ""
 
 
-async def detect_once(detector: ActionDetector, case: Case) -> Outcome:
+async def detect_once(chat: ChatModel, case: Case, max_tokens: int) -> Outcome:
     """One call; an invalid answer or any failure is an outcome with no actions."""
     try:
-        detection = await detector.detect(case.request)
-    except AnswerInvalid as exc:
+        detection = await detect_actions(chat, case.request, max_tokens=max_tokens)
+    except ChatAnswerInvalid as exc:
         return Outcome([], invalid=True, error=str(exc)[:200])
-    except DetectorError as exc:
+    except ChatError as exc:
         return Outcome([], failed=True, error=f"{type(exc).__name__}: {str(exc)[:200]}")
     return Outcome(list(detection.actions), detection.total_tokens, detection.dropped)
 
@@ -296,8 +307,8 @@ def _log_window(case: Case, outcome: Outcome, hits: list[bool], seconds: float, 
     print(json.dumps(row), flush=True)
 
 
-async def run(detector: ActionDetector, cases: list[Case], verbose: bool) -> dict[str, Any]:
-    """Every case through ``detector``, one at a time; returns the figures."""
+async def run(chat: ChatModel, cases: list[Case], args: argparse.Namespace) -> dict[str, Any]:
+    """Every case through ``chat``, one at a time; returns the figures."""
     tally = Tally()
     latencies: list[float] = []
     cpu: list[float] = []
@@ -305,7 +316,7 @@ async def run(detector: ActionDetector, cases: list[Case], verbose: bool) -> dic
     invalid = failed = dropped = 0
     for case in cases:
         wall, cpu0 = time.perf_counter(), _cpu()
-        outcome = await detect_once(detector, case)
+        outcome = await detect_once(chat, case, args.max_tokens)
         latencies.append(time.perf_counter() - wall)
         cpu.append(_cpu() - cpu0)
         invalid += outcome.invalid
@@ -314,7 +325,7 @@ async def run(detector: ActionDetector, cases: list[Case], verbose: bool) -> dic
         if outcome.tokens is not None:
             tokens.append(outcome.tokens)
         hits = tally.add(case, outcome.actions)
-        if verbose:
+        if args.verbose:
             _log_window(case, outcome, hits, latencies[-1], cpu[-1])
     return figures_of(tally, latencies, cpu, tokens) | {
         "windows": len(cases),
@@ -386,28 +397,28 @@ def score_log(path: Path) -> dict[str, Any]:
 
 
 async def live_meeting(
-    detector: ActionDetector,
+    chat: ChatModel,
     cases: list[Case],
     start: float,
-    pause: float,
+    args: argparse.Namespace,
     latencies: list[tuple[int, float]],
     outcomes: list[Outcome],
 ) -> None:
     """One meeting's windows at a meeting's pace (see the module docstring)."""
     for n, case in enumerate(cases):
-        ready = start + case.end_s + pause
+        ready = start + case.end_s + args.pause
         delay = ready - time.monotonic()
         if delay > 0:
             await asyncio.sleep(delay)
-        outcome = await detect_once(detector, case)
+        outcome = await detect_once(chat, case, args.max_tokens)
         latencies.append((n, time.monotonic() - (start + case.end_s)))
         outcomes.append(outcome)
 
 
 async def throughput(
-    detector: ActionDetector, cases: list[Case], meetings: int, args: argparse.Namespace
+    chat: ChatModel, cases: list[Case], meetings: int, args: argparse.Namespace
 ) -> dict[str, Any]:
-    """``meetings`` live meetings at once through ``detector``; their latency figures."""
+    """``meetings`` live meetings at once through ``chat``; their latency figures."""
     by_meeting: dict[str, list[Case]] = {}
     for case in cases:
         by_meeting.setdefault(case.meeting, []).append(case)
@@ -421,7 +432,7 @@ async def throughput(
     load_start = load1()
     await asyncio.gather(
         *(
-            live_meeting(detector, m, began + k * args.stagger, args.pause, latencies, outcomes)
+            live_meeting(chat, m, began + k * args.stagger, args, latencies, outcomes)
             for k, m in enumerate(chosen)
         )
     )
@@ -454,7 +465,7 @@ def serve_local(args: argparse.Namespace) -> Iterator[str]:
     """xllamacpp's OpenAI-compatible HTTP server in this process; yields its base URL."""
     import xllamacpp  # type: ignore[import-untyped]  # ships no type hints
 
-    path = resolve_local_model(args.serve_local, ActionSettings().models_dir)
+    path = resolve_model(args.serve_local, MODELS_DIR)
     port = free_port()
     params = xllamacpp.CommonParams()
     params.model.path = str(path)
@@ -477,24 +488,21 @@ def serve_local(args: argparse.Namespace) -> Iterator[str]:
         del server
 
 
-async def open_bench_detector(args: argparse.Namespace) -> ActionDetector:
-    """The detector the command line asks for."""
-    settings = ActionSettings()
+def open_chat(args: argparse.Namespace) -> ChatModel:
+    """The replica's model the command line asks for."""
     if args.provider == "openai":
-        return OpenAIActionDetector(
+        return OpenAIChatModel(
             base_url=args.base_url,
             api_key=args.api_key,
             model=args.model,
-            max_output_tokens=args.max_tokens,
             request_timeout=args.timeout,
         )
-    path = await asyncio.to_thread(resolve_local_model, args.model, settings.models_dir)
-    return await LocalActionDetector.load(
-        path,
-        model_name=re.sub(r"\.gguf$", "", Path(args.model).name),
+    return EmbeddedChatModel(
+        model=args.model,
+        models_dir=MODELS_DIR,
         threads=args.threads,
+        slots=args.parallel,
         context_tokens=4096,
-        max_output_tokens=args.max_tokens,
     )
 
 
@@ -523,28 +531,31 @@ async def amain(args: argparse.Namespace) -> None:
         return
     cases = select(load_cases(), args)
     started = time.perf_counter()
-    detector = await open_bench_detector(args)
-    load_s = time.perf_counter() - started
-    extra = {"run": args.label} if args.label else {}
+    chat = open_chat(args)
+    extra: dict[str, Any] = {"run": args.label} if args.label else {}
     try:
+        if isinstance(chat, EmbeddedChatModel):
+            await chat.load()
+            extra |= {"threads": args.threads, "slots": args.parallel}
+        load_s = time.perf_counter() - started
         if args.throughput:
             for n in (int(x) for x in args.throughput.split(",")):
-                figures = await throughput(detector, load_cases(), n, args)
-                emit(detector.name, figures, extra | {"mode": "throughput"})
+                figures = await throughput(chat, load_cases(), n, args)
+                emit(chat.name, figures, extra | {"mode": "throughput"})
             return
         load_start = load1()
-        figures = await run(detector, cases, args.verbose)
+        figures = await run(chat, cases, args)
         figures |= {"load1_start": load_start, "load1_end": load1()}
     finally:
-        await detector.aclose()
+        await chat.aclose()
     figures["load_s"] = round(load_s, 2)
-    emit(detector.name, figures, extra)
+    emit(chat.name, figures, extra)
 
 
 def main() -> None:
     """Command line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--provider", choices=["local", "openai"], default="local")
+    parser.add_argument("--provider", choices=["embedded", "openai"], default="embedded")
     parser.add_argument("--model", default="qwen2.5-coder-0.5b-instruct")
     parser.add_argument("--base-url", default="")
     parser.add_argument("--api-key", default="unused")
@@ -559,7 +570,7 @@ def main() -> None:
     parser.add_argument("--score", default="", help="only score a --verbose log of a run")
     parser.add_argument("--label", default="", help="a name for the run, on every line")
     parser.add_argument("--serve-local", default="", help="packaged model or GGUF to serve")
-    parser.add_argument("--parallel", type=int, default=1, help="server slots (--serve-local)")
+    parser.add_argument("--parallel", type=int, default=1, help="slots of the embedded model")
     parser.add_argument("--throughput", default="", help="comma-separated meeting counts")
     parser.add_argument("--windows-per-meeting", type=int, default=4)
     parser.add_argument("--pause", type=float, default=4.0, help="pause that closes a window")
