@@ -1,7 +1,8 @@
 """Reading a meeting's segments after its cursor, and storing a window's actions with the cursor.
 
-:meth:`WindowStore.view` reads what the worker needs for the next window: the meeting's state,
-its cursor, the previous window's lines (context) and the segments stored after the cursor.
+:meth:`WindowStore.view` reads what the worker needs to see whether a window is complete: the
+meeting's state, its cursor and the segments stored after it; :meth:`WindowStore.context`
+the previous window's lines, read only when a window goes to the model.
 :meth:`WindowStore.store` stores one window's outcome in ONE transaction: the cursor moves
 from where the view read it to the window's last row (a compare-and-set that also checks this
 worker still owns the meeting), the actions are added (those repeating an action stored before
@@ -50,7 +51,7 @@ class MeetingView:
         final: The bot is final (no segment will be added).
         redacted: The meeting was purged.
         last_row: The cursor (highest ``segments.id`` done).
-        context: The previous window's lines, by start time.
+        context_ids: The previous window's segment ids (its context, :meth:`WindowStore.context`).
         rows: Segments stored after the cursor, by ``segments.id`` (at most the view's limit).
     """
 
@@ -61,7 +62,7 @@ class MeetingView:
     final: bool
     redacted: bool
     last_row: int
-    context: tuple[WindowLine, ...]
+    context_ids: tuple[str, ...]
     rows: tuple[StoredLine, ...]
 
 
@@ -122,7 +123,7 @@ class WindowStore:
     rows_per_view: int = 500
 
     async def view(self, meeting_id: int) -> MeetingView | None:
-        """The meeting's state, context and segments after its cursor.
+        """The meeting's state and the segments after its cursor.
 
         None when the meeting or its cursor is gone, or the cursor is not this worker's.
         """
@@ -139,18 +140,6 @@ class WindowStore:
             cursor, meeting = found[0], found[1]
             if cursor.owner != self.owner or cursor.finished_at is not None:
                 return None
-            context: Sequence[Segment] = ()
-            if cursor.context_ids:
-                context = (
-                    await session.scalars(
-                        select(Segment)
-                        .where(
-                            Segment.meeting_id == meeting_id,
-                            Segment.segment_id.in_(list(cursor.context_ids)),
-                        )
-                        .order_by(Segment.start, Segment.segment_id)
-                    )
-                ).all()
             rows = (
                 await session.scalars(
                     select(Segment)
@@ -168,12 +157,29 @@ class WindowStore:
                 final=BotStatus(meeting.status) in FINAL_STATUSES,
                 redacted=meeting.redacted,
                 last_row=cursor.last_row,
-                context=tuple(_line(row) for row in context),
+                context_ids=tuple(cursor.context_ids or ()),
                 rows=tuple(
                     StoredLine(row.id, row.completed, _line(row), row.absolute_end_time)
                     for row in rows
                 ),
             )
+
+    async def context(self, view: MeetingView) -> tuple[WindowLine, ...]:
+        """The previous window's lines (``view.context_ids``), by start time."""
+        if not view.context_ids:
+            return ()
+        async with self.database.reads() as session:
+            rows = (
+                await session.scalars(
+                    select(Segment)
+                    .where(
+                        Segment.meeting_id == view.meeting_id,
+                        Segment.segment_id.in_(list(view.context_ids)),
+                    )
+                    .order_by(Segment.start, Segment.segment_id)
+                )
+            ).all()
+        return tuple(_line(row) for row in rows)
 
     async def store(
         self,
@@ -217,7 +223,7 @@ class WindowStore:
                         context_ids=(
                             [line.segment_id for line in window.lines]
                             if window.lines
-                            else [line.segment_id for line in view.context]
+                            else list(view.context_ids)
                         ),
                         windows=ActionCursor.windows + (1 if window.lines else 0),
                         windows_failed=ActionCursor.windows_failed + (1 if failed else 0),

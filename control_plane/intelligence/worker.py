@@ -348,7 +348,8 @@ class DetectionWorker:
     async def _detect(self, view: MeetingView, window: Window) -> Detection:
         async with self._database.reads() as session:
             prompt = await resolve(session, view.workspace_id, view.prompt_version_id)
-        request = DetectionRequest(window.lines, view.context, prompt.instructions)
+        context = await self._store.context(view)
+        request = DetectionRequest(window.lines, context, prompt.instructions)
         budget = self._budgets.of(view.workspace_id)
         estimate = self._estimate(request)
         error: BaseException = ChatUnavailable("no try made")
