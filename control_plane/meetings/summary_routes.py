@@ -31,7 +31,8 @@ async def get_summary(request: web.Request) -> web.Response:
     """The summary, decisions and action items of the whole meeting, once ready.
 
     404 ``meeting_not_found`` (no such meeting in the workspace); 404 ``summary_not_found``
-    when the bot had ``enable_actions`` false or the meeting was purged; 409
+    when the bot had ``enable_actions`` false, the meeting was purged, or it ended before the
+    control plane wrote summaries; 409
     ``summary_pending`` before the bot is final and until the summary is written; 409
     ``summary_failed`` when it could not be written (the detail says why).
     """
@@ -50,7 +51,8 @@ async def get_summary(request: web.Request) -> web.Response:
                 code="summary_pending",
             )
         raise NotFound(
-            "this meeting has no summary: its bot had enable_actions false, or it was purged",
+            "this meeting has no summary: its bot had enable_actions false, it was purged, "
+            "or it ended before summaries were written",
             code="summary_not_found",
         )
     if summary.status is SummaryStatus.PENDING:
