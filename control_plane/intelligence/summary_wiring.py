@@ -59,7 +59,7 @@ def summary_ctx(
             metrics=SummaryMetrics(app[METRICS].registry),
         )
         app[SUMMARY_WORKER] = worker
-        async with worker.loop.running():
+        async with worker.running():
             yield
 
     return ctx

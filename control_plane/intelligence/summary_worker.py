@@ -23,15 +23,21 @@ another worker makes this one's write a no-op, so exactly one ``ready`` and one
   ``retry_base`` doubling to ``retry_max`` seconds, until ``max_attempts`` attempts.
 - Attempts spent, or another :class:`~control_plane.intelligence.chat.ChatError`: ``failed``
   with the error, one warning logged and counted in :attr:`SummaryWorker.failed`.
+
+Stopping (:meth:`SummaryWorker.running` ends) abandons a model call in flight (no transaction is
+open during it) and gives its claim back uncounted, so another replica takes the meeting at
+once instead of after the lease; a transaction in progress finishes first.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import os
 import socket
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -120,9 +126,27 @@ class SummaryWorker:
     superseded: int = 0
     dropped_items: int = 0
     loop: BackgroundLoop = field(init=False)
+    _halt: asyncio.Event = field(init=False, default_factory=asyncio.Event)
 
     def __post_init__(self) -> None:
         self.loop = BackgroundLoop("summaries", self.step, interval=self.interval)
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Run the loop for the block; at its end abandon a call in flight, then stop the loop.
+
+        The abandoned meeting's claim is released (:meth:`work`), so another replica takes it
+        at once; a transaction in progress finishes first (the loop never cancels a step).
+        """
+        async with self.loop.running():
+            try:
+                yield
+            finally:
+                self.halt()
+
+    def halt(self) -> None:
+        """Abandon the model call in flight, now and for every later :meth:`work`."""
+        self._halt.set()
 
     async def step(self) -> bool:
         """Claim and work one due summary; True when one was worked (more may be due)."""
@@ -187,13 +211,28 @@ class SummaryWorker:
         """Summarise the claimed meeting and write the outcome (see the module docstring)."""
         async with self.database.reads() as session:
             lines = await _lines(session, meeting_id)
-        try:
-            result = await summarise(
+        call = asyncio.create_task(
+            summarise(
                 self.chat,
                 lines,
                 chunk_chars=self.policy.chunk_chars,
                 max_tokens=self.policy.max_tokens,
-            )
+            ),
+            name="summary-call",
+        )
+        halted = asyncio.create_task(self._halt.wait(), name="summary-halt")
+        try:
+            await asyncio.wait({call, halted}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (call, halted):
+                if not task.done():
+                    task.cancel()
+            await asyncio.gather(call, halted, return_exceptions=True)
+        if call.cancelled():
+            await self._release(meeting_id)
+            return
+        try:
+            result = call.result()
         except (ChatUnavailable, ChatAnswerInvalid) as exc:
             await self._retry_or_fail(meeting_id, f"{type(exc).__name__}: {exc}")
             return
@@ -201,6 +240,16 @@ class SummaryWorker:
             await self._fail(meeting_id, f"{type(exc).__name__}: {exc}")
             return
         await self._store(meeting_id, result)
+
+    async def _release(self, meeting_id: int) -> None:
+        """Give an abandoned claim back at once, its attempt not counted (nothing was tried)."""
+        async with self.database.sessions.begin() as session:
+            row = await self._claimed(session, meeting_id)
+            if row is not None:
+                row.claim_owner = None
+                row.lease_until = None
+                row.attempts -= 1
+        logger.info("summary call abandoned at stop", extra={"meeting": meeting_id})
 
     def _superseded(self, meeting_id: int) -> None:
         """Count and log an outcome not written (the row was purged or claimed again)."""

@@ -6,6 +6,7 @@ OpenAI-compatible server whose answers the test scripts (:mod:`tests.intelligenc
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import uuid
@@ -26,6 +27,7 @@ from control_plane.db.models.segment import Segment
 from control_plane.db.models.summary import MeetingSummary
 from control_plane.db.models.webhook import WebhookMessage
 from control_plane.hooks import STATUS_HOOKS, StatusHook
+from control_plane.intelligence.openai_chat import OpenAIChatModel
 from control_plane.intelligence.summary_metrics import SummaryMetrics
 from control_plane.intelligence.summary_worker import SummaryPolicy, SummaryWorker
 from control_plane.settings import Settings
@@ -294,3 +296,52 @@ async def test_a_transient_failure_is_retried_and_a_persistent_one_fails_once(
     ).json()
     assert record["summary"]["status"] == "failed" and "429" in record["summary"]["error"]
     assert await summary_messages(client) != [] and len(await summary_messages(client)) == 1
+
+
+async def test_a_stop_abandons_the_call_in_flight_and_gives_the_meeting_back_at_once(
+    client: Client, owner: Caller, server: ChatServer
+) -> None:
+    meeting_id = await ended_meeting(client, owner)
+    # A model that takes the request and never answers.
+    asked = asyncio.Event()
+    held: list[asyncio.StreamWriter] = []
+
+    async def hold(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        held.append(writer)
+        asked.set()
+
+    silent = await asyncio.start_server(hold, "127.0.0.1", 0)
+    port = silent.sockets[0].getsockname()[1]
+    stalled = SummaryWorker(
+        database=client.app[DB],
+        chat=OpenAIChatModel(base_url=f"http://127.0.0.1:{port}/v1", api_key="t", model="m"),
+        outbox=Outbox(),
+    )
+    try:
+        working = asyncio.create_task(stalled.step())
+        await asyncio.wait_for(asked.wait(), 30)
+        stalled.halt()
+        assert await working is True
+    finally:
+        await stalled.chat.aclose()
+        for writer in held:
+            writer.close()
+        silent.close()
+        await silent.wait_closed()
+    async with client.app[DB].sessions() as session:
+        row = await session.get(MeetingSummary, meeting_id)
+        assert row is not None
+        assert (row.status, row.claim_owner, row.lease_until, row.attempts) == (
+            "pending",
+            None,
+            None,
+            0,
+        )
+    # Another worker takes it at once (no lease to wait out) and writes it.
+    summaries = worker(client, server)
+    try:
+        assert await summaries.claim(datetime.now(UTC)) == meeting_id
+        await summaries.work(meeting_id)
+    finally:
+        await summaries.chat.aclose()
+    assert (stalled.ready, stalled.retried, stalled.failed, summaries.ready) == (0, 0, 0, 1)
