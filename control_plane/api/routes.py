@@ -31,6 +31,8 @@ Flags read by the middlewares: ``auth=False`` makes a route public (no ``X-API-K
 
 from __future__ import annotations
 
+import copy
+import functools
 import re
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -193,8 +195,28 @@ def _forbid_nul(schema: Any, components: dict[str, Any], seen: set[str]) -> None
             _forbid_nul(value, components, seen)
 
 
+@functools.cache
+def _model_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """``model``'s JSON Schema, generated once per process (each caller takes a deep copy)."""
+    return model.model_json_schema(ref_template=_REF_TEMPLATE)
+
+
+@functools.cache
+def _component_schemas(
+    inputs: tuple[tuple[type[BaseModel], JsonSchemaMode], ...],
+) -> tuple[dict[Any, dict[str, Any]], dict[str, Any]]:
+    """``models_json_schema`` of ``inputs``, generated once per process.
+
+    Pydantic takes most of a second of CPU for the API's models, and every app built in a
+    process (each test's, each replica's) documents the same models. The document is changed in
+    place after (:func:`_forbid_nul`, the meeting rules, the webhooks), so each caller takes a
+    deep copy.
+    """
+    return models_json_schema(list(inputs), ref_template=_REF_TEMPLATE)
+
+
 def _query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
-    schema = model.model_json_schema(ref_template=_REF_TEMPLATE)
+    schema = copy.deepcopy(_model_schema(model))
     required = set(schema.get("required", []))
     params = []
     for name, prop in schema.get("properties", {}).items():
@@ -305,7 +327,7 @@ def build_openapi(resources: Iterable[ApiRoutes], *, title: str, version: str) -
             inputs[(spec.body, "validation")] = None
         if spec.response is not None:
             inputs[(spec.response, "serialization")] = None
-    keyed, defs = models_json_schema(list(inputs), ref_template=_REF_TEMPLATE)
+    keyed, defs = copy.deepcopy(_component_schemas(tuple(inputs)))
     refs = {(model, str(mode)): ref for (model, mode), ref in keyed.items()}
     schemas: dict[str, Any] = dict(defs.get("$defs", {}))
     problem_name = refs[(Problem, "serialization")]["$ref"].rsplit("/", 1)[-1]

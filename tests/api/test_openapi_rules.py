@@ -12,7 +12,9 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 from jsonschema import Draft202012Validator
 
-from control_plane.api.routes import NO_NUL
+from control_plane.api.routes import NO_NUL, OPENAPI
+from control_plane.app import create_app
+from control_plane.settings import Settings
 from tests.plugins.api_app import Caller
 
 pytestmark = pytest.mark.api
@@ -153,3 +155,29 @@ async def test_document_and_server_take_the_same_meeting_references(
     pattern = next(branch["pattern"] for branch in update["anyOf"] if branch.get("type"))
     assert re.fullmatch(pattern, "https://teams.live.com/meet/1234567890")
     assert not re.fullmatch(pattern, f"https://teams.live.com/meet/{ARABIC_INDIC_9}0")
+
+
+def test_each_app_documents_its_own_meeting_hosts() -> None:
+    """Apps built in one process share the generated schemas, never the document.
+
+    The component schemas are generated once per process (control_plane.api.routes) and each
+    app's document is then changed in place with its deployment's meeting hosts: one app's
+    hosts must not show up in, or vanish from, another's.
+    """
+    documents = [
+        create_app(
+            Settings(database_url="sqlite+aiosqlite:///:memory:", extra_meeting_hosts=[host])
+        )[OPENAPI]
+        for host in ("meet.first.example.org", "meet.second.example.org")
+    ]
+    for document, own, other in zip(
+        documents,
+        ("meet.first.example.org", "meet.second.example.org"),
+        ("meet.second.example.org", "meet.first.example.org"),
+        strict=True,
+    ):
+        update = document["components"]["schemas"]["ScheduledBotUpdate"]
+        branches = update["properties"]["meeting_url"]["anyOf"]
+        pattern = next(branch["pattern"] for branch in branches if branch.get("type"))
+        assert re.fullmatch(pattern, f"https://{own}/abc-defg-hij"), pattern
+        assert not re.fullmatch(pattern, f"https://{other}/abc-defg-hij"), pattern
