@@ -130,10 +130,13 @@ class ActionType(StrEnum):
 
 
 class ActionEvent(_Frame):
-    """An action detected by the language model over completed segments.
+    """An action an agent's own language model detected over completed segments.
 
-    ``id`` is the action's stable id; ``owner`` and ``due`` are as said in the meeting (None
-    when not said); ``segment_ids`` are ids of completed segments it rests on (never empty).
+    Sent only by agents of images built before issue 34 (detection is the control plane's now:
+    it streams its actions with :class:`AnnounceActionCommand`); kept so a control plane still
+    stores what those bots send. ``id`` is the action's stable id; ``owner`` and ``due`` are as
+    said in the meeting (None when not said); ``segment_ids`` are ids of completed segments it
+    rests on (never empty).
     """
 
     type: Literal["action"] = "action"
