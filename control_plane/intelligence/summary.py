@@ -5,8 +5,9 @@ with their speakers; the model answers ``{summary, decisions, action_items}`` in
 :data:`PART_SCHEMA`, every decision and action item citing the numbers of the lines it comes
 from. :func:`parse_part` maps the numbers back to segment ids, drops an item that cites no
 line of its part, and grounds each action item's ``owner`` and ``due`` in its cited lines:
-an ``owner`` some word of which neither speaks nor is spoken in the cited lines is dropped
-(models name a plausible person), then live detection's grounding
+an ``owner`` is kept when the cited lines name it or it is the speaker of a cited line that
+commits in the first person, else dropped (models name a plausible person, often whoever
+spoke first), then live detection's grounding
 (:func:`.action_prompt.ground`) gives an unowned item the speaker who says "I'll …" or the
 participant asked by name, and drops a ``due`` none of whose words were said.
 
@@ -46,10 +47,14 @@ _LINES_PER_ITEM = 8
 PART_PROMPT = """\
 Summarise this part of a meeting transcript as JSON.
 summary: three to six sentences on what was discussed and concluded, in plain words.
-decisions: what the group settled. action_items: tasks someone will do; owner: the person
-doing it as named in the lines (a speaker saying "I'll" owns it), else null; due: the deadline
-in the words said, else null. Every decision and action item gives lines: the numbers of the
-transcript lines it comes from. Leave out small talk. Nothing settled or assigned: empty lists."""
+decisions: each thing the group settled; its text is a short sentence saying what was decided
+(e.g. "Launch the website on March third"), never just a name.
+action_items: each task someone will do; its text is a short sentence saying the task (e.g.
+"Send the launch email to all customers"); owner: the person doing it as named in the lines (a
+speaker saying "I'll" or "I will" owns it), else null; due: the deadline in the words said
+(e.g. "Friday"), else null.
+Every decision and action item gives lines: the numbers of the transcript lines it comes from.
+Leave out small talk. Nothing settled or assigned: empty lists."""
 
 MERGE_PROMPT = """\
 These are summaries of consecutive parts of one meeting, in order. Write one summary of the
@@ -242,10 +247,24 @@ def _clean(value: str | None) -> str | None:
 
 
 def _spoken(owner: str, cited: Sequence[WindowLine]) -> bool:
-    """Whether every word of ``owner`` is a word of a cited line's speaker or text."""
-    said = {word for line in cited for word in normalise_words(f"{line.speaker or ''} {line.text}")}
+    """Whether the cited lines give the task to ``owner``.
+
+    Every word of ``owner`` is a word of a cited line's text, or ``owner`` is the speaker of a
+    cited line that commits in the first person (live grounding's rule: that line alone gives
+    its speaker an unowned task).
+    """
     wanted = normalise_words(owner)
-    return bool(wanted) and all(word in said for word in wanted)
+    said = {word for line in cited for word in normalise_words(line.text)}
+    if wanted and all(word in said for word in wanted):
+        return True
+    for line in cited:
+        if line.speaker and normalise_words(line.speaker) == wanted:
+            alone = DetectedAction(
+                action_type=ActionType.ACTION_ITEM, text="-", segment_ids=(line.segment_id,)
+            )
+            if ground(alone, DetectionRequest(lines=(line,))).owner == line.speaker:
+                return True
+    return False
 
 
 def parse_part(content: Mapping[str, Any], lines: Sequence[Line]) -> Part:

@@ -33,6 +33,8 @@ def test_invented_owners_and_dues_are_dropped_and_said_ones_kept() -> None:
             {"text": "Book the room", "owner": "Carol", "due": "2026-12-04", "lines": [4]},
             # no owner given: the speaker of "I'll" takes it
             {"text": "Book a demo room", "owner": None, "due": "TBD", "lines": [4]},
+            # the speaker of a cited line who committed to nothing: the one asked takes it
+            {"text": "Release notes", "owner": "Ada", "due": None, "lines": [2]},
         ],
     }
     part = parse_part(answer, LINES)
@@ -45,6 +47,7 @@ def test_invented_owners_and_dues_are_dropped_and_said_ones_kept() -> None:
         ("Write release notes", "Bob", "by Friday", ("s2", "s3")),
         ("Book the room", "Grace", None, ("s4",)),
         ("Book a demo room", "Grace", None, ("s4",)),
+        ("Release notes", "Bob", None, ("s2",)),
     ]
     assert part.dropped == 0
 
