@@ -49,7 +49,7 @@ def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedChatM
     """The default packaged model, joined into a temporary models folder; two slots."""
     directory = Path(tmp_path_factory.mktemp("models")).resolve()
     model = EmbeddedChatModel(
-        model=DEFAULT_MODEL, models_dir=directory, threads=2, slots=2, context_tokens=1024
+        model=DEFAULT_MODEL, models_dir=directory, threads=1, slots=2, context_tokens=1024
     )
     yield model
     asyncio.run(model.aclose())
