@@ -413,6 +413,9 @@ async def live_meeting(
         outcome = await detect_once(chat, case, args.max_tokens)
         latencies.append((n, time.monotonic() - (start + case.end_s)))
         outcomes.append(outcome)
+        if args.verbose:  # a run stopped early still shows what it measured
+            row = {"window": case.window_id, "last_line_to_actions_s": round(latencies[-1][1], 2)}
+            print(json.dumps(row | {"error": outcome.error} if outcome.error else row), flush=True)
 
 
 async def throughput(
