@@ -157,7 +157,9 @@ def _alone_recall(engine: WhisperEngine, case: Case) -> list[float]:
 
 
 # Issue 32's property does not hold yet on three of the four (measured 2026-11-29, see the
-# closing note and bench.stress): they run, and are reported as expected failures until it does.
+# closing note). A non-strict expected failure can never fail, and a strict one would fail CI
+# whenever load let one pass, so they are not run here: ``python -m bench.stress --cases all``
+# measures them with the rest of the grid, and this list says what each still loses.
 _NOT_YET = {
     "pair-015": "a 0.4 s gap to a speaker 9 dB quieter: one final holds the end of A and B",
     "quiet_after_loud-011": "an AMI turn 9 dB under a loud reading: 0.72 of its words, 0.93 alone",
@@ -167,14 +169,7 @@ _NOT_YET = {
 
 @pytest.mark.parametrize(
     "case",
-    [
-        pytest.param(
-            case,
-            id=case.name,
-            marks=[pytest.mark.xfail(reason=_NOT_YET[case.name])] if case.name in _NOT_YET else [],
-        )
-        for case in sample(4, seed=32)
-    ],
+    [pytest.param(case, id=case.name) for case in sample(4, seed=32) if case.name not in _NOT_YET],
 )
 async def test_a_sample_of_the_stress_grid_loses_no_clip_and_runs_no_two_together(
     case: Case, tiny_engine: WhisperEngine, silero: SileroSession
