@@ -9,6 +9,7 @@ travels to the agent in ``BotConfig.action_prompt`` (filled by :func:`prompt_ste
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
@@ -38,6 +39,18 @@ SYSTEM_PROMPT = ResolvedPrompt(
 """The built-in prompt used when neither the bot nor its workspace names a version."""
 
 _CREATE_ATTEMPTS = 5
+
+
+def embedded_model_name(setting: str) -> str:
+    """The one model the embedded provider serves, ``MEETBOT_INTELLIGENCE_EMBEDDED_MODEL`` given.
+
+    It is the only ``model`` an action prompt may name under that provider: a packaged
+    model's name as it is (``qwen2.5-coder-0.5b-instruct``); for a GGUF path, the file's name
+    without ``.gguf`` (``/models/phi-3.gguf`` is ``phi-3``), so that no server path is shown to
+    API clients. The embedded provider reports itself as ``embedded/{name}`` and refuses calls
+    naming another model (docs/api.md 2.9).
+    """
+    return Path(setting).name.removesuffix(".gguf")
 
 
 async def create_version(

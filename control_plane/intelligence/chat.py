@@ -76,6 +76,7 @@ class ChatModel(Protocol):
         *,
         schema_name: str,
         max_tokens: int,
+        model: str | None = None,
     ) -> ChatAnswer:
         """Answer ``messages`` with one JSON object matching ``schema``.
 
@@ -84,11 +85,15 @@ class ChatModel(Protocol):
             schema: JSON schema of the answer (``type: object`` at the root).
             schema_name: A short ``[a-z_]+`` name of the schema (OpenAI's ``json_schema.name``).
             max_tokens: Longest answer, in tokens.
+            model: The model to answer (an action prompt's ``model``); None for the model the
+                provider was configured with. A provider that serves only one model refuses
+                any other name with :class:`ChatError` before doing any work.
 
         Raises:
             ChatUnavailable: A transient failure; the same call may succeed later.
             ChatAnswerInvalid: The answer is not a JSON object.
-            ChatError: Any other failure of the call.
+            ChatError: Any other failure of the call, including a ``model`` the provider
+                does not serve.
         """
         ...
 

@@ -32,7 +32,7 @@ __all__ = [
 
 
 async def detect_actions(
-    chat: ChatModel, request: DetectionRequest, *, max_tokens: int
+    chat: ChatModel, request: DetectionRequest, *, max_tokens: int, model: str | None = None
 ) -> Detection:
     """Ask ``chat`` for the actions of one window.
 
@@ -40,6 +40,8 @@ async def detect_actions(
         chat: The replica's model.
         request: The window, its context and the bot's instructions.
         max_tokens: Longest answer, in tokens.
+        model: The model the bot's action prompt names; None for the provider's configured
+            model (see :meth:`.chat.ChatModel.complete_json`).
 
     Returns:
         The valid actions (each resting on segments of ``request.lines``, owner and due
@@ -49,10 +51,14 @@ async def detect_actions(
     Raises:
         ChatUnavailable: A transient failure (timeout, connection, 429, 5xx); retry later.
         ChatAnswerInvalid: The answer is not a JSON object with an ``actions`` list.
-        ChatError: Any other failure of the call.
+        ChatError: Any other failure of the call (a ``model`` the provider does not serve).
     """
     answer = await chat.complete_json(
-        build_messages(request), ANSWER_SCHEMA, schema_name=SCHEMA_NAME, max_tokens=max_tokens
+        build_messages(request),
+        ANSWER_SCHEMA,
+        schema_name=SCHEMA_NAME,
+        max_tokens=max_tokens,
+        model=model,
     )
     actions, dropped = parse_answer(answer.content, request)
     return Detection(

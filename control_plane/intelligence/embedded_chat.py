@@ -30,13 +30,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from control_plane.action_prompts.service import embedded_model_name
 from control_plane.intelligence.chat import (
     ChatAnswer,
     ChatError,
     ChatMessage,
 )
 from control_plane.intelligence.json_answer import estimate_tokens, parse_json_object
-from control_plane.intelligence.models import PACKAGED_MODELS, ModelUnavailable, resolve_model
+from control_plane.intelligence.models import ModelUnavailable, resolve_model
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +73,9 @@ def _open_server(path: Path, *, threads: int, slots: int, context_tokens: int) -
 class EmbeddedChatModel:
     """A :class:`~control_plane.intelligence.chat.ChatModel` over an in-process llama.cpp.
 
+    It serves exactly one model, whose name is :attr:`served_model`; a call naming another
+    is refused.
+
     Args:
         model: A packaged model name (:data:`.models.PACKAGED_MODELS`) or a GGUF path.
         models_dir: Absolute folder where split packaged models are joined once.
@@ -105,9 +109,17 @@ class EmbeddedChatModel:
 
     @property
     def name(self) -> str:
-        """``embedded/{model}`` (the file's stem when the model is a path)."""
-        label = self._model if self._model in PACKAGED_MODELS else Path(self._model).stem
-        return f"embedded/{label}"
+        """``embedded/{served_model}``."""
+        return f"embedded/{self.served_model}"
+
+    @property
+    def served_model(self) -> str:
+        """The one model served (``control_plane.action_prompts.service.embedded_model_name``).
+
+        The packaged model's name, or the GGUF file's name without ``.gguf`` when the provider
+        was configured with a path.
+        """
+        return embedded_model_name(self._model)
 
     @property
     def slots(self) -> int:
@@ -161,18 +173,25 @@ class EmbeddedChatModel:
         *,
         schema_name: str,
         max_tokens: int,
+        model: str | None = None,
     ) -> ChatAnswer:
         """One grammar-constrained generation (see :meth:`ChatModel.complete_json`).
 
         ``seconds`` counts from this call: the wait for the model's load and for a free slot
-        are included.
+        are included. ``model`` may be None or :attr:`served_model`; another name is refused
+        before anything is loaded.
 
         Raises:
             ModelUnavailable: The model cannot be loaded.
             ChatAnswerInvalid: The answer is not a JSON object (cut by ``max_tokens``).
-            ChatError: llama.cpp refused or failed the request (e.g. the prompt exceeds a
-                slot's context), or the provider is closed.
+            ChatError: ``model`` names a model not served here, llama.cpp refused or failed the
+                request (e.g. the prompt exceeds a slot's context), or the provider is closed.
         """
+        if model is not None and model != self.served_model:
+            raise ChatError(
+                f"model {model!r} is not served here: the embedded provider serves "
+                f"{self.served_model!r}"
+            )
         started = time.monotonic()
         await self.load()
         body = {

@@ -52,7 +52,8 @@ class OpenAIChatModel:
         base_url: API base including ``/v1`` (``http://127.0.0.1:8080/v1``); empty for the
             SDK default (api.openai.com).
         api_key: Bearer key (servers without auth accept any non-empty string).
-        model: Model name sent with each request.
+        model: Model name sent with each request that names none (``complete_json``'s
+            ``model``; an OpenAI-compatible server may serve several models).
         connect_timeout: Seconds to connect.
         request_timeout: Seconds for the whole call.
         mode: First ``response_format`` tried (tests start lower to prove the fallbacks).
@@ -95,8 +96,12 @@ class OpenAIChatModel:
         *,
         schema_name: str,
         max_tokens: int,
+        model: str | None = None,
     ) -> ChatAnswer:
         """One chat-completions call (see :meth:`ChatModel.complete_json`).
+
+        ``model`` is sent as the request's ``model`` (None: the configured one); the server
+        decides whether it serves it (an unknown model is its HTTP 404, a :class:`ChatError`).
 
         Raises:
             ChatUnavailable: Timeout, connection failure, HTTP 429 or 5xx.
@@ -110,7 +115,9 @@ class OpenAIChatModel:
         started = time.monotonic()
         while True:
             try:
-                completion = await self._create(body, schema, schema_name, max_tokens)
+                completion = await self._create(
+                    body, schema, schema_name, max_tokens, model or self._model
+                )
                 break
             except openai.BadRequestError as exc:
                 fallback = _FALLBACK.get(self._mode)
@@ -147,12 +154,13 @@ class OpenAIChatModel:
         schema: Mapping[str, Any],
         schema_name: str,
         max_tokens: int,
+        model: str,
     ) -> Any:
         extra: dict[str, Any] = {}
         if self._mode != "plain":
             extra["response_format"] = response_format(self._mode, schema, schema_name)
         return await self._client.chat.completions.create(
-            model=self._model,
+            model=model,
             messages=messages,  # type: ignore[arg-type]  # plain dicts of the documented shape
             temperature=0,
             max_tokens=max_tokens,

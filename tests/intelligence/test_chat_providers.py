@@ -209,3 +209,43 @@ async def test_the_app_holds_one_model_while_it_runs(tmp_path: Path) -> None:
     assert server.requests[0]["model"] == "served"
     with pytest.raises(ChatError, match="closed"):  # closed with the application
         await chat.complete_json(MESSAGES, ANSWER_SCHEMA, schema_name="a", max_tokens=8)
+
+
+async def test_the_openai_provider_sends_the_model_a_call_names() -> None:
+    async with serve() as server:
+        chat = OpenAIChatModel(base_url=server.base_url, api_key="k", model="configured")
+        try:
+            await detect_actions(chat, WINDOW, max_tokens=8, model="gpt-4o")
+            await chat.complete_json(MESSAGES, ANSWER_SCHEMA, schema_name="a", max_tokens=8)
+        finally:
+            await chat.aclose()
+    assert [body["model"] for body in server.requests] == ["gpt-4o", "configured"]
+
+
+async def test_the_embedded_provider_refuses_another_model_before_loading(
+    tmp_path: Path,
+) -> None:
+    # A GGUF path that does not exist: any load would fail with ModelUnavailable.
+    chat = EmbeddedChatModel(model=str(tmp_path / "phi-3.gguf"), models_dir=tmp_path)
+    assert chat.served_model == "phi-3" and chat.name == "embedded/phi-3"
+    try:
+        with pytest.raises(ChatError) as refused:
+            await chat.complete_json(
+                MESSAGES, ANSWER_SCHEMA, schema_name="a", max_tokens=8, model="gpt-4o"
+            )
+        assert not isinstance(refused.value, ModelUnavailable)
+        assert str(refused.value) == (
+            "model 'gpt-4o' is not served here: the embedded provider serves 'phi-3'"
+        )
+        with pytest.raises(ChatError, match="not served here"):
+            await detect_actions(chat, WINDOW, max_tokens=8, model="qwen2.5-coder-1.5b-instruct")
+        # Its own name is served: the call goes on to load the (absent) file.
+        with pytest.raises(ModelUnavailable, match="neither a packaged model"):
+            await chat.complete_json(
+                MESSAGES, ANSWER_SCHEMA, schema_name="a", max_tokens=8, model="phi-3"
+            )
+    finally:
+        await chat.aclose()
+    packaged = EmbeddedChatModel(model="qwen2.5-coder-0.5b-instruct", models_dir=tmp_path)
+    assert packaged.served_model == "qwen2.5-coder-0.5b-instruct"
+    await packaged.aclose()
