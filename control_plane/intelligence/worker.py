@@ -11,7 +11,8 @@ serve`` replica, sharing the replica's one :class:`~control_plane.intelligence.c
 - A meeting's step renews its lease when half of it is spent, reads the segments after the
   cursor (:mod:`.window_store`), and asks :func:`~.windows.next_window` for a complete window
   (a pause, 30 s of speech, no new segment for a pause of wall-clock time, or the meeting's
-  end). The window, with the previous one as context and the bot's action prompt, goes to
+  end). The window, with the previous one as context and the bot's action prompt (its
+  ``instructions``, and its ``model`` when it names one), goes to
   :func:`~.detection.detect_actions` within the workspace's budget (:mod:`.budget`), each try
   limited to ``window_timeout``; transient failures
   (:class:`~.chat.ChatUnavailable`, timeouts) are tried again with exponential backoff up to
@@ -20,8 +21,9 @@ serve`` replica, sharing the replica's one :class:`~control_plane.intelligence.c
   offered to the bot's stream (``action_detected``; best effort: the webhook and the
   record carry it whatever happens).
 - A window given up on (tries spent, an answer that is not the JSON asked for, any other
-  :class:`~.chat.ChatError`) is logged once as a warning with the meeting, the window's rows
-  and the error, counted (``meetbot_action_windows_total{outcome="failed"}`` and the cursor's
+  :class:`~.chat.ChatError`, e.g. a prompt's ``model`` the provider does not serve) is logged
+  once as a warning with the meeting, the window's rows, the error and the prompt's model,
+  counted (``meetbot_action_windows_total{outcome="failed"}`` and the cursor's
   ``windows_failed``), and skipped: the cursor moves on, so one broken window cannot stall a
   meeting.
 - A meeting is done (never claimed again) once it is final and every stored segment was
@@ -111,10 +113,11 @@ class DetectionOptions:
 class _WindowFailed(Exception):
     """A window was given up on; ``outcome`` says how."""
 
-    def __init__(self, outcome: str, error: BaseException) -> None:
+    def __init__(self, outcome: str, error: BaseException, model: str | None) -> None:
         super().__init__(str(error))
         self.outcome = outcome
         self.error = error
+        self.model = model
 
 
 class _Halted(Exception):
@@ -319,6 +322,7 @@ class DetectionWorker:
                     "segments": len(window.lines),
                     "outcome": failed.outcome,
                     "model": self._chat.name,
+                    "prompt_model": failed.model,
                 },
             )
         elif window.lines:
@@ -364,7 +368,7 @@ class DetectionWorker:
             entry = budget.spend(estimate)
             self._metrics.calls.inc()
             try:
-                detection = await self._call(request)
+                detection = await self._call(request, prompt.model)
             except TimeoutError:
                 error = ChatUnavailable(f"no answer within {self.options.window_timeout} s")
                 continue
@@ -373,25 +377,27 @@ class DetectionWorker:
                 continue
             except ChatAnswerInvalid as exc:
                 self._metrics.invalid_answers.inc()
-                raise _WindowFailed("invalid_answer", exc) from exc
+                raise _WindowFailed("invalid_answer", exc, prompt.model) from exc
             except ChatError as exc:
-                raise _WindowFailed("error", exc) from exc
+                raise _WindowFailed("error", exc, prompt.model) from exc
             budget.settle(entry, detection.total_tokens)
             self._metrics.tokens.inc(detection.total_tokens)
             self._metrics.items_dropped.inc(detection.dropped)
             self._metrics.call_seconds.observe(detection.seconds)
             return detection
-        raise _WindowFailed("unavailable", error)
+        raise _WindowFailed("unavailable", error, prompt.model)
 
-    async def _call(self, request: DetectionRequest) -> Detection:
-        """One try within ``window_timeout``; a stop abandons it (:class:`_Halted`).
+    async def _call(self, request: DetectionRequest, model: str | None) -> Detection:
+        """One try within ``window_timeout`` by ``model``; a stop abandons it (:class:`_Halted`).
 
         No transaction is open during the call, so abandoning it loses nothing: the window is
         analysed again by the meeting's next owner.
         """
         call = asyncio.create_task(
             asyncio.wait_for(
-                detect_actions(self._chat, request, max_tokens=self.options.max_tokens),
+                detect_actions(
+                    self._chat, request, max_tokens=self.options.max_tokens, model=model
+                ),
                 self.options.window_timeout,
             ),
             name="action-detection-call",

@@ -96,6 +96,8 @@ class ActionServer:
         requests: Bodies received, in order.
         answered: Answers given, per window text.
         fail_statuses: Statuses to answer the next requests with (one consumed a request).
+        models: When not empty, the only models served: a request naming another is answered
+            404 ``model_not_found``, as OpenAI answers an unknown model.
         hold: While set, requests wait (see :meth:`release`).
         waiting: Requests waiting now.
         unheard: Held requests not answered because their client was gone (:meth:`forget_held`).
@@ -106,6 +108,7 @@ class ActionServer:
         self.requests: list[dict[str, Any]] = []
         self.answered: Counter[str] = Counter()
         self.fail_statuses: list[int] = []
+        self.models: set[str] = set()
         self.hold = False
         self.waiting = 0
         self.unheard = 0
@@ -128,6 +131,13 @@ class ActionServer:
         if self.fail_statuses:
             status = self.fail_statuses.pop(0)
             return web.json_response({"error": {"message": f"scripted {status}"}}, status=status)
+        if self.models and body.get("model") not in self.models:
+            error = {
+                "message": f"The model `{body.get('model')}` does not exist",
+                "type": "invalid_request_error",
+                "code": "model_not_found",
+            }
+            return web.json_response({"error": error}, status=404)
         if self.hold:
             generation = self._generation
             self.waiting += 1

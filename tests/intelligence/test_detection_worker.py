@@ -16,8 +16,10 @@ import pytest
 from prometheus_client import CollectorRegistry
 from sqlalchemy import select
 
+from control_plane.action_prompts.service import create_version
 from control_plane.db.engine import Database, create_database
 from control_plane.db.models.action_cursor import ActionCursor
+from control_plane.db.models.workspace import Workspace
 from control_plane.intelligence.detection_metrics import DetectionMetrics
 from control_plane.intelligence.worker import DetectionOptions, DetectionWorker
 from control_plane.webhooks.outbox import Outbox
@@ -172,6 +174,78 @@ async def test_a_window_that_keeps_failing_is_reported_once_and_skipped(
     cursor = await cursor_of(database, meeting)
     assert cursor is not None
     assert (cursor.windows, cursor.windows_failed) == (2, 1)
+
+
+async def prompt_with_model(database: Database, meeting: LiveMeeting, model: str) -> None:
+    """The meeting's workspace defaults to a new action prompt naming ``model``."""
+    prompt = await create_version(
+        database,
+        workspace_id=meeting.workspace_id,
+        user_id=None,
+        name="with a model",
+        instructions="Report tasks and decisions.",
+        model=model,
+    )
+    async with database.sessions.begin() as session:
+        workspace = await session.get(Workspace, meeting.workspace_id)
+        assert workspace is not None
+        workspace.default_prompt_version_id = prompt.id
+
+
+async def test_each_window_is_sent_to_the_model_its_action_prompt_names(
+    database: Database,
+) -> None:
+    named = await live_meeting(database)
+    await prompt_with_model(database, named, "big-model")
+    plain = await live_meeting(database)
+    await say(database, named, [("Alice", "I'll draft the plan", 0.0, 2.0)])
+    await say(database, plain, [("Bob", "I'll review the plan", 0.0, 2.0)])
+    async with serve_actions() as server:
+        server.models = {"big-model", "keywords"}
+        async with running_worker(database, server):
+            await end_meeting(database, named)
+            await end_meeting(database, plain)
+            await until(lambda: finished(database, named))
+            await until(lambda: finished(database, plain))
+    sent = {window_speaker(body): body["model"] for body in server.requests}
+    # The prompt's model for its bot; the provider's configured one for a bot without it.
+    assert sent == {"Alice": "big-model", "Bob": "keywords"}
+    assert [a.owner for a in await stored_actions(database, named)] == ["Alice"]
+
+
+async def test_a_model_the_server_does_not_serve_fails_the_window_once_without_retries(
+    database: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    meeting = await live_meeting(database)
+    await prompt_with_model(database, meeting, "no-such-model")
+    await say(database, meeting, [("Alice", "I'll draft the plan", 0.0, 2.0)])
+    caplog.set_level(logging.INFO, logger="control_plane.intelligence.worker")
+    registry = CollectorRegistry()
+    async with serve_actions() as server:
+        server.models = {"keywords"}
+        async with running_worker(database, server, registry=registry):
+            await end_meeting(database, meeting)
+            await until(lambda: finished(database, meeting))
+    # The server's 404 is not transient: one request, no retry.
+    assert [body["model"] for body in server.requests] == ["no-such-model"]
+    gave_up = [r for r in caplog.records if r.getMessage().startswith("action detection gave up")]
+    assert len(gave_up) == 1
+    assert "HTTP 404" in gave_up[0].getMessage()
+    assert getattr(gave_up[0], "outcome", None) == "error"
+    assert getattr(gave_up[0], "prompt_model", None) == "no-such-model"
+    assert registry.get_sample_value("meetbot_action_windows_total", {"outcome": "failed"}) == 1
+    assert await stored_actions(database, meeting) == []
+    cursor = await cursor_of(database, meeting)
+    assert cursor is not None
+    assert (cursor.windows, cursor.windows_failed) == (1, 1)
+
+
+def window_speaker(body: dict[str, object]) -> str:
+    """The speaker of the one line of a window sent to the model."""
+    messages = body["messages"]
+    assert isinstance(messages, list)
+    user = next(m["content"] for m in messages if m["role"] == "user")
+    return str(user.split("Transcript lines:\n")[1].split(":")[0].split("] ")[1])
 
 
 async def test_an_action_said_again_later_is_stored_once(database: Database) -> None:
