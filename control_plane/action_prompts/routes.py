@@ -6,13 +6,14 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 from sqlalchemy import select
 
-from control_plane.action_prompts.service import create_version
+from control_plane.action_prompts.service import create_version, embedded_model_name
 from control_plane.api.http import json_response, read_body
 from control_plane.api.routes import ApiRoutes
 from control_plane.auth.context import auth_of
 from control_plane.db.engine import DB
 from control_plane.db.models.action_prompt import ActionPrompt
-from control_plane.settings import SETTINGS
+from control_plane.errors import ErrorItem, Validation
+from control_plane.settings import SETTINGS, Settings
 from control_plane.timestamps import UtcDateTime
 
 routes = ApiRoutes("action-prompts")
@@ -21,14 +22,50 @@ routes = ApiRoutes("action-prompts")
 class ActionPromptCreate(BaseModel):
     """A prompt version: posting an existing ``name`` again creates its next ``version``.
 
-    ``model`` overrides the setting ``llm_model`` for bots using this version.
+    ``model`` is the model that detects the actions of bots using this version, in place of
+    the replica's configured one (docs/api.md 2.9).
     """
 
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, max_length=200)
     instructions: str = Field(min_length=1, max_length=20_000)
-    model: str | None = Field(default=None, min_length=1, max_length=200)
+    model: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description=(
+            "The model that detects the actions of bots using this version; null for the "
+            "control plane's configured model. With the openai provider any name the server "
+            "serves; with the embedded provider only the embedded model's name, any other is "
+            "422 model_not_available (docs/api.md 2.9)."
+        ),
+    )
+
+
+def check_model(settings: Settings, model: str | None) -> None:
+    """Refuse a ``model`` this replica's provider cannot serve (docs/api.md 2.9).
+
+    The embedded provider serves one model (:func:`.service.embedded_model_name`); the
+    ``openai`` provider's server decides for itself, so any name passes.
+
+    Raises:
+        Validation: 422 ``model_not_available``, ``errors[0].loc`` ``["body", "model"]``.
+    """
+    if model is None or settings.intelligence_provider != "embedded":
+        return
+    served = embedded_model_name(settings.intelligence_embedded_model)
+    if model != served:
+        detail = (
+            f"model {model!r} is not available: this control plane runs the embedded "
+            f"provider, which serves only {served!r} (omit model to use it)"
+        )
+        raise Validation(
+            detail,
+            status=422,
+            code="model_not_available",
+            errors=[ErrorItem(loc=["body", "model"], msg=detail, type="model_not_available")],
+        )
 
 
 class ActionPromptOut(BaseModel):
@@ -73,6 +110,7 @@ async def create_action_prompt(request: web.Request) -> web.Response:
     caller = auth_of(request)
     workspace_id = caller.require_workspace()
     body = await read_body(request, ActionPromptCreate)
+    check_model(request.app[SETTINGS], body.model)
     row = await create_version(
         request.app[DB],
         workspace_id=workspace_id,

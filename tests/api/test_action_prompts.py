@@ -41,10 +41,10 @@ async def test_same_name_makes_next_version_and_list_is_per_workspace(
     assert first["id"] != second["id"] and first["model"] is None
     with_model = await client.post(
         "/api/v1/action-prompts",
-        json={"name": "standup", "instructions": "v3", "model": "qwen2.5"},
+        json={"name": "standup", "instructions": "v3", "model": "qwen2.5-coder-0.5b-instruct"},
         headers=owner.headers,
     )
-    assert (await with_model.json())["model"] == "qwen2.5"
+    assert (await with_model.json())["model"] == "qwen2.5-coder-0.5b-instruct"
 
     listed = await (await client.get("/api/v1/action-prompts", headers=owner.headers)).json()
     assert len(listed) == 4
