@@ -108,10 +108,13 @@ class Settings(BaseSettings):
     # The bot streams served here (docs/api.md 2.7): a ``: ping`` comment this often; each
     # replica keeps at most this much of each bot's newest events in memory (older ones are
     # fetched from the agent); a stream whose bot stayed final this long without an event ends
-    # even when the agent's end never came (agent lost).
+    # even when the agent's end never came (agent lost). A stream of a bot with enable_actions
+    # open at the agent's end stays open up to stream_summary_wait_seconds for the meeting's
+    # summary (`summary_ready`; 0: it ends with the agent's stream).
     stream_ping_seconds: float = Field(default=15.0, gt=0)
     stream_window_bytes: int = Field(default=256 * 1024, ge=1024)
     stream_end_check_seconds: float = Field(default=15.0, gt=0)
+    stream_summary_wait_seconds: float = Field(default=600.0, ge=0)
 
     launcher: Literal["local", "memory", "qemu", "ec2", "kubernetes"] = "local"
     # Hosts accepted in meeting URLs beside the platforms' own (e.g. the testmeeting server).

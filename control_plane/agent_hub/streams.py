@@ -131,6 +131,9 @@ class BotStreams:
         self._feeds: dict[UUID, BotFeed] = {}
         self._fetches: dict[str, asyncio.Future[list[StreamItem]]] = {}
         self._parts: dict[str, list[str]] = {}
+        self.closing = False
+        """This replica is shutting down (:meth:`end_all`): its streams end now, waiting for
+        nothing more (a stream that would wait for its meeting's summary ends too)."""
 
     def attach_relay(self, relay: CommandRelay) -> None:
         """Use ``relay`` to reach other replicas; starts the owned publishing task."""
@@ -206,6 +209,7 @@ class BotStreams:
 
     def end_all(self) -> None:
         """End every stream here (shutting down: clients reconnect to a replica that is up)."""
+        self.closing = True
         for feed in self._feeds.values():
             feed.window.end()
 

@@ -9,9 +9,24 @@ realm="bot-stream"`` (not problem+json).
 Frames carry the agent's event ids (``id:``, from 1, increasing by one, the same on every
 replica), names and payloads; ``Last-Event-ID: n`` first replays every event after ``n`` (from
 this replica's window, older ones fetched from the agent through its link or the replica that
-holds it). A ``: ping`` comment goes out every ``stream_ping_seconds``. The stream ends after the
-agent's ``stream_end`` (its final status sent and its outbox delivered), or once the bot has been
+holds it). A ``: ping`` comment goes out every ``stream_ping_seconds``. The agent's stream ends
+with its ``stream_end`` (its final status sent and its outbox delivered), or once the bot has been
 final for ``stream_end_check_seconds`` without a stream event (the agent was lost).
+
+Then the response ends, except for a bot with ``enable_actions`` (issue #34): its meeting's
+summary is written at the earliest ``intelligence_summary_settle_seconds`` after the end, when
+the agent is long gone, so the control plane itself keeps the response open (pings go on) until
+the meeting's ``meeting_summaries`` row is ``ready`` or ``failed``, or for at most
+``stream_summary_wait_seconds`` (0: no wait). When ready it sends one ``summary_ready`` event,
+``id`` the agent's last plus one, ``data`` the object ``GET …/meetings/{id}/summary`` answers
+(serialised by the summary's own code, :data:`STREAM_SUMMARY`), and ends. The wait polls the row
+by its primary key every :data:`SUMMARY_POLL_S`: the row is in the shared database, so any
+replica serving the stream sees it, and the relay has no cross-replica signal for it (its NOTIFY
+channel carries commands and stream frames between replicas holding links; the summary worker
+writes the row from whichever replica claimed it, outside any link). The id is the last one this
+replica relayed plus one, the same on every replica, so it is sent only when this replica knows
+where the agent's stream stands (a client reconnecting after the end to a replica that never
+relayed the bot reads the summary through the API).
 """
 
 from __future__ import annotations
@@ -21,13 +36,16 @@ import contextlib
 import logging
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import jwt
 from aiohttp import web
 from aiohttp_sse import EventSourceResponse, sse_response
 from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
 
+from agent.contracts.bot_config import BotSettings
 from agent.contracts.link import StreamItem
 from agent.contracts.status import FINAL_STATUSES, BotStatus
 from agent.contracts.wire import AUTHORIZATION_HEADER, bearer_token
@@ -46,6 +64,17 @@ STREAM_ROUTE = "/api/v1/bots/{bot_id}/stream"
 # Failed fetches of older events before the stream is closed (the client reconnects with its
 # Last-Event-ID and tries again).
 _FETCH_ATTEMPTS = 3
+SUMMARY_EVENT = "summary_ready"
+"""The event a bot with ``enable_actions`` sends after the agent's last (docs/api.md 2.7)."""
+SUMMARY_POLL_S = 1.0
+"""How often a stream waiting for its meeting's summary reads the summary's row."""
+
+SummaryLookup = Callable[[AsyncSession, int], Awaitable[tuple[str, str | None] | None]]
+"""``await lookup(session, meeting_id)``: None when the meeting has no summary row, else its
+``status`` (``pending``, ``ready``, ``failed``) and, when ``ready``, the JSON text of the object
+``GET /api/v1/meetings/{meeting_id}/summary`` answers."""
+STREAM_SUMMARY: web.AppKey[SummaryLookup] = web.AppKey("stream_summary")
+"""The summary's lookup for streams (set by ``control_plane.intelligence.summary_wiring``)."""
 
 TOKEN_ERROR = {
     "description": "Missing, malformed, expired or other-bot stream token",
@@ -170,7 +199,8 @@ class _Pump:
         await self._send(items)
         return True
 
-    async def run(self) -> None:
+    async def run(self) -> bool:
+        """Relay the agent's events; True once the client has every one of an ended stream."""
         failures = 0
         while self._response.is_connected():
             window = self._feed.window
@@ -182,17 +212,69 @@ class _Pump:
                 failures += 1
                 if failures >= _FETCH_ATTEMPTS or window.ended:
                     logger.info("stream replay unavailable", extra={"bot_id": str(self._bot_id)})
-                    return
+                    return False
                 await asyncio.sleep(1.0)
                 continue
             await self._send(items)
             if window.ended and self.cursor >= window.last:
-                return
+                return True
             await self._streams.keep_fed(self._bot_id, self._feed)
             linked = self._app[AGENT_HUB].connected(self._bot_id)
             if await _ended_without_agent(self._app, self._bot_id, self._feed, linked):
-                return
+                return self.cursor >= window.last
             await window.wait(self.cursor, SUB_RENEW_S)
+        return False
+
+    async def summary(self) -> None:
+        """After the agent's stream: wait for the meeting's summary and send it (module doc).
+
+        Only for a bot with ``enable_actions``, when this replica knows the agent's last id
+        and the client has not had the summary yet; never while the replica shuts down.
+        """
+        limit = self._app[SETTINGS].stream_summary_wait_seconds
+        window = self._feed.window
+        event_id = window.last + 1
+        if limit <= 0 or not window.known or self.cursor >= event_id or self._streams.closing:
+            return
+        database = self._app[DB]
+        async with database.reads() as session:
+            row = (
+                await session.execute(
+                    select(Meeting.id, Meeting.settings).where(Meeting.bot_id == self._bot_id)
+                )
+            ).one_or_none()
+        if row is None or not BotSettings.model_validate(row.settings).enable_actions:
+            return
+        lookup = self._app[STREAM_SUMMARY]
+        extra = {"bot_id": str(self._bot_id), "meeting_id": row.id}
+        logger.info("stream waits for the meeting's summary", extra=extra)
+        deadline = time.monotonic() + limit
+        while self._response.is_connected() and not self._streams.closing:
+            async with database.reads() as session:
+                found = await lookup(session, row.id)
+                status = None if found is not None else await _status_of(session, row.id)
+            if found is None:
+                if status is None or status in FINAL_STATUSES:
+                    return  # none will come: purged, or ended before summaries were written
+            else:
+                state, data = found
+                if data is not None:
+                    await self._response.send(data, id=str(event_id), event=SUMMARY_EVENT)
+                    self.cursor = event_id
+                    logger.info("stream sent the meeting's summary", extra=extra)
+                    return
+                if state != "pending":
+                    return  # failed: the summary route and the webhook say so
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                logger.info("stream stopped waiting for the meeting's summary", extra=extra)
+                return
+            await asyncio.sleep(min(SUMMARY_POLL_S, remaining))
+
+
+async def _status_of(session: AsyncSession, meeting_id: int) -> BotStatus | None:
+    status = await session.scalar(select(Meeting.status).where(Meeting.id == meeting_id))
+    return BotStatus(status) if status is not None else None
 
 
 @routes.get(
@@ -210,8 +292,11 @@ async def stream(request: web.Request) -> web.StreamResponse:
     Send ``Authorization: Bearer <token>`` from subscribe; ``Last-Event-ID`` to resume. Events
     ``transcript_segment``, ``bot_status``, ``participant_update``, ``action_detected``,
     ``recording_ready``, ``speak_started``, ``speak_finished``, ``meeting_audio_missing``,
-    ``avatar_unavailable``;
-    ``: ping`` every 15 s. The stream ends when the bot's agent exits.
+    ``avatar_unavailable``, and ``summary_ready`` (the object ``GET
+    /api/v1/meetings/{meeting_id}/summary`` answers, after the agent's last event);
+    ``: ping`` every 15 s. The stream ends when the bot's agent exits; for a bot with
+    ``enable_actions``, once its meeting's summary is ready (sent as ``summary_ready``) or
+    failed, or after ``MEETBOT_STREAM_SUMMARY_WAIT_SECONDS`` (600 s).
     """
     checked = await _bot_of(request)
     if isinstance(checked, web.Response):
@@ -230,7 +315,8 @@ async def stream(request: web.Request) -> web.StreamResponse:
             logger.info("stream client connected", extra=extra)
             pump = _Pump(app, bot_id, feed, response, cursor)
             with contextlib.suppress(ConnectionError):  # the client went away
-                await pump.run()
+                if await pump.run():
+                    await pump.summary()
             extra["last"] = pump.cursor
     finally:
         streams.close(bot_id, feed)

@@ -27,7 +27,14 @@ from control_plane.intelligence.summary_schemas import (
     SummaryStatus,
 )
 
-__all__ = ["SummaryStatus", "purge_summary", "read_summary", "summary_out", "summary_status_hook"]
+__all__ = [
+    "SummaryStatus",
+    "purge_summary",
+    "read_summary",
+    "stream_summary",
+    "summary_out",
+    "summary_status_hook",
+]
 
 
 def summary_status_hook(
@@ -90,3 +97,16 @@ async def read_summary(session: AsyncSession, meeting_id: int) -> MeetingSummary
     """The meeting's summary, or None when it has none (``enable_actions`` false, purged)."""
     row = await session.get(MeetingSummary, meeting_id)
     return summary_out(row) if row is not None else None
+
+
+async def stream_summary(session: AsyncSession, meeting_id: int) -> tuple[str, str | None] | None:
+    """The summary as the bot's stream sends it (``summary_ready``, docs/api.md 2.7).
+
+    None when the meeting has no summary, else its status and, once ``ready``, the JSON text
+    of :func:`read_summary`'s object: exactly what ``GET …/summary`` answers with 200.
+    """
+    summary = await read_summary(session, meeting_id)
+    if summary is None:
+        return None
+    ready = summary.status is SummaryStatus.READY
+    return summary.status.value, (summary.model_dump_json() if ready else None)

@@ -2,7 +2,8 @@
 
 :func:`setup_summaries` registers, at build time, the status hook that adds a ``pending``
 summary when a bot with ``enable_actions`` becomes final and the purge hook that removes it,
-and appends :func:`summary_ctx`, which runs this replica's
+gives the bots' streams the summary's lookup (``summary_ready``), and appends
+:func:`summary_ctx`, which runs this replica's
 :class:`~control_plane.intelligence.summary_worker.SummaryWorker` over the replica's one
 :class:`~control_plane.intelligence.chat.ChatModel` (``chat_key``) as an owned loop.
 """
@@ -14,11 +15,16 @@ from datetime import timedelta
 
 from aiohttp import web
 
+from control_plane.bots.stream import STREAM_SUMMARY
 from control_plane.db.engine import DB
 from control_plane.hooks import PURGE_HOOKS, STATUS_HOOKS
 from control_plane.intelligence.chat import ChatModel
 from control_plane.intelligence.summary_metrics import SummaryMetrics
-from control_plane.intelligence.summary_store import purge_summary, summary_status_hook
+from control_plane.intelligence.summary_store import (
+    purge_summary,
+    stream_summary,
+    summary_status_hook,
+)
 from control_plane.intelligence.summary_worker import SummaryPolicy, SummaryWorker
 from control_plane.metrics import METRICS
 from control_plane.settings import SETTINGS, Settings
@@ -66,9 +72,10 @@ def summary_ctx(
 
 
 def setup_summaries(app: web.Application) -> None:
-    """Register the summary's status and purge hooks on ``app`` (before it starts)."""
+    """Register the summary's status and purge hooks and the streams' lookup on ``app``."""
     settings = app[SETTINGS]
     app[STATUS_HOOKS].append(
         summary_status_hook(timedelta(seconds=settings.intelligence_summary_settle_seconds))
     )
     app[PURGE_HOOKS].append(purge_summary)
+    app[STREAM_SUMMARY] = stream_summary

@@ -4,9 +4,11 @@ The agent side is the agent's own :class:`~agent.link.client.LinkClient` with it
 (``agent.sse.log.EventLog``); the client reads ``GET /api/v1/bots/{bot_id}/stream`` as returned
 by subscribe: token rules, ids and order, partials replaced by finals (and not stored), replay
 with ``Last-Event-ID`` (older than the replica's window: fetched from the agent), pings, and
-the end once the agent's log closes (or once a lost agent's bot stays final). With two
-replicas on PostgreSQL the client reads from the replica that does not hold the link, replay
-and an event over NOTIFY's 8000 bytes included.
+the end once the agent's log closes (or once a lost agent's bot stays final); for a bot with
+``enable_actions``, the end after the meeting's summary (``summary_ready``, written by the real
+summary worker over a scripted OpenAI-compatible server). With two replicas on PostgreSQL the
+client reads from the replica that does not hold the link, replay and an event over NOTIFY's
+8000 bytes included.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from aiohttp import web
 from pytest_aiohttp import AiohttpClient
 from sqlalchemy import func, select, update
 
+from agent.contracts.bot_config import BotSettings
 from agent.contracts.link import Register
 from agent.contracts.status import BotStatus
 from agent.link.client import LinkClient, LinkTiming, agent_link_url
@@ -33,12 +36,18 @@ from agent.link.outbox import Outbox
 from agent.sse.log import EventLog
 from control_plane.agent_hub.keys import AGENT_HUB, STREAM_SIGNER
 from control_plane.app import create_app
+from control_plane.bots.status import change_status, lock_meeting
 from control_plane.db.engine import DB
 from control_plane.db.models.bot import Meeting
 from control_plane.db.models.segment import Segment
+from control_plane.hooks import STATUS_HOOKS, StatusHook
+from control_plane.intelligence.summary_worker import SummaryPolicy, SummaryWorker
 from control_plane.launchers.memory import MemoryLauncher
 from control_plane.settings import Settings
 from control_plane.token_cipher import KEY_FILE_NAME
+from control_plane.webhooks.outbox import Outbox as WebhookOutbox
+from tests.intelligence.chat_server import ChatServer
+from tests.intelligence.summary_llm import chat_of, scripted_server
 from tests.plugins.agent_link import Client, LaunchBot, LaunchedBot
 from tests.plugins.api_app import KEY_PREFIX, Caller
 
@@ -49,7 +58,12 @@ READ_WAIT_S = 10.0
 
 @pytest.fixture
 def settings(database_url: str, tmp_path: Path) -> Settings:
-    """Fast pings, and a window of about three events so that replay fetches from the agent."""
+    """Fast pings, and a window of about three events so that replay fetches from the agent.
+
+    Summaries are due as soon as a meeting ends and the app's own intelligence workers idle:
+    the test that needs a summary writes it with its own worker over a scripted server (the
+    app's model is an endpoint that refuses connections, never called).
+    """
     return Settings(
         database_url=database_url,
         data_dir=tmp_path / "data",
@@ -62,6 +76,11 @@ def settings(database_url: str, tmp_path: Path) -> Settings:
         stream_ping_seconds=0.2,
         stream_window_bytes=1024,
         stream_end_check_seconds=0.3,
+        intelligence_provider="openai",
+        intelligence_base_url="http://127.0.0.1:9/v1",
+        intelligence_poll_seconds=3600.0,
+        intelligence_summary_poll_seconds=3600.0,
+        intelligence_summary_settle_seconds=0.0,
     )
 
 
@@ -364,3 +383,123 @@ async def test_a_replica_without_the_link_serves_the_stream_and_its_replay(
     assert await reader.next() is None
     assert [event[0] for event in await replay.take(1)] == [8]
     assert await replay.next() is None
+
+
+SUMMARY_ANSWER = {
+    "summary": "The team agreed to ship the beta.",
+    "decisions": [{"text": "Ship the beta on Monday", "lines": [1]}],
+    "action_items": [],
+}
+
+
+@pytest.fixture
+async def summary_model() -> AsyncIterator[ChatServer]:
+    async with scripted_server(lambda body: SUMMARY_ANSWER) as server:
+        yield server
+
+
+async def _meeting_ends(client: Client, bot: LaunchedBot) -> None:
+    """One line said, then the bot completed, stored as its agent's reports are (through the
+    status hooks: a bot with ``enable_actions`` gets its pending summary there)."""
+    async with client.app[DB].sessions.begin() as session:
+        session.add(
+            Segment(
+                meeting_id=bot.meeting_id,
+                segment_id="seg-0",
+                start=1.0,
+                end=2.5,
+                absolute_start_time=datetime(2026, 11, 24, 10, 0, 1, tzinfo=UTC),
+                absolute_end_time=datetime(2026, 11, 24, 10, 0, 2, tzinfo=UTC),
+                text="We agreed to ship the beta on Monday.",
+                speaker="Alice",
+                language="en",
+                completed=True,
+                tier="realtime",
+            )
+        )
+    async with client.app[DB].sessions.begin() as session:
+        meeting = await lock_meeting(session, bot_id=bot.bot_id)
+        assert meeting is not None
+        hooks: list[StatusHook] = client.app[STATUS_HOOKS]
+        for status in (BotStatus.STOPPING, BotStatus.COMPLETED):
+            await change_status(session, meeting, status, "meeting_ended", hooks=hooks)
+
+
+async def _summary_after_the_end(
+    client: Client,
+    serving: Client,
+    owner: Caller,
+    launch_bot: LaunchBot,
+    agents: list[Agent],
+    tmp_path: Path,
+    summary_model: ChatServer,
+) -> None:
+    """Agents linked to ``client`` end their meetings; ``serving`` serves the streams."""
+    bot = await launch_bot(BotStatus.ACTIVE, settings=BotSettings(enable_actions=True))
+    plain = await launch_bot(BotStatus.ACTIVE)  # enable_actions false
+    readers = []
+    for each in (bot, plain):
+        agent = await _start_agent(client, each, tmp_path, agents)
+        path, token = await _subscribe(serving, owner, each)
+        readers.append(await _open(serving, path, token))
+        await agent.log.append("bot_status", {"status": "active", "status_reason": "admitted"})
+        await _meeting_ends(client, each)
+        await agent.log.append(
+            "bot_status", {"status": "completed", "status_reason": "meeting_ended"}
+        )
+        await agent.exit()
+    reader, plain_reader = readers
+
+    # Without enable_actions the stream ends with the agent's, as ever.
+    assert [event[0] for event in await plain_reader.take(2)] == [1, 2]
+    assert await plain_reader.next() is None
+
+    # With it, the stream outlives the agent's: pings, no event, until the summary is written.
+    assert [event[0] for event in await reader.take(2)] == [1, 2]
+    await reader.ping()
+    await reader.ping()
+    summaries = SummaryWorker(
+        database=client.app[DB],
+        chat=chat_of(summary_model),
+        outbox=WebhookOutbox(),
+        policy=SummaryPolicy(),
+    )
+    try:
+        assert await summaries.step() is True
+        assert await summaries.step() is False  # the plain bot has no summary to write
+    finally:
+        await summaries.chat.aclose()
+    response = await serving.get(
+        f"/api/v1/meetings/{bot.meeting_id}/summary", headers=owner.headers
+    )
+    assert response.status == 200
+    body = await response.json()
+    assert body["status"] == "ready" and body["summary"] == SUMMARY_ANSWER["summary"]
+    # The next id after the agent's last, the route's object; then the stream ends.
+    assert await reader.next() == (3, "summary_ready", body)
+    assert await reader.next() is None
+
+
+async def test_a_stream_with_enable_actions_ends_with_the_meetings_summary(
+    client: Client,
+    owner: Caller,
+    launch_bot: LaunchBot,
+    agents: list[Agent],
+    tmp_path: Path,
+    summary_model: ChatServer,
+) -> None:
+    await _summary_after_the_end(client, client, owner, launch_bot, agents, tmp_path, summary_model)
+
+
+async def test_a_replica_without_the_link_sends_the_summary_too(
+    client: Client,
+    other_replica: Client,
+    owner: Caller,
+    launch_bot: LaunchBot,
+    agents: list[Agent],
+    tmp_path: Path,
+    summary_model: ChatServer,
+) -> None:
+    await _summary_after_the_end(
+        client, other_replica, owner, launch_bot, agents, tmp_path, summary_model
+    )
