@@ -10,7 +10,8 @@ the stored transcript and asks an OpenAI-compatible server (keyword rules,
 agent), the ``action.detected`` webhook and the meeting record, resting on segments the bot
 really transcribed. After the end, the meeting's summary (docs/api.md 2.14) is in
 ``GET …/summary``, the meeting record and the ``summary.ready`` webhook, its decisions and action
-items resting on segments the bot transcribed. The bot with ``enable_actions: false`` heard the
+items resting on segments the bot transcribed, and the last event of its stream, which outlived
+the agent's for it (``summary_ready``). The bot with ``enable_actions: false`` heard the
 same meeting: every call the server got was for the other bot's windows or its summary, and it
 has no summary.
 """
@@ -280,6 +281,11 @@ async def test_actions_reach_stream_webhook_and_record_and_a_bot_without_them_ca
             await _until(partial(_answers, http, summary_url, 200), "the summary", 60)
             summary = await _get(http, summary_url)
             assert summary["status"] == "ready" and summary["summary"], summary
+            # The stream of the bot with enable_actions outlived its agent for the summary: its
+            # last event, numbered after the agent's (docs/api.md 2.7); the other's has none.
+            assert stream.events[-1] == (len(stream.events), "summary_ready", summary)
+            assert stream.of("summary_ready") == [summary]
+            assert quiet.of("summary_ready") == []
             items = [*summary["decisions"], *summary["action_items"]]
             assert items, summary  # "we decided …", "I will send …"
             for item in items:

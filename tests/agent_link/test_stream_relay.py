@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -503,3 +504,82 @@ async def test_a_replica_without_the_link_sends_the_summary_too(
     await _summary_after_the_end(
         client, other_replica, owner, launch_bot, agents, tmp_path, summary_model
     )
+
+
+async def test_a_stream_with_enable_actions_ends_without_event_when_the_summary_fails(
+    client: Client,
+    owner: Caller,
+    launch_bot: LaunchBot,
+    agents: list[Agent],
+    tmp_path: Path,
+    summary_model: ChatServer,
+) -> None:
+    bot = await launch_bot(BotStatus.ACTIVE, settings=BotSettings(enable_actions=True))
+    agent = await _start_agent(client, bot, tmp_path, agents)
+    path, token = await _subscribe(client, owner, bot)
+    reader = await _open(client, path, token)
+    await agent.log.append("bot_status", {"status": "active", "status_reason": "admitted"})
+    await _meeting_ends(client, bot)
+    await agent.exit()
+    assert [event[0] for event in await reader.take(1)] == [1]
+    await reader.ping()  # waiting for the summary
+    summary_model.fail_statuses = [503]
+    summaries = SummaryWorker(
+        database=client.app[DB],
+        chat=chat_of(summary_model),
+        outbox=WebhookOutbox(),
+        policy=SummaryPolicy(max_attempts=1),
+    )
+    try:
+        assert await summaries.step() is True
+    finally:
+        await summaries.chat.aclose()
+    assert summaries.failed == 1
+    response = await client.get(f"/api/v1/meetings/{bot.meeting_id}/summary", headers=owner.headers)
+    assert (response.status, (await response.json())["code"]) == (409, "summary_failed")
+    assert await reader.next() is None  # the route and the webhook tell the rest
+
+
+async def test_a_lost_agents_stream_with_enable_actions_waits_for_the_summary_too(
+    client: Client,
+    owner: Caller,
+    launch_bot: LaunchBot,
+    agents: list[Agent],
+    tmp_path: Path,
+    summary_model: ChatServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    bot = await launch_bot(BotStatus.ACTIVE, settings=BotSettings(enable_actions=True))
+    agent = await _start_agent(client, bot, tmp_path, agents)
+    path, token = await _subscribe(client, owner, bot)
+    reader = await _open(client, path, token)
+    await agent.log.append("bot_status", {"status": "active", "status_reason": "admitted"})
+    assert [event[0] for event in await reader.take(1)] == [1]
+    await agent.link.close()  # gone without its stream's end (killed, VM lost)
+    with caplog.at_level(logging.INFO, logger="control_plane.bots.stream"):
+        await _meeting_ends(client, bot)  # what the reaper stores, through the status hooks
+
+        def waiting() -> bool:
+            return any(r.getMessage().startswith("stream waits") for r in caplog.records)
+
+        # The lost-agent check ended the agent's stream; the client's stays open for the summary.
+        for _ in range(int(READ_WAIT_S / 0.05)):
+            if waiting():
+                break
+            await asyncio.sleep(0.05)
+        assert waiting()
+    assert not reader.response.content.at_eof()
+    summaries = SummaryWorker(
+        database=client.app[DB],
+        chat=chat_of(summary_model),
+        outbox=WebhookOutbox(),
+        policy=SummaryPolicy(),
+    )
+    try:
+        assert await summaries.step() is True
+    finally:
+        await summaries.chat.aclose()
+    event = await reader.next()
+    assert event is not None and event[:2] == (2, "summary_ready")
+    assert event[2]["summary"] == SUMMARY_ANSWER["summary"]
+    assert await reader.next() is None
