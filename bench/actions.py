@@ -10,9 +10,9 @@ The labelled set is ``bench/data/action_windows.yaml`` (see the file's header): 
 written by hand in the style of realtime transcripts (``origin: written``) and windows of
 meetbot's own realtime transcripts (``bench/action_transcripts.py``; ``origin`` names the
 recording), each with its expected actions, labelled by hand. Every window goes to the
-detector once, with the previous window of the same meeting as context, exactly as
-:class:`agent.actions.windowing.ActionWindower` sends them. Figures are given overall and,
-with the suffix ``_written`` / ``_transcript``, per origin.
+detector once, with the previous window of the same meeting as context, exactly as the
+control plane's detection worker sends them (``control_plane.intelligence.worker``). Figures
+are given overall and, with the suffix ``_written`` / ``_transcript``, per origin.
 
 A predicted action matches an unmatched labelled one of the same window when the type is the
 same, the texts are alike (content-word overlap ≥ 0.5 of the shorter, or character similarity
