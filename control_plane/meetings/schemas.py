@@ -76,7 +76,7 @@ class ActionOut(BaseModel):
     owner: str | None = Field(description="Who takes it, when said in the meeting; else null.")
     due: str | None = Field(description="When it is due, as said (e.g. `Friday`); else null.")
     segment_ids: list[str] = Field(description="Ids of the transcript segments it rests on.")
-    timestamp: UtcDateTime = Field(description="When the bot detected it.")
+    timestamp: UtcDateTime = Field(description="When the control plane stored it.")
 
 
 class ActionList(BaseModel):
