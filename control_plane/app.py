@@ -249,6 +249,7 @@ def create_app(settings: Settings, *, launcher: BotLauncher | None = None) -> we
     app[OPENAPI] = build_openapi(all_routes, title="meetbot API", version=_version())
     add_to_openapi(app[OPENAPI])
     state_meeting_rules(app[OPENAPI], settings.extra_meeting_hosts)
+    action_prompts.state_prompt_models(app[OPENAPI], settings)
     app.cleanup_ctx.append(_database_ctx)
     app.cleanup_ctx.append(_launcher_ctx(launcher))
     app.cleanup_ctx.append(zoom_ctx)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 from sqlalchemy import select
@@ -66,6 +68,23 @@ def check_model(settings: Settings, model: str | None) -> None:
             code="model_not_available",
             errors=[ErrorItem(loc=["body", "model"], msg=detail, type="model_not_available")],
         )
+
+
+def state_prompt_models(document: dict[str, Any], settings: Settings) -> None:
+    """Say in an OpenAPI ``document`` which ``model`` a new prompt may name on this replica.
+
+    Under the embedded provider only the embedded model's name (or null) passes
+    :func:`check_model`, so the document states it as the field's one value: a client or a
+    schema-driven tester then never sends a body the server must refuse. Under ``openai``
+    the field stays any string. ``document`` is changed in place.
+    """
+    if settings.intelligence_provider != "embedded":
+        return
+    served = embedded_model_name(settings.intelligence_embedded_model)
+    field = document["components"]["schemas"][ActionPromptCreate.__name__]["properties"]["model"]
+    for branch in field.get("anyOf", [field]):
+        if branch.get("type") == "string":
+            branch["enum"] = [served]
 
 
 class ActionPromptOut(BaseModel):

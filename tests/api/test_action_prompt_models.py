@@ -70,3 +70,18 @@ async def test_the_openapi_document_describes_model_not_available(client: Client
     assert "422" in operation["responses"]
     model = document["components"]["schemas"]["ActionPromptCreate"]["properties"]["model"]
     assert "model_not_available" in model["description"]
+
+
+async def test_the_openapi_document_names_the_one_model_the_embedded_provider_serves(
+    client: Client, settings: Settings
+) -> None:
+    # A schema-valid body is one the server accepts: under the embedded provider the field's
+    # string branch allows the served name only (schemathesis found the 422 otherwise).
+    document = await (await client.get("/api/v1/openapi.json")).json()
+    model = document["components"]["schemas"]["ActionPromptCreate"]["properties"]["model"]
+    strings = [b for b in model.get("anyOf", [model]) if b.get("type") == "string"]
+    assert len(strings) == 1
+    if settings.intelligence_provider == "embedded":
+        assert strings[0]["enum"] == ["phi-3"]
+    else:
+        assert "enum" not in strings[0]
