@@ -40,13 +40,13 @@ class TranscribeOptions(BaseModel):
             at least this long; ``agent.transcribe.engine``); None: Whisper's full 30 s.
             tiny.en streaming the 14 bench clips (256 words): 15 errors at 30 s, 17 at 15 s,
             27 at 10 s (a phrase repeated past the end of the audio, even with those rechecked).
-        partial_window_s: Least encoder window of partial decodes and agreement hypotheses
-            (their text is shown as partials or committed only where two hypotheses agree, so
-            a phrase repeated past the end of the audio, which differs between hops, is not
-            committed); None: ``realtime_window_s``. The conversational set as one mixed
-            track at 1x (``bench.stress --cases 0``, load 12-17): 15 s made 0.668 CPU s per
-            audio s, WER 0.240, end of utterance to final p50/p95 0.36/0.44 s; 8 s made
-            0.594, 0.231, 0.37/0.42 s.
+        partial_window_s: Least encoder window of partial decodes and agreement hypotheses;
+            None: ``realtime_window_s``. A shorter one is cheaper, but not the default: the
+            conversational set as one mixed track at 1x (``bench.stress --cases 0``, load
+            12-17) made 0.668 CPU s per audio s at 15 s, WER 0.240, end of utterance to final
+            p50/p95 0.36/0.44 s, and 0.594, 0.231, 0.37/0.42 s at 8 s; yet at 8 s the stress
+            grid's ``triple-025`` (no speaker signal) got an agreement commit holding the end
+            of one speaker and three words of the next, every run, and at 15 s none.
         deferred_beam_size: Beam of the deferred pass.
         context_words: Words of the track's previous final passed as prompt (0: none). Off by
             default: on the bench meeting 40 words cut tiny.en's errors from 12 to 10 of 256
@@ -91,7 +91,7 @@ class TranscribeOptions(BaseModel):
     final_beam_size: int | None = Field(default=None, ge=1, le=10)
     realtime_without_timestamps: bool = True
     realtime_window_s: float | None = Field(default=15.0, ge=2.0, le=30.0)
-    partial_window_s: float | None = Field(default=8.0, ge=2.0, le=30.0)
+    partial_window_s: float | None = Field(default=None, ge=2.0, le=30.0)
     context_words: int = Field(default=0, ge=0, le=200)
     deferred_beam_size: int = Field(default=5, ge=1, le=10)
     frame_queue_size: int = Field(default=256, ge=1)
