@@ -55,6 +55,7 @@ from control_plane.intelligence.chat import (
     ChatModel,
     ChatUnavailable,
 )
+from control_plane.intelligence.halting import Halted, unless_halted
 from control_plane.intelligence.summary import Line, MeetingSummaryResult, summarise
 from control_plane.intelligence.summary_metrics import SummaryMetrics
 from control_plane.intelligence.summary_store import SummaryStatus, summary_out
@@ -211,28 +212,20 @@ class SummaryWorker:
         """Summarise the claimed meeting and write the outcome (see the module docstring)."""
         async with self.database.reads() as session:
             lines = await _lines(session, meeting_id)
-        call = asyncio.create_task(
-            summarise(
-                self.chat,
-                lines,
-                chunk_chars=self.policy.chunk_chars,
-                max_tokens=self.policy.max_tokens,
-            ),
-            name="summary-call",
-        )
-        halted = asyncio.create_task(self._halt.wait(), name="summary-halt")
         try:
-            await asyncio.wait({call, halted}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (call, halted):
-                if not task.done():
-                    task.cancel()
-            await asyncio.gather(call, halted, return_exceptions=True)
-        if call.cancelled():
+            result = await unless_halted(
+                summarise(
+                    self.chat,
+                    lines,
+                    chunk_chars=self.policy.chunk_chars,
+                    max_tokens=self.policy.max_tokens,
+                ),
+                self._halt,
+                name="summary-call",
+            )
+        except Halted:
             await self._release(meeting_id)
             return
-        try:
-            result = call.result()
         except (ChatUnavailable, ChatAnswerInvalid) as exc:
             await self._retry_or_fail(meeting_id, f"{type(exc).__name__}: {exc}")
             return

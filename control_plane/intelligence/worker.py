@@ -62,6 +62,7 @@ from control_plane.intelligence.detection import (
     detect_actions,
 )
 from control_plane.intelligence.detection_metrics import DetectionMetrics
+from control_plane.intelligence.halting import Halted, unless_halted
 from control_plane.intelligence.window_store import MeetingView, StoredAction, WindowStore
 from control_plane.intelligence.windows import Window, next_window
 from control_plane.webhooks.outbox import Outbox
@@ -118,10 +119,6 @@ class _WindowFailed(Exception):
         self.outcome = outcome
         self.error = error
         self.model = model
-
-
-class _Halted(Exception):
-    """The worker is stopping: the window in progress is left to the next owner."""
 
 
 class _MeetingRun:
@@ -259,7 +256,7 @@ class DetectionWorker:
             return None
         try:
             await self._window(run, view, window)
-        except _Halted:
+        except Halted:
             return None
         return True
 
@@ -388,31 +385,21 @@ class DetectionWorker:
         raise _WindowFailed("unavailable", error, prompt.model)
 
     async def _call(self, request: DetectionRequest, model: str | None) -> Detection:
-        """One try within ``window_timeout`` by ``model``; a stop abandons it (:class:`_Halted`).
+        """One try within ``window_timeout`` by ``model``; a stop abandons it (:class:`Halted`).
 
         No transaction is open during the call, so abandoning it loses nothing: the window is
         analysed again by the meeting's next owner.
         """
-        call = asyncio.create_task(
+        return await unless_halted(
             asyncio.wait_for(
                 detect_actions(
                     self._chat, request, max_tokens=self.options.max_tokens, model=model
                 ),
                 self.options.window_timeout,
             ),
+            self._halt,
             name="action-detection-call",
         )
-        halted = asyncio.create_task(self._halt.wait(), name="action-detection-halt")
-        try:
-            await asyncio.wait({call, halted}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (call, halted):
-                if not task.done():
-                    task.cancel()
-            await asyncio.gather(call, halted, return_exceptions=True)
-        if call.cancelled():
-            raise _Halted
-        return call.result()
 
     def _estimate(self, request: DetectionRequest) -> int:
         """Tokens a call may cost before the server counts them (4 characters a token)."""
@@ -421,8 +408,8 @@ class DetectionWorker:
         return chars // 4 + self.options.max_tokens
 
     async def _pause(self, seconds: float) -> None:
-        """Sleep ``seconds`` unless the worker stops first (then :class:`_Halted`)."""
+        """Sleep ``seconds`` unless the worker stops first (then :class:`Halted`)."""
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._halt.wait(), seconds)
         if self._halt.is_set():
-            raise _Halted
+            raise Halted
