@@ -70,6 +70,7 @@ from control_plane.db.models.agent_link import AgentFrameReceipt, AgentLink, Cha
 from control_plane.db.models.bot import Meeting
 from control_plane.db.models.segment import Segment
 from control_plane.hooks import StatusHook
+from control_plane.intelligence.window_store import add_action
 from control_plane.storage.base import bot_prefix
 from control_plane.webhooks import events
 from control_plane.webhooks.outbox import Outbox
@@ -488,33 +489,15 @@ class FrameStore:
         )
         if exists is not None:
             return
-        session.add(
-            MeetingAction(
-                meeting_id=bot.meeting_id,
-                action_id=frame.id,
-                type=frame.action_type.value,
-                text=frame.text,
-                owner=frame.owner,
-                due=frame.due,
-                segment_ids=list(frame.segment_ids),
-                detected_at=frame.ts,
-            )
-        )
-        await self._outbox.emit(
+        await add_action(
             session,
-            bot.workspace_id,
-            events.EventType.ACTION_DETECTED,
-            events.ActionDetected(
-                bot_id=str(bot.bot_id),
-                meeting_id=bot.meeting_id,
-                id=frame.id,
-                type=frame.action_type.value,
-                text=frame.text,
-                owner=frame.owner,
-                due=frame.due,
-                segment_ids=list(frame.segment_ids),
-                timestamp=frame.ts,
-            ),
+            self._outbox,
+            workspace_id=bot.workspace_id,
+            bot_id=bot.bot_id,
+            meeting_id=bot.meeting_id,
+            identifier=frame.id,
+            kind=frame.action_type.value,
+            action=frame,
             at=frame.ts,
         )
 

@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -33,6 +34,30 @@ from control_plane.intelligence.detection import DetectedAction, WindowLine
 from control_plane.intelligence.windows import StoredLine, Window, action_id
 from control_plane.webhooks import events
 from control_plane.webhooks.outbox import Outbox
+
+
+class ActionFields(Protocol):
+    """What :func:`add_action` stores of an action (a detection's or an old agent's frame)."""
+
+    @property
+    def text(self) -> str:
+        """The action in a short sentence."""
+        ...
+
+    @property
+    def owner(self) -> str | None:
+        """Who takes it, when said."""
+        ...
+
+    @property
+    def due(self) -> str | None:
+        """When it is due, as said."""
+        ...
+
+    @property
+    def segment_ids(self) -> Sequence[str]:
+        """The segments it rests on."""
+        ...
 
 
 class _CursorMoved(Exception):
@@ -264,34 +289,75 @@ class WindowStore:
                 repeats += 1
                 continue
             seen.append((kind, normalise_text(action.text)))
-            session.add(
-                MeetingAction(
-                    meeting_id=meeting.id,
-                    action_id=identifier,
-                    type=kind,
-                    text=action.text,
-                    owner=action.owner,
-                    due=action.due,
-                    segment_ids=list(action.segment_ids),
-                    detected_at=now,
-                )
-            )
-            await self.outbox.emit(
+            await add_action(
                 session,
-                meeting.workspace_id,
-                events.EventType.ACTION_DETECTED,
-                events.ActionDetected(
-                    bot_id=str(meeting.bot_id),
-                    meeting_id=meeting.id,
-                    id=identifier,
-                    type=kind,
-                    text=action.text,
-                    owner=action.owner,
-                    due=action.due,
-                    segment_ids=list(action.segment_ids),
-                    timestamp=now,
-                ),
+                self.outbox,
+                workspace_id=meeting.workspace_id,
+                bot_id=meeting.bot_id,
+                meeting_id=meeting.id,
+                identifier=identifier,
+                kind=kind,
+                action=action,
                 at=now,
             )
             stored.append(StoredAction(identifier, action, now))
         return StoredWindow(tuple(stored), repeats)
+
+
+async def add_action(
+    session: AsyncSession,
+    outbox: Outbox,
+    *,
+    workspace_id: uuid.UUID,
+    bot_id: uuid.UUID,
+    meeting_id: int,
+    identifier: str,
+    kind: str,
+    action: ActionFields,
+    at: datetime,
+) -> None:
+    """Store one action and its ``action.detected`` webhook in ``session``.
+
+    The one way an action is written, whoever found it: the detection worker, or the ``action``
+    frame of an agent from an image older than issue 34. The caller has checked it is new.
+
+    Args:
+        session: The open transaction the row and the outbox message join.
+        outbox: The webhook outbox.
+        workspace_id: The meeting's workspace (whose endpoints get the webhook).
+        bot_id: The meeting's bot.
+        meeting_id: The meeting's row id.
+        identifier: The action's stable id (stream, webhook and API).
+        kind: ``action_item``, ``decision``, ``question`` or ``follow_up``.
+        action: Its ``text``, ``owner``, ``due`` and ``segment_ids``.
+        at: When it was stored (the row's ``detected_at`` and the event's ``timestamp``).
+    """
+    session.add(
+        MeetingAction(
+            meeting_id=meeting_id,
+            action_id=identifier,
+            type=kind,
+            text=action.text,
+            owner=action.owner,
+            due=action.due,
+            segment_ids=list(action.segment_ids),
+            detected_at=at,
+        )
+    )
+    await outbox.emit(
+        session,
+        workspace_id,
+        events.EventType.ACTION_DETECTED,
+        events.ActionDetected(
+            bot_id=str(bot_id),
+            meeting_id=meeting_id,
+            id=identifier,
+            type=kind,
+            text=action.text,
+            owner=action.owner,
+            due=action.due,
+            segment_ids=list(action.segment_ids),
+            timestamp=at,
+        ),
+        at=at,
+    )
