@@ -18,7 +18,7 @@ from pathlib import Path
 
 # What the wheel contains (pyproject.toml [tool.setuptools.packages.find]) and what else
 # shapes the image.
-WHEEL_PACKAGES = ("meetbot", "agent", "control_plane", "testmeeting")
+WHEEL_PACKAGES = ("meetbot", "agent", "control_plane", "testmeeting", "meetbot_common")
 IMAGE_DIRS = ("images", "packer")
 TOP_FILES = ("requirements.lock", "pyproject.toml", "README.md")
 _SKIP_DIRS = {"__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache"}

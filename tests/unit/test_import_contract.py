@@ -1,6 +1,6 @@
 """The import contract in pyproject.toml catches the arrows it exists to forbid.
 
-A copy of the four packages gets one deliberately wrong import per rule (each an arrow the
+A copy of the five packages gets one deliberately wrong import per rule (each an arrow the
 codebase once had or that docs/architecture.md §11 forbids); ``lint-imports`` must break each
 contract it names, and must keep every contract on the real tree.
 """
@@ -18,7 +18,7 @@ from tests.plugins.paths import REPO_ROOT
 
 pytestmark = pytest.mark.unit
 
-PACKAGES = ("agent", "control_plane", "testmeeting", "meetbot")
+PACKAGES = ("agent", "control_plane", "testmeeting", "meetbot", "meetbot_common")
 
 # (module added to the copy, the import it makes, words of the contract that must break)
 WRONG_IMPORTS = [
@@ -45,6 +45,7 @@ WRONG_IMPORTS = [
     ("testmeeting/wrong_agent.py", "import agent.contracts.status", "testmeeting imports neither"),
     ("control_plane/meetings/wrong_meetbot.py", "import meetbot.cli", "nothing imports it"),
     ("agent/contracts/wrong_down.py", "import agent.settings", "agent.contracts (the wire models)"),
+    ("meetbot_common/wrong_up.py", "import agent.contracts.status", "meetbot_common (what every"),
 ]
 
 
@@ -87,7 +88,7 @@ def test_each_forbidden_arrow_breaks_its_contract(tmp_path: Path) -> None:
 
 def test_a_module_no_layer_names_breaks_the_layers(tmp_path: Path) -> None:
     shutil.copytree(REPO_ROOT / "control_plane", tmp_path / "control_plane")
-    for package in ("agent", "testmeeting", "meetbot"):
+    for package in ("agent", "testmeeting", "meetbot", "meetbot_common"):
         shutil.copytree(REPO_ROOT / package, tmp_path / package)
     shutil.copy(REPO_ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     (tmp_path / "control_plane" / "unplaced.py").write_text('"""Not in any layer."""\n')
