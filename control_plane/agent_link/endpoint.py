@@ -24,7 +24,6 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
-from urllib.parse import urlsplit, urlunsplit
 
 from aiohttp import WSMsgType, web
 from pydantic import ValidationError
@@ -65,6 +64,7 @@ from control_plane.errors import (
     Validation,
 )
 from control_plane.hooks import STATUS_HOOKS
+from control_plane.launchers.loopback import off_loopback
 from control_plane.settings import SETTINGS
 from control_plane.storage.base import InvalidArtifactKey, artifact_key, bot_prefix
 from control_plane.storage.local import (
@@ -263,9 +263,6 @@ async def upload_slot(request: web.Request) -> web.Response:
     return web.json_response(text=slot.model_dump_json())
 
 
-_LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
-
-
 def _as_reached(url: str, request: web.Request) -> str:
     """A control-plane ``url`` on a loopback host, moved to the host ``request`` came through.
 
@@ -273,10 +270,9 @@ def _as_reached(url: str, request: web.Request) -> str:
     VM reaches the control plane at another address (``10.0.2.2`` on qemu's user network), and
     it reaches the upload path the same way it reached the slot endpoint.
     """
-    parts = urlsplit(url)
-    if parts.hostname not in _LOOPBACK_HOSTS or not request.host:
+    if not request.host:
         return url
-    return urlunsplit(parts._replace(netloc=request.host))
+    return off_loopback(url, request.host, keep_port=False)
 
 
 def _local_storage(request: web.Request) -> LocalArtifactStorage:

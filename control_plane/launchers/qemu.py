@@ -45,7 +45,6 @@ import subprocess
 from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Literal
-from urllib.parse import urlsplit, urlunsplit
 from uuid import UUID
 
 import psutil
@@ -54,6 +53,7 @@ from agent.contracts.agent_settings import SECRET_SETTINGS
 from agent.contracts.bootstrap import BOOTSTRAP_GRANT_FILE, BootstrapGrant
 from agent.contracts.bot_config import BotConfig
 from control_plane.launchers.base import BootstrapIssuer, LaunchError, LaunchHandle
+from control_plane.launchers.loopback import off_loopback
 from control_plane.launchers.qemu_accel import CPU_MODEL, Accelerator, probe_accelerator
 from control_plane.settings import Settings
 
@@ -62,7 +62,6 @@ logger = logging.getLogger(__name__)
 NAME_PREFIX = "meetbot-"
 # The address of the host's loopback as seen from a VM on qemu's user-mode network.
 USER_NET_HOST = "10.0.2.2"
-_LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
 AGENT_ENV_FILE = "/etc/meetbot/agent.env"
@@ -122,11 +121,7 @@ def user_data(
 
 def guest_url(url: str, host_address: str) -> str:
     """``url`` as the VM must use it: a loopback host becomes ``host_address``, port kept."""
-    parts = urlsplit(url)
-    if parts.hostname not in _LOOPBACK_HOSTS:
-        return url
-    netloc = host_address if parts.port is None else f"{host_address}:{parts.port}"
-    return urlunsplit(parts._replace(netloc=netloc))
+    return off_loopback(url, host_address, keep_port=True)
 
 
 class QemuLauncher:
