@@ -13,6 +13,7 @@ import tempfile
 import wave
 from pathlib import Path
 
+from meetbot_common import pcm
 from testmeeting.errors import ScenarioError
 
 SAMPLE_RATE = 16_000
@@ -30,43 +31,21 @@ def read_pcm(path: Path) -> bytes:
     """Decode an audio file to 16 kHz mono int16 PCM.
 
     16 kHz mono 16-bit WAV is read directly; anything else (FLAC, other rates) goes
-    through ffmpeg.
+    through ffmpeg (:func:`meetbot_common.pcm.read_pcm`, at most 60 s).
 
     Raises:
-        ScenarioError: The file is missing or cannot be decoded.
+        ScenarioError: The file is missing or cannot be decoded, or ffmpeg is not installed.
     """
     if not path.is_file():
         raise ScenarioError(f"audio file not found: {path}")
-    if path.suffix.lower() == ".wav":
-        try:
-            with wave.open(str(path), "rb") as wav:
-                if (wav.getframerate(), wav.getnchannels(), wav.getsampwidth()) == (
-                    SAMPLE_RATE,
-                    1,
-                    2,
-                ):
-                    return wav.readframes(wav.getnframes())
-        except (wave.Error, EOFError):
-            pass  # not a plain PCM WAV: let ffmpeg try
-    command = [
-        _tool("ffmpeg"),
-        "-nostdin",
-        "-loglevel",
-        "error",
-        "-i",
-        str(path),
-        "-f",
-        "s16le",
-        "-ac",
-        "1",
-        "-ar",
-        str(SAMPLE_RATE),
-        "-",
-    ]
-    result = subprocess.run(command, capture_output=True, check=False, timeout=60)  # noqa: S603 -- fixed argv
-    if result.returncode != 0:
-        raise ScenarioError(f"cannot decode audio file {path}")
-    return result.stdout
+    try:
+        return pcm.read_pcm(path, rate=SAMPLE_RATE, timeout=60)
+    except FileNotFoundError as exc:  # the file is there: ffmpeg is not
+        raise ScenarioError(
+            "ffmpeg is not installed; it is needed to prepare scenario audio"
+        ) from exc
+    except pcm.PcmDecodeError as exc:
+        raise ScenarioError(f"cannot decode audio file {path}") from exc
 
 
 def synthesise(text: str) -> bytes:

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import shutil
-import subprocess
 import wave
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from agent.audio import SAMPLE_RATE, AudioFrame
+from meetbot_common.pcm import read_pcm
 
 _FLUSH_SAMPLES = 10 * SAMPLE_RATE
 # Longer gaps are not filled sample by sample (a muted hour would be 115 MB of zeros); the
@@ -160,37 +159,11 @@ class TrackRecorder:
 def read_audio(path: Path) -> npt.NDArray[np.int16]:
     """Read a file as 16 kHz mono int16 samples. Blocking.
 
-    A 16 kHz mono 16-bit WAV is read directly; anything else is decoded by ``ffmpeg``.
+    A 16 kHz mono 16-bit WAV is read directly; anything else is decoded by ``ffmpeg``
+    (:func:`meetbot_common.pcm.read_pcm`).
 
     Raises:
         FileNotFoundError: ``path`` does not exist, or ffmpeg is not installed.
-        RuntimeError: ffmpeg failed to decode the file.
+        PcmDecodeError: ffmpeg failed to decode the file (a ``RuntimeError``).
     """
-    if not path.is_file():
-        raise FileNotFoundError(path)
-    if path.suffix.lower() == ".wav":
-        with wave.open(str(path), "rb") as wav:
-            if (wav.getnchannels(), wav.getsampwidth(), wav.getframerate()) == (1, 2, SAMPLE_RATE):
-                return np.frombuffer(wav.readframes(wav.getnframes()), dtype="<i2").astype(np.int16)
-    ffmpeg = shutil.which("ffmpeg")
-    if ffmpeg is None:
-        raise FileNotFoundError("ffmpeg is needed to decode " + path.name)
-    cmd = [
-        ffmpeg,
-        "-nostdin",
-        "-v",
-        "error",
-        "-i",
-        str(path),
-        "-f",
-        "s16le",
-        "-ac",
-        "1",
-        "-ar",
-        str(SAMPLE_RATE),
-        "-",
-    ]
-    done = subprocess.run(cmd, capture_output=True, check=False)  # noqa: S603 - fixed argv
-    if done.returncode != 0:
-        raise RuntimeError(f"ffmpeg could not decode {path.name}: exit {done.returncode}")
-    return np.frombuffer(done.stdout, dtype="<i2").astype(np.int16)
+    return np.frombuffer(read_pcm(path, rate=SAMPLE_RATE), dtype="<i2").astype(np.int16)

@@ -12,7 +12,6 @@ Any format ffmpeg reads; decoded to 24 kHz mono 16-bit.
 from __future__ import annotations
 
 import asyncio
-import shutil
 
 import aiohttp
 
@@ -24,6 +23,7 @@ from agent.contracts.ssrf import (
     client_session,
 )
 from agent.voice.synthesis import Pcm
+from meetbot_common.pcm import decode_command
 
 MAX_AUDIO_BYTES = 20 * 1024 * 1024
 MAX_AUDIO_SECONDS = 600.0
@@ -78,25 +78,12 @@ async def decode_audio(data: bytes) -> bytes:
         AudioUnavailable: ffmpeg is missing, cannot decode it, or it lasts longer than
             :data:`MAX_AUDIO_SECONDS`.
     """
-    ffmpeg = shutil.which("ffmpeg")
-    if ffmpeg is None:
-        raise AudioUnavailable("ffmpeg is not installed")
+    try:
+        command = decode_command("pipe:0", rate=SAMPLE_RATE, max_seconds=MAX_AUDIO_SECONDS + 1)
+    except FileNotFoundError as exc:
+        raise AudioUnavailable("ffmpeg is not installed") from exc
     process = await asyncio.create_subprocess_exec(
-        ffmpeg,
-        "-nostdin",
-        "-loglevel",
-        "error",
-        "-i",
-        "pipe:0",
-        "-t",
-        str(MAX_AUDIO_SECONDS + 1),
-        "-f",
-        "s16le",
-        "-ac",
-        "1",
-        "-ar",
-        str(SAMPLE_RATE),
-        "pipe:1",
+        *command,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL,
