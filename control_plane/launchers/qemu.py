@@ -15,6 +15,9 @@ bot's ``bot_container_id``) holding:
   ``agent.env`` through user-data; secret names are refused there;
 - ``qemu.pid``, ``qmp.sock`` (the monitor), ``serial.log`` (the VM's console: boot and agent).
 
+The folder's files and the qemu command line are :class:`~control_plane.launchers.qemu_vm.
+VmShape`'s; this launcher starts, watches and stops the VMs.
+
 The token comes from the control plane's issuer (:class:`~control_plane.launchers.base.
 Bootstrapping`; the control plane calls :meth:`use_bootstrap` at its start, tests may pass
 ``bootstrap=``); without one, :meth:`launch` fails.
@@ -54,7 +57,8 @@ from agent.contracts.bootstrap import BOOTSTRAP_GRANT_FILE, BootstrapGrant
 from agent.contracts.bot_config import BotConfig
 from control_plane.launchers.base import BootstrapIssuer, LaunchError, LaunchHandle
 from control_plane.launchers.loopback import off_loopback
-from control_plane.launchers.qemu_accel import CPU_MODEL, Accelerator, probe_accelerator
+from control_plane.launchers.qemu_accel import Accelerator, probe_accelerator
+from control_plane.launchers.qemu_vm import PID_FILE, VmShape, process_marker, qmp_command
 from control_plane.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -155,14 +159,11 @@ class QemuLauncher:
         bootstrap: BootstrapIssuer | None = None,
         agent_env: Mapping[str, str] | None = None,
     ) -> None:
-        self._image = image
+        self._vm = VmShape(image, cpus=cpus, memory_mib=memory_mib, nice=nice)
         self._state_dir = state_dir
-        self._cpus = cpus
-        self._memory_mib = memory_mib
         self._accelerator: Accelerator | None = None if accelerator == "auto" else accelerator
         self._host_address = host_address
         self._grace_seconds = grace_seconds
-        self._nice = nice
         self._bootstrap = bootstrap
         self._agent_env = dict(agent_env or {})
         agent_env_lines(self._agent_env)  # refuse a bad setting now, not at a launch
@@ -183,7 +184,7 @@ class QemuLauncher:
         async with self._accel_lock:
             if self._accelerator is not None:
                 return self._accelerator
-            probed: Accelerator = await asyncio.to_thread(probe_accelerator, self._image)
+            probed: Accelerator = await asyncio.to_thread(probe_accelerator, self._vm.image)
             self._accelerator = probed
             logger.info("qemu accelerator probed", extra={"accelerator": probed})
             return probed
@@ -207,8 +208,8 @@ class QemuLauncher:
         if await asyncio.to_thread(self._running_pid, name) is not None:
             logger.info("VM already running", extra={"bot_id": str(config.bot_id), "vm": name})
             return LaunchHandle(id=name)
-        if not self._image.is_file():
-            raise LaunchError(f"bot image {self._image} does not exist (meetbot image build)")
+        if not self._vm.image.is_file():
+            raise LaunchError(f"bot image {self._vm.image} does not exist (meetbot image build)")
         qemu = shutil.which("qemu-system-x86_64")
         if qemu is None:
             raise LaunchError("qemu-system-x86_64 is not installed")
@@ -228,8 +229,12 @@ class QemuLauncher:
         )
         folder = self.vm_dir(name)
         try:
-            await asyncio.to_thread(self._prepare, folder, name, grant)
-            command = self._command(qemu, accelerator, folder, name)
+            # The one-time token is in here until the VM is gone: the folder is the owner's only.
+            cloud_config = json.dumps(user_data(grant, self._agent_env))
+            await asyncio.to_thread(
+                self._vm.prepare, folder, name, "#cloud-config\n" + cloud_config + "\n"
+            )
+            command = self._vm.command(qemu, accelerator, folder, name)
             log_file = await asyncio.to_thread((folder / "qemu.log").open, "ab")
             try:
                 process = await asyncio.create_subprocess_exec(
@@ -255,7 +260,7 @@ class QemuLauncher:
 
     async def _started(self, name: str, process: asyncio.subprocess.Process) -> None:
         """Wait until qemu wrote its pid file (it runs the VM), or fail with its log."""
-        pid_file = self.vm_dir(name) / "qemu.pid"
+        pid_file = self.vm_dir(name) / PID_FILE
         for _ in range(600):
             if await asyncio.to_thread(pid_file.is_file):
                 return
@@ -272,74 +277,11 @@ class QemuLauncher:
         await asyncio.to_thread(shutil.rmtree, self.vm_dir(name), True)
         raise LaunchError(f"VM {name} did not start: {log.strip()[-500:]}")
 
-    def _prepare(self, folder: Path, name: str, grant: BootstrapGrant) -> None:
-        if folder.exists():  # a dead VM's leftovers: start afresh
-            shutil.rmtree(folder)
-        folder.mkdir(parents=True, mode=0o700)
-        subprocess.run(  # noqa: S603 - qemu-img with paths we made
-            [  # noqa: S607 - qemu-img from PATH
-                "qemu-img",
-                "create",
-                "-q",
-                "-f",
-                "qcow2",
-                "-F",
-                "qcow2",
-                "-b",
-                str(self._image.resolve()),
-                str(folder / "disk.qcow2"),
-            ],
-            check=True,
-            capture_output=True,
-        )
-        seed = folder / "seed"
-        seed.mkdir(mode=0o700)
-        (seed / "meta-data").write_text(f"instance-id: {name}\nlocal-hostname: {name}\n")
-        # The one-time token is in here until the VM is gone: the folder is the owner's only.
-        fd = os.open(seed / "user-data", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write("#cloud-config\n" + json.dumps(user_data(grant, self._agent_env)) + "\n")
-        subprocess.run(  # noqa: S603 - genisoimage with paths we made
-            [  # noqa: S607 - genisoimage from PATH
-                "genisoimage",
-                "-quiet",
-                "-output",
-                str(folder / "seed.iso"),
-                "-volid",
-                "cidata",
-                "-joliet",
-                "-rock",
-                str(seed / "user-data"),
-                str(seed / "meta-data"),
-            ],
-            check=True,
-            capture_output=True,
-        )
-
-    def _command(self, qemu: str, accelerator: Accelerator, folder: Path, name: str) -> list[str]:
-        command = [
-            qemu, "-name", f"{name},process={name}", "-accel", accelerator,
-            "-cpu", CPU_MODEL[accelerator], "-smp", str(self._cpus), "-m", str(self._memory_mib),
-            "-nodefaults", "-display", "none", "-no-reboot", "-vga", "none",
-            "-drive", f"file={folder / 'disk.qcow2'},if=virtio,format=qcow2,discard=unmap",
-            "-drive", f"file={folder / 'seed.iso'},if=virtio,format=raw,media=cdrom,readonly=on",
-            "-netdev", "user,id=net0", "-device", "virtio-net-pci,netdev=net0",
-            "-device", "virtio-rng-pci",
-            "-serial", f"file:{folder / 'serial.log'}",
-            # Relative to qemu's working directory (the VM's folder): a socket path must stay
-            # under 108 bytes, which a deep data_dir would pass.
-            "-qmp", "unix:qmp.sock,server=on,wait=off",
-            "-pidfile", str(folder / "qemu.pid"),
-        ]  # fmt: skip
-        if self._nice:
-            return ["nice", "-n", str(self._nice), *command]
-        return command
-
     def _running_pid(self, name: str) -> int | None:
         """The pid of the qemu running VM ``name``, from its pid file, else None."""
         folder = self.vm_dir(name)
         try:
-            pid_text = (folder / "qemu.pid").read_text(encoding="ascii").strip()
+            pid_text = (folder / PID_FILE).read_text(encoding="ascii").strip()
         except (FileNotFoundError, NotADirectoryError):
             owned = self._processes.get(name)
             return owned.pid if owned is not None and owned.returncode is None else None
@@ -353,7 +295,7 @@ class QemuLauncher:
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             return None
         # A recycled pid is not our VM: only a qemu naming this VM qualifies.
-        if f"{name},process={name}" not in cmdline:
+        if process_marker(name) not in cmdline:
             return None
         return process.pid
 
@@ -394,7 +336,7 @@ class QemuLauncher:
 
     async def _power_off(self, name: str, pid: int) -> None:
         with contextlib.suppress(OSError):
-            await self._qmp(self.vm_dir(name) / "qmp.sock", "system_powerdown")
+            await qmp_command(self.vm_dir(name) / "qmp.sock", "system_powerdown")
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._grace_seconds
         while loop.time() < deadline:
@@ -405,32 +347,6 @@ class QemuLauncher:
             os.kill(pid, signal.SIGKILL)
         with contextlib.suppress(psutil.NoSuchProcess, psutil.TimeoutExpired):
             await asyncio.to_thread(psutil.Process(pid).wait, 10)
-
-    @staticmethod
-    async def _qmp(socket_path: Path, command: str) -> None:
-        """Send one QMP ``command`` (after the capabilities handshake).
-
-        The socket is reached through ``/proc/self/fd`` of its folder, a short path whatever
-        the folder's length (a socket path must stay under 108 bytes).
-        """
-        folder_fd = os.open(socket_path.parent, os.O_PATH | os.O_DIRECTORY)
-        try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_unix_connection(f"/proc/self/fd/{folder_fd}/{socket_path.name}"),
-                timeout=5,
-            )
-        finally:
-            os.close(folder_fd)
-        try:
-            await asyncio.wait_for(reader.readline(), timeout=5)  # the greeting
-            for request in ({"execute": "qmp_capabilities"}, {"execute": command}):
-                writer.write(json.dumps(request).encode() + b"\r\n")
-                await writer.drain()
-                await asyncio.wait_for(reader.readline(), timeout=5)
-        finally:
-            writer.close()
-            with contextlib.suppress(OSError):
-                await writer.wait_closed()
 
     def vm_names(self) -> list[str]:
         """Names of the VM folders under ``state_dir`` (running or not)."""
