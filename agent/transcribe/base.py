@@ -1,9 +1,14 @@
-"""The ``Transcriber`` seam (docs/architecture.md §4): what the agent's capture wiring talks to."""
+"""The ``Transcriber`` seam (docs/architecture.md §4): what the agent's capture wiring talks to.
+
+:class:`TranscriberContext` is the ``async with`` its implementations share.
+"""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
-from typing import Protocol, runtime_checkable
+from types import TracebackType
+from typing import Protocol, Self, runtime_checkable
 
 from agent.audio import AudioFrame, SpeakerActivity
 from agent.contracts.link import Segment
@@ -44,3 +49,38 @@ class Transcriber(Protocol):
     async def abort(self) -> None:
         """Stop at once, cancelling and awaiting internal tasks."""
         ...
+
+
+class TranscriberContext(ABC):
+    """A transcriber used as ``async with``: started on entry, finished on exit.
+
+    Leaving the block normally runs :meth:`close` (the last utterances are flushed and
+    transcribed); leaving it with an exception runs :meth:`abort` (nothing more is
+    transcribed) and the exception goes on.
+    """
+
+    def start(self) -> None:  # noqa: B027 -- a hook: a tier without tasks has nothing to start
+        """Start what runs while frames come in (idempotent); nothing to start by default."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Flush pending utterances and finish."""
+
+    @abstractmethod
+    async def abort(self) -> None:
+        """Stop at once, cancelling and awaiting internal tasks."""
+
+    async def __aenter__(self) -> Self:
+        self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            await self.close()
+        else:
+            await self.abort()

@@ -25,7 +25,6 @@ import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from types import TracebackType
 
 import numpy as np
 
@@ -33,6 +32,7 @@ from agent.audio import SAMPLE_RATE, AudioFrame, SpeakerActivity
 from agent.contracts.bot_config import Task
 from agent.contracts.link import Segment
 from agent.transcribe.audio_io import TrackAudio, TrackRecorder, read_audio
+from agent.transcribe.base import TranscriberContext
 from agent.transcribe.engine import DecodeOptions, DecodeResult, WhisperEngine, WordTiming
 from agent.transcribe.errors import TranscriberClosed
 from agent.transcribe.filters import judge
@@ -268,7 +268,7 @@ async def transcribe_meeting(
     )
 
 
-class DeferredTranscriber:
+class DeferredTranscriber(TranscriberContext):
     """``Transcriber`` of the deferred tier: records per-track WAVs, transcribes on close.
 
     Args:
@@ -309,20 +309,6 @@ class DeferredTranscriber:
         self._out: asyncio.Queue[Segment | None] = asyncio.Queue(self._opts.segment_queue_size)
         self._closing = False
         self.result: list[Segment] = []
-
-    async def __aenter__(self) -> DeferredTranscriber:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            await self.close()
-        else:
-            await self.abort()
 
     async def feed(self, frame: AudioFrame) -> None:
         """Record one frame (no decoding now).
@@ -388,7 +374,7 @@ class DeferredTranscriber:
             self._out.put_nowait(None)
 
 
-class RefiningTranscriber:
+class RefiningTranscriber(TranscriberContext):
     """Realtime tier plus a deferred pass at the end that replaces its segments.
 
     :meth:`segments` yields the realtime stream, then the deferred segments; afterwards
@@ -411,20 +397,9 @@ class RefiningTranscriber:
         """The realtime tier's counters (the deferred pass keeps its own in ``deferred``)."""
         return self.realtime.metrics
 
-    async def __aenter__(self) -> RefiningTranscriber:
+    def start(self) -> None:
+        """Start the realtime tier's tasks (idempotent); the deferred tier has none."""
         self.realtime.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            await self.close()
-        else:
-            await self.abort()
 
     async def feed(self, frame: AudioFrame) -> None:
         """Feed both tiers."""

@@ -76,19 +76,20 @@ async def open_transcriber(
     language, task = settings.language, settings.task
     deferred_model = options.deferred_model_for(language, task is Task.TRANSLATE)
     prefix = id_prefix or None
+    # The deferred tier of either kind, once its engine is loaded.
+    deferred_tier = functools.partial(
+        DeferredTranscriber,
+        work_dir=work_dir,
+        join_time=joined,
+        language=language,
+        task=task,
+        options=options,
+        track_speakers=track_speakers,
+        id_prefix=prefix and f"{prefix}-df",
+    )
     if settings.transcription_tier is TranscriptionTier.DEFERRED:
         check_model_supports(deferred_model, language, task)
-        engine = await load_engine(deferred_model, options)
-        return DeferredTranscriber(
-            engine,
-            work_dir,
-            join_time=joined,
-            language=language,
-            task=task,
-            options=options,
-            track_speakers=track_speakers,
-            id_prefix=prefix and f"{prefix}-df",
-        )
+        return deferred_tier(await load_engine(deferred_model, options))
     model, detector = realtime_models_for(options.model, language, task)
     check_model_supports(model, language, task)
     engine = await load_engine(model, options)
@@ -119,18 +120,6 @@ async def open_transcriber(
         deferred_engine = multilingual
     else:
         deferred_engine = await load_engine(deferred_model, options)
-    refining = RefiningTranscriber(
-        realtime,
-        DeferredTranscriber(
-            deferred_engine,
-            work_dir,
-            join_time=joined,
-            language=language,
-            task=task,
-            options=options,
-            track_speakers=track_speakers,
-            id_prefix=prefix and f"{prefix}-df",
-        ),
-    )
+    refining = RefiningTranscriber(realtime, deferred_tier(deferred_engine))
     realtime.start()
     return refining

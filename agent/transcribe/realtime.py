@@ -21,11 +21,11 @@ import contextlib
 import logging
 import uuid
 from collections.abc import AsyncIterator, Mapping
-from types import TracebackType
 
 from agent.audio import AudioFrame, SpeakerActivity
 from agent.contracts.bot_config import Task
 from agent.contracts.link import Segment
+from agent.transcribe.base import TranscriberContext
 from agent.transcribe.commit import SegmentCommitter
 from agent.transcribe.decoding import DecodeScheduler
 from agent.transcribe.engine import WhisperEngine
@@ -41,7 +41,7 @@ from agent.transcribe.vad import SileroSession
 log = logging.getLogger(__name__)
 
 
-class RealtimeTranscriber:
+class RealtimeTranscriber(TranscriberContext):
     """Streaming transcriber of one meeting (the ``Transcriber`` protocol, realtime tier).
 
     Use as ``async with RealtimeTranscriber(...) as t:``; feed frames with :meth:`feed`,
@@ -125,21 +125,6 @@ class RealtimeTranscriber:
         self._failure: BaseException | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._loader: asyncio.Task[None] | None = None
-
-    async def __aenter__(self) -> RealtimeTranscriber:
-        self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            await self.close()
-        else:
-            await self.abort()
 
     def start(self) -> None:
         """Start the ingest and decode tasks (idempotent)."""
