@@ -8,12 +8,11 @@
   ``stream_end``, ``stream_batch``) go to the hub's bot streams, unacked.
 - ``POST /internal/v1/agents/{bot_id}/uploads`` — body ``UploadRequest``; answers an
   ``UploadSlot`` for a recording or screenshot (same token).
-- ``PUT  /internal/v1/artifacts/{key}`` — local storage's upload path: a signed, expiring URL
-  that also needs the agent token of the bot whose prefix ``key`` lies under.
-- ``GET  /artifacts/{key}`` — local storage's signed, expiring download URLs.
 
 A wrong or missing agent token answers 401 ``invalid_agent_token`` before any WebSocket
-upgrade; bad or expired signatures answer 403 ``invalid_signature`` / ``url_expired``.
+upgrade. Local storage's upload and download routes are the storage's
+(:mod:`control_plane.storage.routes`); its upload route checks the agent token with
+:func:`agent_of_request`.
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator
 
 from aiohttp import WSMsgType, web
 from pydantic import ValidationError
@@ -43,7 +41,6 @@ from agent.contracts.link import (
 from agent.contracts.wire import (
     AGENT_LINK_PATH,
     AGENT_UPLOADS_PATH,
-    ARTIFACT_UPLOAD_PREFIX,
     AUTHORIZATION_HEADER,
     bearer_token,
 )
@@ -55,23 +52,11 @@ from control_plane.api.http import path_uuid, read_body
 from control_plane.db.engine import DB
 from control_plane.db.models.agent_link import AgentLink
 from control_plane.db.models.bot import Meeting
-from control_plane.errors import (
-    AuthError,
-    ErrorItem,
-    Forbidden,
-    NotFound,
-    PayloadTooLarge,
-    Validation,
-)
+from control_plane.errors import AuthError, ErrorItem, PayloadTooLarge, Validation
 from control_plane.hooks import STATUS_HOOKS
 from control_plane.launchers.loopback import off_loopback
 from control_plane.settings import SETTINGS
-from control_plane.storage.base import InvalidArtifactKey, artifact_key, bot_prefix
-from control_plane.storage.local import (
-    LocalArtifactStorage,
-    SignatureExpired,
-    SignatureInvalid,
-)
+from control_plane.storage.base import artifact_key
 from control_plane.webhooks.wiring import OUTBOX
 
 logger = logging.getLogger(__name__)
@@ -104,6 +89,15 @@ async def authenticate_agent(request: web.Request, bot_id: uuid.UUID | None) -> 
     if row is None or (bot_id is not None and row[1] != bot_id):
         raise AuthError("the agent token is not valid for this bot", code="invalid_agent_token")
     return LinkIdentity(meeting_id=row[0], bot_id=row[1], workspace_id=row[2])
+
+
+async def agent_of_request(request: web.Request) -> uuid.UUID:
+    """The bot whose agent token ``request`` carries (any bot's).
+
+    Raises:
+        AuthError: 401 ``invalid_agent_token``.
+    """
+    return (await authenticate_agent(request, None)).bot_id
 
 
 @routes.get(AGENT_LINK_PATH)
@@ -273,70 +267,3 @@ def _as_reached(url: str, request: web.Request) -> str:
     if not request.host:
         return url
     return off_loopback(url, request.host, keep_port=False)
-
-
-def _local_storage(request: web.Request) -> LocalArtifactStorage:
-    storage = request.app[STORAGE]
-    if not isinstance(storage, LocalArtifactStorage):
-        raise NotFound("artifacts are not served by the control plane")
-    return storage
-
-
-def _verify(storage: LocalArtifactStorage, request: web.Request, method: str, key: str) -> None:
-    try:
-        storage.verify(method, key, request.query.get("expires"), request.query.get("signature"))
-    except SignatureExpired as exc:
-        raise Forbidden("this URL has expired", code="url_expired") from exc
-    except SignatureInvalid as exc:
-        raise Forbidden("this URL's signature is not valid", code="invalid_signature") from exc
-
-
-async def _capped(chunks: AsyncIterator[bytes], cap: int) -> AsyncIterator[bytes]:
-    """``chunks`` unchanged while their total stays within ``cap`` bytes.
-
-    Raises:
-        PayloadTooLarge: 413 once the total passes ``cap``.
-    """
-    total = 0
-    async for chunk in chunks:
-        total += len(chunk)
-        if total > cap:
-            raise PayloadTooLarge(f"artifact uploads are limited to {cap} bytes")
-        yield chunk
-
-
-@routes.put(ARTIFACT_UPLOAD_PREFIX + "{key:.+}")
-async def upload_artifact(request: web.Request) -> web.Response:
-    """Local storage's upload path (signed URL + the agent token of the key's bot)."""
-    storage = _local_storage(request)
-    key = request.match_info["key"]
-    _verify(storage, request, "PUT", key)
-    identity = await authenticate_agent(request, None)
-    if not key.startswith(bot_prefix(identity.bot_id)):
-        raise Forbidden("the key belongs to another bot", code="invalid_signature")
-    cap = request.app[SETTINGS].max_upload_bytes
-    if request.content_length is not None and request.content_length > cap:
-        raise PayloadTooLarge(f"artifact uploads are limited to {cap} bytes")
-    try:
-        # Streamed to disk: recordings are far above the API's 1 MiB body limit. The cap is
-        # counted as the body arrives (a chunked body has no Content-Length); going over it
-        # aborts the write and the partial file is removed.
-        size = await storage.put_stream(key, _capped(request.content.iter_chunked(1 << 16), cap))
-    except InvalidArtifactKey as exc:
-        raise NotFound("no such artifact key") from exc
-    return web.json_response({"storage_key": key, "size_bytes": size}, status=201)
-
-
-@routes.get("/artifacts/{key:.+}")
-async def download_artifact(request: web.Request) -> web.StreamResponse:
-    """Local storage's signed download URLs."""
-    storage = _local_storage(request)
-    key = request.match_info["key"]
-    _verify(storage, request, "GET", key)
-    try:
-        path = storage.path_of(key)
-    except InvalidArtifactKey as exc:
-        raise NotFound("no such artifact") from exc
-    if await storage.size(key) is None:
-        raise NotFound("no such artifact")
-    return web.FileResponse(path)

@@ -42,7 +42,8 @@ from control_plane.launchers.base import LAUNCHER, Listing
 from control_plane.meetings.artifacts import ARTIFACT_LISTER
 from control_plane.metrics import METRICS
 from control_plane.settings import SETTINGS
-from control_plane.storage.factory import build_storage
+from control_plane.storage.factory import open_storage
+from control_plane.storage.routes import local_storage_routes
 from control_plane.token_cipher import TokenCipher
 
 RING_REFRESH_S = 60.0
@@ -87,7 +88,7 @@ async def agent_link_ctx(app: web.Application) -> AsyncIterator[None]:
     metrics = LinkMetrics(app[METRICS].registry)
     hub = AgentHub(metrics, settings.stream_window_bytes)
     app[AGENT_HUB] = hub
-    storage = await asyncio.to_thread(build_storage, settings)
+    storage = await open_storage(app, settings)
     app[STORAGE] = storage
     cipher = await asyncio.to_thread(TokenCipher.from_settings, settings)
     keys = SigningKeyStore(
@@ -170,5 +171,7 @@ def setup_agent_link(app: web.Application) -> None:
         app[PURGE_HOOKS] = []
     app.router.add_routes(endpoint.routes)
     app.router.add_routes(machine.routes)
+    # Local storage's URLs (its upload route needs the bot's agent token, checked here).
+    app.router.add_routes(local_storage_routes(endpoint.agent_of_request))
     app.cleanup_ctx.append(agent_link_ctx)
     app.on_shutdown.append(_close_links)
