@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
-from aiohttp import web
-
+from meetbot_common.local_server import LocalServer
 from testmeeting.app import create_app
 from testmeeting.app_keys import ROOMS
 from testmeeting.certs import generate_pem, server_ssl_context
@@ -19,17 +15,12 @@ from testmeeting.scenario import Scenario
 from testmeeting.settings import TestMeetingSettings
 
 
-def _bind(host: str, port: int) -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(128)
-    sock.setblocking(False)
-    return sock
-
-
-class TestMeetingServer:
+class TestMeetingServer(LocalServer):
     """The simulator on two loopback ports, for tests, benchmarks and the demo.
+
+    An async context manager (:class:`~meetbot_common.local_server.LocalServer`): the ports
+    are open, and the scenario rooms exist, inside the block; :meth:`stop` closes every room
+    (the application's cleanup) and both ports.
 
     Args:
         scenario: A scenario (or several) whose rooms exist from the start.
@@ -67,9 +58,9 @@ class TestMeetingServer:
         self._settings = TestMeetingSettings(
             host=host, https_port=port, http_port=http_port, speech_dir=speech_dir
         )
+        super().__init__()
         self._scenario_dir = scenario_dir
         self._app = create_app(self._settings, [scenario_dir] if scenario_dir else None)
-        self._runner: web.AppRunner | None = None
         self.https_port = 0
         self.http_port = 0
         self.cert_pem = b""
@@ -95,35 +86,11 @@ class TestMeetingServer:
         cert_pem, key_pem = await asyncio.to_thread(generate_pem)
         tls = await asyncio.to_thread(server_ssl_context, cert_pem, key_pem)
         self.cert_pem = cert_pem
-        runner = web.AppRunner(self._app, access_log=None, handle_signals=False)
-        await runner.setup()
-        self._runner = runner
-        https_sock = _bind(self.host, self._settings.https_port)
-        http_sock = _bind(self.host, self._settings.http_port)
-        self.https_port = https_sock.getsockname()[1]
-        self.http_port = http_sock.getsockname()[1]
-        await web.SockSite(runner, https_sock, ssl_context=tls).start()
-        await web.SockSite(runner, http_sock).start()
+        await self._serve(self._app)
+        self.https_port = await self._listen(self.host, self._settings.https_port, tls)
+        self.http_port = await self._listen(self.host, self._settings.http_port)
         for scenario in self._scenarios:
             await self.rooms.create(scenario, self._scenario_dir)
-
-    async def stop(self) -> None:
-        """Close every room and stop listening."""
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
 
     def browser_args(self) -> list[str]:
         """Chromium flags that send the platforms' hosts here (see :func:`browser_args`)."""

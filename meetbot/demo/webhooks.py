@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from aiohttp import web
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
+
+from meetbot_common.local_server import LocalServer
 
 HOOK_PATH = "/hooks/meetbot"
 
@@ -41,16 +42,18 @@ class Delivery:
     payload: dict[str, Any] = field(default_factory=dict)
 
 
-class WebhookReceiver:
+class WebhookReceiver(LocalServer):
     """An HTTP server on loopback that records and verifies webhook deliveries.
 
+    An async context manager (:class:`~meetbot_common.local_server.LocalServer`).
+
     Args:
-        host: Listen address.
+        host: Listen address (IPv4).
     """
 
     def __init__(self, host: str = "127.0.0.1") -> None:
+        super().__init__()
         self._host = host
-        self._runner: web.AppRunner | None = None
         self._verifier: Webhook | None = None
         self.port = 0
         self.deliveries: dict[str, Delivery] = {}
@@ -65,29 +68,8 @@ class WebhookReceiver:
         """Listen on a free port."""
         app = web.Application()
         app.router.add_post(HOOK_PATH, self._receive)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self._host, 0)
-        await site.start()
-        self.port = int(self._runner.addresses[0][1])
-
-    async def stop(self) -> None:
-        """Stop listening."""
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
+        await self._serve(app)
+        self.port = await self._listen(self._host)
 
     def set_secret(self, secret: str) -> None:
         """Use the endpoint's ``whsec_…`` secret; checks deliveries that were waiting for it."""
