@@ -1,11 +1,11 @@
 """The control plane's aiohttp application factory.
 
 ``create_app(settings)`` wires everything: the database and launcher (``cleanup_ctx``), the
-middlewares (observe → errors → auth), every resource's routes and the OpenAPI document
-generated from them. A resource module exposes ``routes: ApiRoutes`` and is listed once in
-:func:`resources`; services get their dependencies in their constructors here; background work
-(scheduler, reaper, deliveries) is a ``cleanup_ctx`` that owns its loop and stops it gracefully
-(:mod:`control_plane.background`).
+middlewares (observe → errors → auth → idempotency), every resource's routes and the OpenAPI
+document generated from them. A resource module exposes ``routes: ApiRoutes`` and is listed once
+in :func:`resources`; services get their dependencies in their constructors here; background
+work (scheduler, reaper, deliveries) is a ``cleanup_ctx`` that owns its loop and stops it
+gracefully (:mod:`control_plane.background`).
 """
 
 from __future__ import annotations
@@ -21,12 +21,17 @@ from control_plane.action_prompts import routes as action_prompts
 from control_plane.action_prompts.service import prompt_step
 from control_plane.agent_hub.bootstrap_tokens import BOOTSTRAP_TOKENS, BootstrapTokens
 from control_plane.agent_hub.keys import AGENT_HUB, STORAGE, STREAM_SIGNER
-from control_plane.agent_link.config_step import agent_token_step
+from control_plane.agent_link.config_step import agent_token_step, machine_link_step
 from control_plane.agent_link.reaper import reconcile_launcher
 from control_plane.agent_link.wiring import setup_agent_link
 from control_plane.api.http import MAX_BODY_BYTES
 from control_plane.api.list_gate import LIST_GATE, list_gate
-from control_plane.api.middlewares import auth_middleware, error_middleware, observe_middleware
+from control_plane.api.middlewares import (
+    auth_middleware,
+    error_middleware,
+    idempotency_middleware,
+    observe_middleware,
+)
 from control_plane.api.routes import OPENAPI, ROUTE_SPECS, ApiRoutes, build_openapi, spec_index
 from control_plane.api_keys import routes as api_keys
 from control_plane.auth.key_cache import KEY_CACHE, KeyCache
@@ -140,9 +145,17 @@ def _launcher_ctx(
 def bot_config_builder(app: web.Application) -> BotConfigBuilder:
     """THE list of steps that build a launched bot's ``BotConfig``, in order.
 
-    See :mod:`control_plane.bots.config_builder`; needs the Zoom and agent-link contexts started.
+    See :mod:`control_plane.bots.config_builder`; needs the launcher, Zoom and agent-link
+    contexts started. The agent token is minted where it is delivered: into the config of a
+    local agent; for a bot machine (a ``Bootstrapping`` launcher) at its bootstrap exchange, so
+    its launch only adds the link row.
     """
     settings = app[SETTINGS]
+    link_step = (
+        machine_link_step()
+        if isinstance(app[LAUNCHER], Bootstrapping)
+        else agent_token_step(app[STREAM_SIGNER])
+    )
     return BotConfigBuilder(
         database=app[DB],
         control_plane_url=settings.effective_public_url,
@@ -150,7 +163,7 @@ def bot_config_builder(app: web.Application) -> BotConfigBuilder:
         transaction_steps=(
             TransactionStep("transcription_models", transcription_step(settings)),
             TransactionStep("action_prompt", prompt_step),
-            agent_token_step(app[STREAM_SIGNER]),
+            link_step,
         ),
     )
 
@@ -224,7 +237,7 @@ def create_app(settings: Settings, *, launcher: BotLauncher | None = None) -> we
     """
     app = web.Application(
         client_max_size=MAX_BODY_BYTES,
-        middlewares=[observe_middleware, error_middleware, auth_middleware],
+        middlewares=[observe_middleware, error_middleware, auth_middleware, idempotency_middleware],
     )
     app[SETTINGS] = settings
     app[METRICS] = Metrics()

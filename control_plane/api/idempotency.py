@@ -1,43 +1,36 @@
 """``Idempotency-Key``: the same key and body within 24 h replays the first answer.
 
-Contract: docs/api.md 2.1.
+Contract: docs/api.md 2.1. No handler handles it: a route declared ``idempotent=True``
+(:mod:`control_plane.api.routes`) gets it from two places that meet at the request.
 
-Use inside the transaction that performs the operation, so the operation and its stored answer
-commit together. The look-up joins the operation's first read (:func:`record_match` is its
-condition), and the answer is stored with the work, after it, in one statement::
-
-    key = idempotency_key(request)                 # None without the header
-    digest = body_digest(raw_body)
-    try:
-        async with db.sessions.begin() as session:
-            row = ...first read, outer-joined to IdempotencyRecord on record_match(...)
-            if row.record is not None and (replay := replay_of(row.record, digest)):
-                return replay                      # same body: the first response again
-            ...                                    # do the work (only flushed, not committed)
-            if key and not await store_response(session, ..., 201, response_text):
-                raise KeyTaken()                   # rolls the work back
-    except (KeyTaken, IntegrityError):
-        async with db.sessions.begin() as session:
-            return await find_replay(session, ...) # the winner's answer
+* :func:`~control_plane.api.middlewares.idempotency_middleware` checks the header (422 unless 1
+  to 255 characters), sets ``request[IDEMPOTENCY]`` (:class:`Idempotency`: the caller's API key,
+  the route template, the key) and answers a :class:`Replay` the handler raised with its stored
+  response.
+* The handler's write goes through :func:`~control_plane.api.transaction.answered_transaction`,
+  which reads the key's stored answer with the transaction's first read
+  (:meth:`Idempotency.joined`, :meth:`Idempotency.replay_of`) and stores the handler's answer
+  with the work, after it, in one statement (:meth:`Idempotency.store`).
 
 A concurrent request with the same key that stores its answer first wins: the other's
-``INSERT … ON CONFLICT DO NOTHING`` waits for the winner's commit (PostgreSQL; SQLite runs one
-writer at a time) and inserts nothing, so its transaction, with the work it did and the events
-it queued in the outbox, rolls back, and it answers the winner's response. One statement covers
-what a look-up, a claim flushed before the work and an update of the claim with the answer did
-in three round trips (issue 18). A different body with a known key raises 422
-``idempotency_key_reused``.
+``INSERT … ON CONFLICT`` waits for the winner's commit (PostgreSQL; SQLite runs one writer at a
+time) and inserts nothing, so its transaction, with the work it did and the events it queued in
+the outbox, rolls back, and it answers the winner's response (:meth:`Idempotency.find_replay`).
+One statement covers what a look-up, a claim flushed before the work and an update of the claim
+with the answer did in three round trips (issue 18). A record older than 24 h is replaced by
+that same statement. A different body with a known key raises 422 ``idempotency_key_reused``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from aiohttp import web
-from sqlalchemy import ColumnElement, and_, delete, select
+from sqlalchemy import ColumnElement, Select, and_, delete, select
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -51,6 +44,14 @@ MAX_KEY_LENGTH = 255
 
 class KeyTaken(Exception):
     """A concurrent request with the same key stored its answer first (replay it)."""
+
+
+class Replay(Exception):
+    """The stored first answer of this key and body: the middleware sends ``response``."""
+
+    def __init__(self, response: web.Response) -> None:
+        super().__init__("idempotent replay")
+        self.response = response
 
 
 def idempotency_key(request: web.Request) -> str | None:
@@ -80,108 +81,121 @@ def body_digest(body: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def record_match(api_key_id: int, route: str, key: str) -> ColumnElement[bool]:
-    """The condition selecting the record of (``api_key_id``, ``route``, ``key``)."""
-    return and_(
-        IdempotencyRecord.api_key_id == api_key_id,
-        IdempotencyRecord.route == route,
-        IdempotencyRecord.idempotency_key == key,
-    )
+def _window_start(now: datetime | None = None) -> datetime:
+    return (now or datetime.now(UTC)) - REPLAY_WINDOW
 
 
-def replay_of(
-    record: IdempotencyRecord, digest: str, now: datetime | None = None
-) -> web.Response | None:
-    """The stored first response of ``record``, or None when it is older than 24 h.
+@dataclass(slots=True)
+class Idempotency:
+    """One request's ``Idempotency-Key`` on a route declared ``idempotent=True``.
 
-    The caller deletes an expired record (:func:`forget`) before storing a new answer.
-
-    Raises:
-        Validation: 422 ``idempotency_key_reused`` when the body differs.
+    Attributes:
+        api_key_id: The caller's API key (keys are per API key).
+        route: The route's path template (``/api/v1/bots``).
+        key: The header's value.
+        stored: Set once the handler's answer is stored with its work (the middleware checks
+            that a success was).
     """
-    if (now or datetime.now(UTC)) - record.created_at > REPLAY_WINDOW:
-        return None
-    if record.request_digest != digest:
-        raise Validation(
-            "this Idempotency-Key was used with a different body",
-            code="idempotency_key_reused",
+
+    api_key_id: int
+    route: str
+    key: str
+    stored: bool = False
+
+    def _match(self) -> ColumnElement[bool]:
+        return and_(
+            IdempotencyRecord.api_key_id == self.api_key_id,
+            IdempotencyRecord.route == self.route,
+            IdempotencyRecord.idempotency_key == self.key,
         )
-    return web.Response(
-        text=record.response_body,
-        status=record.response_status,
-        content_type="application/json",
-        headers={"Idempotent-Replayed": "true"},
-    )
 
+    def joined(self, statement: Select[*tuple[Any, ...]]) -> Select[*tuple[Any, ...]]:
+        """``statement`` with this key's record (or NULLs) outer-joined as one more column.
 
-async def forget(session: AsyncSession, record: IdempotencyRecord) -> None:
-    """Delete an expired ``record`` now (flushed), so its key can be used afresh."""
-    await session.delete(record)
-    await session.flush()
+        Read it from the row with :meth:`record_of`.
+        """
+        return statement.add_columns(IdempotencyRecord).outerjoin(IdempotencyRecord, self._match())
 
+    @staticmethod
+    def record_of(row: Any) -> IdempotencyRecord | None:
+        """The record column :meth:`joined` added to a row (None: no record)."""
+        record: IdempotencyRecord | None = row._mapping[IdempotencyRecord]
+        return record
 
-async def find_replay(
-    session: AsyncSession, api_key_id: int, route: str, key: str, digest: str
-) -> web.Response | None:
-    """The stored first response for this key, or None when there is none within 24 h.
+    @staticmethod
+    def replay_of(record: IdempotencyRecord, digest: str) -> web.Response | None:
+        """The stored first response of ``record``, or None when it is older than 24 h.
 
-    An expired record is deleted so the key can be used afresh.
+        An expired record is left in place: :meth:`store` replaces it.
 
-    Raises:
-        Validation: 422 ``idempotency_key_reused`` when the body differs.
-    """
-    record = (
-        await session.execute(select(IdempotencyRecord).where(record_match(api_key_id, route, key)))
-    ).scalar_one_or_none()
-    if record is None:
-        return None
-    replay = replay_of(record, digest)
-    if replay is None:
-        await forget(session, record)
-    return replay
-
-
-async def store_response(
-    session: AsyncSession,
-    api_key_id: int,
-    route: str,
-    key: str,
-    digest: str,
-    status: int,
-    body: str,
-) -> bool:
-    """Store this key's answer in ``session``'s transaction unless the key is taken.
-
-    One ``INSERT … ON CONFLICT DO NOTHING``: on PostgreSQL it waits while a concurrent
-    transaction holds the same key and inserts nothing once that one commits.
-
-    Returns:
-        True when stored; False when another request holds the key (the caller rolls back and
-        replays that request's answer with :func:`find_replay`).
-    """
-    dialect = session.get_bind().dialect.name
-    insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
-    statement = (
-        insert(IdempotencyRecord)
-        .values(
-            api_key_id=api_key_id,
-            route=route,
-            idempotency_key=key,
-            request_digest=digest,
-            response_status=status,
-            response_body=body,
-            created_at=datetime.now(UTC),
+        Raises:
+            Validation: 422 ``idempotency_key_reused`` when the body's ``digest`` differs.
+        """
+        if record.created_at < _window_start():
+            return None
+        if record.request_digest != digest:
+            raise Validation(
+                "this Idempotency-Key was used with a different body",
+                code="idempotency_key_reused",
+            )
+        return web.Response(
+            text=record.response_body,
+            status=record.response_status,
+            content_type="application/json",
+            headers={"Idempotent-Replayed": "true"},
         )
-        .on_conflict_do_nothing(index_elements=["api_key_id", "route", "idempotency_key"])
-        .returning(IdempotencyRecord.id)
-    )
-    return (await session.execute(statement)).first() is not None
+
+    async def store(self, session: AsyncSession, digest: str, status: int, body: str) -> None:
+        """Store the answer (``status``, JSON ``body``) in ``session``'s transaction.
+
+        One ``INSERT … ON CONFLICT DO UPDATE … WHERE`` the existing record expired: on
+        PostgreSQL it waits while a concurrent transaction holds the same key and, once that
+        one commits, finds its record within the window and changes nothing.
+
+        Raises:
+            KeyTaken: Another request holds the key (the caller rolls back and replays that
+                request's answer with :meth:`find_replay`).
+        """
+        now = datetime.now(UTC)
+        dialect = session.get_bind().dialect.name
+        insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
+        values = {
+            "request_digest": digest,
+            "response_status": status,
+            "response_body": body,
+            "created_at": now,
+        }
+        row = insert(IdempotencyRecord).values(
+            api_key_id=self.api_key_id, route=self.route, idempotency_key=self.key, **values
+        )
+        upsert = row.on_conflict_do_update(
+            index_elements=["api_key_id", "route", "idempotency_key"],
+            set_={name: row.excluded[name] for name in values},
+            where=IdempotencyRecord.created_at < _window_start(now),
+        )
+        if (await session.execute(upsert.returning(IdempotencyRecord.id))).first() is None:
+            raise KeyTaken
+        self.stored = True
+
+    async def find_replay(self, session: AsyncSession, digest: str) -> web.Response | None:
+        """The stored first response for this key, or None when there is none within 24 h.
+
+        Raises:
+            Validation: 422 ``idempotency_key_reused`` when the body's ``digest`` differs.
+        """
+        record = (
+            await session.execute(select(IdempotencyRecord).where(self._match()))
+        ).scalar_one_or_none()
+        return None if record is None else self.replay_of(record, digest)
+
+
+IDEMPOTENCY = web.RequestKey("idempotency", Idempotency)
+"""Set by the idempotency middleware on a request to an ``idempotent=True`` route with a key."""
 
 
 async def purge_expired(session: AsyncSession, now: datetime | None = None) -> int:
     """Delete records older than the replay window; returns how many went."""
-    cutoff = (now or datetime.now(UTC)) - REPLAY_WINDOW
     result = await session.execute(
-        delete(IdempotencyRecord).where(IdempotencyRecord.created_at < cutoff)
+        delete(IdempotencyRecord).where(IdempotencyRecord.created_at < _window_start(now))
     )
     return int(getattr(result, "rowcount", 0) or 0)

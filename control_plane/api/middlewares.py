@@ -1,4 +1,4 @@
-"""The middlewares, outermost first: observe (metrics + access log), errors, authentication.
+"""The middlewares, outermost first: observe, errors, authentication, idempotency.
 
 * :func:`observe_middleware` counts and times every request by route template and logs it.
 * :func:`error_middleware` turns every failure — domain errors, aiohttp's own 404/405/413, and
@@ -16,6 +16,8 @@
   token too. The address is the client's as the ``trusted_proxies`` tell it
   (:mod:`control_plane.api.client_address`). Buckets are per process (docs/api.md 2.1 gives
   the fleet-wide figure).
+* :func:`idempotency_middleware` honours ``Idempotency-Key`` on routes declared
+  ``idempotent=True`` (:mod:`control_plane.api.idempotency`).
 """
 
 from __future__ import annotations
@@ -31,9 +33,10 @@ from aiohttp.typedefs import Handler
 from sqlalchemy import and_, select, update
 
 from control_plane.api.client_address import client_address
+from control_plane.api.idempotency import IDEMPOTENCY, Idempotency, Replay, idempotency_key
 from control_plane.api.routes import ROUTE_SPECS, RouteSpec
 from control_plane.auth import api_keys
-from control_plane.auth.context import AUTH, AuthContext
+from control_plane.auth.context import AUTH, AuthContext, auth_of
 from control_plane.auth.key_cache import KEY_CACHE, CachedKey
 from control_plane.auth.ratelimit import ADDRESS_RATE_LIMITER, RATE_LIMITER
 from control_plane.db.engine import DB
@@ -269,3 +272,27 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
         raise ReadOnlyKey("this API key may only read")
     request[AUTH] = context
     return await handler(request)
+
+
+@web.middleware
+async def idempotency_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Honour ``Idempotency-Key`` on a route declared ``idempotent=True`` (docs/api.md 2.1).
+
+    It checks the header (422 unless 1 to 255 characters) and hands it to the handler's
+    :func:`~control_plane.api.transaction.answered_transaction` as ``request[IDEMPOTENCY]``;
+    a :class:`~control_plane.api.idempotency.Replay` raised there is answered with the stored
+    response. A success that was not stored with its work is a bug of the route (500).
+    """
+    spec = spec_of(request)
+    key = idempotency_key(request) if spec is not None and spec.idempotent else None
+    if spec is None or key is None:
+        return await handler(request)
+    idempotency = Idempotency(api_key_id=auth_of(request).key_id, route=spec.path, key=key)
+    request[IDEMPOTENCY] = idempotency
+    try:
+        response = await handler(request)
+    except Replay as replay:
+        return replay.response
+    if response.status < 300 and not idempotency.stored:
+        raise RuntimeError(f"{spec.method} {spec.path} answered without storing its answer")
+    return response

@@ -47,7 +47,7 @@ async def create_bot(request: web.Request) -> web.Response:
     ``key_not_bound``; 422: invalid platform, ``malformed_meeting_url``, out-of-range timeout,
     ``idempotency_key_reused``.
     """
-    return await create_response(request, BotCreate, BOTS, partial(to_record, at_creation=True))
+    return await create_response(request, BotCreate, partial(to_record, at_creation=True))
 
 
 @routes.get(BOTS, summary="List bots", query=MeetingQuery, response=BotList, errors=(400, 422))

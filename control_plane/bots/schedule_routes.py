@@ -46,7 +46,7 @@ async def schedule_bot(request: web.Request) -> web.Response:
     403 ``key_not_bound``; 422: malformed meeting URL, out-of-range values,
     ``idempotency_key_reused``.
     """
-    return await create_response(request, ScheduledBotCreate, SCHEDULE, to_scheduled)
+    return await create_response(request, ScheduledBotCreate, to_scheduled)
 
 
 @routes.get(SCHEDULE, summary="List scheduled bots", response=ScheduledBotList)
