@@ -4,10 +4,10 @@ A launcher that boots a machine per bot calls :meth:`BootstrapTokens.issue` with
 ``BotConfig``; it gets a fresh token (``mbt_`` and 43 URL-safe characters) to put into the
 machine's user-data beside the control-plane URL and the bot id
 (:class:`agent.contracts.bootstrap.BootstrapGrant`). The control plane stores only the token's
-SHA-256 digest, the config without its agent token, and an expiry; :meth:`BootstrapTokens.redeem`
-trades the token for the config once, in one conditional update (two machines racing with one
-token: one wins). The agent token is not stored here: the exchange derives it again
-(:meth:`control_plane.agent_hub.stream_tokens.StreamTokenSigner.agent_token`). A zoom bot's
+SHA-256 digest, the config, and an expiry; :meth:`BootstrapTokens.redeem` trades the token for
+the config once, in one conditional update (two machines racing with one token: one wins). A
+machine's config holds no agent token, and one is refused here: the exchange mints it
+(:func:`control_plane.agent_link.config_step.linked_agent_token`). A zoom bot's
 ``zoom_obf_token`` is stored sealed by the token cipher and opened by :meth:`redeem`: the
 database never holds it in plain text (docs/api.md 2.3).
 """
@@ -65,19 +65,23 @@ class BootstrapTokens:
     async def issue(self, config: BotConfig, *, now: datetime | None = None) -> str:
         """Store a new token for ``config``'s bot and return it (a relaunch replaces the old).
 
-        ``config`` is stored without ``agent_token`` and ``agent_settings`` (the exchange adds
-        both again) and with its ``zoom_obf_token`` sealed; give it as the machine must see it
-        (its ``control_plane_url`` reachable from the machine).
+        ``config`` is stored without ``agent_settings`` (the exchange adds them) and with its
+        ``zoom_obf_token`` sealed; give it as the machine must see it (its ``control_plane_url``
+        reachable from the machine).
 
         Raises:
+            ValueError: ``config`` holds an agent token (a machine's is minted at the exchange:
+                a token is never stored).
             LookupError: The bot does not exist.
         """
+        if config.agent_token is not None:
+            raise ValueError("a machine's config holds no agent token: its exchange mints it")
         token = mint_bootstrap_token()
         at = now or datetime.now(UTC)
         obf = config.zoom_obf_token
         sealed = self._cipher.encrypt(obf) if obf and self._cipher is not None else None
         stored = config.model_copy(
-            update={"agent_token": None, "agent_settings": {}, "zoom_obf_token": sealed}
+            update={"agent_settings": {}, "zoom_obf_token": sealed}
         ).model_dump_json()
         async with self._db.sessions.begin() as session:
             meeting_id = await session.scalar(
@@ -97,7 +101,7 @@ class BootstrapTokens:
         return token
 
     async def redeem(self, bot_id: UUID, token: str, *, now: datetime | None = None) -> BotConfig:
-        """Trade ``token`` for ``bot_id``'s stored config (without ``agent_token``), once.
+        """Trade ``token`` for ``bot_id``'s stored config (without an agent token), once.
 
         Raises:
             BootstrapRefused: Unknown token or another bot's (``unknown``), already

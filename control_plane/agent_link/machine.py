@@ -2,7 +2,7 @@
 
 - ``POST /internal/v1/agents/{bot_id}/bootstrap`` (``Authorization: Bearer <bootstrap
   token>``; body :class:`~agent.contracts.bootstrap.BootstrapRequest`, or none from agents
-  older than it) — answers the bot's ``BotConfig`` (with its agent token and
+  older than it) — answers the bot's ``BotConfig`` (with its agent token, minted here, and
   ``Settings.fleet_agent_settings``, the only way secret agent settings reach a machine) once,
   fitted to the ``config_schema`` the agent posted
   (:mod:`control_plane.agent_link.compatibility`); 401 ``invalid_bootstrap_token`` for an
@@ -45,7 +45,14 @@ from control_plane.api.http import path_uuid, read_body
 from control_plane.bots.status import change_status, lock_meeting
 from control_plane.db.engine import DB
 from control_plane.db.models.bot import Meeting
-from control_plane.errors import AuthError, Conflict, ErrorItem, NotConfigured, Validation
+from control_plane.errors import (
+    AuthError,
+    Conflict,
+    ErrorItem,
+    NotConfigured,
+    NotFound,
+    Validation,
+)
 from control_plane.hooks import STATUS_HOOKS
 from control_plane.launchers.base import LAUNCHER, GrantKeeper, LaunchError
 from control_plane.settings import SETTINGS
@@ -85,7 +92,10 @@ async def bootstrap(request: web.Request) -> web.Response:
         raise AuthError(
             "the bootstrap token is not valid for this bot", code="invalid_bootstrap_token"
         ) from exc
-    agent_token = await linked_agent_token(request.app[DB], request.app[STREAM_SIGNER], bot_id)
+    try:  # the machine's agent token is minted here, where it is delivered
+        agent_token = await linked_agent_token(request.app[DB], request.app[STREAM_SIGNER], bot_id)
+    except LookupError as exc:  # a bootstrap row without a launch: not a bot's machine
+        raise NotFound("no such bot", code="bot_not_found") from exc
     # The operator's agent settings travel here only, never stored with the token.
     handed = request.app[SETTINGS].fleet_agent_settings
     config = config.model_copy(update={"agent_token": agent_token, "agent_settings": handed})

@@ -87,8 +87,11 @@ def _base(client: Client) -> str:
 
 
 async def _issue(client: Client, bot: LaunchedBot, *, now: datetime | None = None) -> str:
-    # What the qemu launcher does: the config as the machine sees it buys the token.
-    machine_config = bot.config.model_copy(update={"control_plane_url": _base(client)})
+    # What the qemu launcher does: the config as the machine sees it buys the token. A machine's
+    # config holds no agent token (its exchange mints it; this bot's was launched locally).
+    machine_config = bot.config.model_copy(
+        update={"control_plane_url": _base(client), "agent_token": None}
+    )
     return await client.app[BOOTSTRAP_TOKENS].issue(machine_config, now=now)
 
 
@@ -367,7 +370,11 @@ async def test_an_option_the_agent_predates_fails_the_bot_with_the_option_named(
 ) -> None:
     bot = await launch_bot()
     machine_config = bot.config.model_copy(
-        update={"control_plane_url": _base(client), "refine_after_meeting": True}
+        update={
+            "control_plane_url": _base(client),
+            "agent_token": None,
+            "refine_after_meeting": True,
+        }
     )
     token = await client.app[BOOTSTRAP_TOKENS].issue(machine_config)
     older = _older_agent("refine_after_meeting").model_json_schema()
@@ -390,7 +397,7 @@ async def test_a_value_the_agent_predates_is_refused_where_it_is(
     bot = await launch_bot()
     settings = bot.config.settings.model_copy(update={"recording_format": RecordingFormat.WEBM})
     machine_config = bot.config.model_copy(
-        update={"control_plane_url": _base(client), "settings": settings}
+        update={"control_plane_url": _base(client), "agent_token": None, "settings": settings}
     )
     token = await client.app[BOOTSTRAP_TOKENS].issue(machine_config)
     older = BotConfig.model_json_schema()

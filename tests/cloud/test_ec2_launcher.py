@@ -29,10 +29,12 @@ from sqlalchemy import select, text
 
 from agent.contracts.bootstrap import BOOTSTRAP_GRANT_FILE, BootstrapGrant
 from agent.contracts.wire import agent_bootstrap_path, bearer
+from control_plane.agent_hub.agent_tokens import agent_token_digest
 from control_plane.agent_hub.hub import AgentHub
 from control_plane.agent_hub.keys import AGENT_HUB
 from control_plane.agent_link.reconciler import SWEEP_LOCK, Reconciler
 from control_plane.db.engine import DB
+from control_plane.db.models.agent_link import AgentLink
 from control_plane.db.models.bot import Meeting
 from control_plane.hooks import STATUS_HOOKS
 from control_plane.launchers.base import LaunchError, LaunchHandle
@@ -257,10 +259,11 @@ async def test_launch_boots_the_ami_with_the_grant_and_tags_and_terminate_ends_i
     assert tags[WORKSPACE_TAG] == str(owner.workspace_id)
     assert (tags[FLEET_TAG], tags["team"], tags["Name"]) == (fleet, "bots", f"meetbot-{bot.bot_id}")
 
-    # User-data: a cloud-config whose only file is the grant; no agent token anywhere.
+    # User-data: a cloud-config whose only file is the grant; no agent token anywhere (there is
+    # none yet: the exchange mints it).
     data = _user_data(aws, handle_id)
     assert data.startswith("#cloud-config\n")
-    assert bot.token not in data
+    assert bot.config.agent_token is None
     files = json.loads(data.removeprefix("#cloud-config\n"))["write_files"]
     assert [(f["path"], f["permissions"]) for f in files] == [(BOOTSTRAP_GRANT_FILE, "0600")]
     grant = BootstrapGrant.model_validate_json(files[0]["content"])
@@ -270,7 +273,13 @@ async def test_launch_boots_the_ami_with_the_grant_and_tags_and_terminate_ends_i
     path = agent_bootstrap_path(bot.bot_id)
     first = await client.post(path, headers=bearer(grant.bootstrap_token))
     assert first.status == 200
-    assert (await first.json())["agent_token"] == bot.token
+    agent_token = (await first.json())["agent_token"]
+    assert agent_token not in data
+    async with client.app[DB].reads() as session:  # the token the bot's link accepts
+        digest = await session.scalar(
+            select(AgentLink.token_digest).where(AgentLink.meeting_id == bot.meeting_id)
+        )
+    assert digest == agent_token_digest(agent_token)
     again = await client.post(path, headers=bearer(grant.bootstrap_token))
     assert (again.status, (await again.json())["code"]) == (409, "bootstrap_token_used")
 

@@ -32,8 +32,11 @@ from control_plane.db.base import Base, UtcDateTime, utc_now
 class AgentLink(Base):
     """One bot's agent: token digest, version, when it registered and was last heard.
 
-    ``launched_at`` is when the token was minted (the bot was handed to the launcher);
-    ``last_seen_at`` is the last frame of any kind (heartbeats included); both drive the reaper.
+    ``launched_at`` is when the bot was handed to the launcher; ``last_seen_at`` is the last
+    frame of any kind (heartbeats included); both drive the reaper. ``token_digest`` is the
+    SHA-256 of the agent token, set where the token is minted: at the launch for a local agent
+    (the token is in its config), at the bootstrap exchange for a bot machine (None until then,
+    matching no token).
     """
 
     __tablename__ = "agent_links"
@@ -41,7 +44,7 @@ class AgentLink(Base):
     meeting_id: Mapped[int] = mapped_column(
         ForeignKey("meetings.id", ondelete="CASCADE"), primary_key=True
     )
-    token_digest: Mapped[str] = mapped_column(String(64), unique=True)
+    token_digest: Mapped[str | None] = mapped_column(String(64), unique=True, default=None)
     agent_version: Mapped[str | None] = mapped_column(String(64), default=None)
     launched_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utc_now)
     registered_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
@@ -54,7 +57,7 @@ class BootstrapToken(Base):
     A launcher that boots a machine (the qemu launcher; the cloud launchers) puts only the
     control-plane URL, the bot id and the token into the machine's user-data; the machine
     trades the token once for ``config`` (``POST /internal/v1/agents/{bot_id}/bootstrap``).
-    ``config`` is the ``BotConfig`` JSON without ``agent_token`` (derived again at the
+    ``config`` is the ``BotConfig`` JSON, which holds no ``agent_token`` (minted at the
     exchange, never stored). One row per bot: a relaunch replaces it. ``used_at`` is set by
     the exchange; a token past ``expires_at`` or already used buys nothing.
     """
