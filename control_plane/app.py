@@ -46,6 +46,7 @@ from control_plane.bots.config_builder import (
 )
 from control_plane.bots.live_commands import LIVE_COMMANDS, LiveCommands
 from control_plane.bots.meeting_schema import state_meeting_rules
+from control_plane.bots.schedule_service import SCHEDULE_SERVICE, ScheduleService
 from control_plane.bots.scheduler import SCHEDULER, Scheduler
 from control_plane.bots.service import BOT_SERVICE, BotService
 from control_plane.bots.transcription import transcription_step
@@ -192,6 +193,9 @@ async def _bots_ctx(app: web.Application) -> AsyncIterator[None]:
         agent_commands=app.get(AGENT_COMMANDS),
         recording_url=first_recording_url(lister) if lister is not None else None,
         live_commands=live,
+    )
+    app[SCHEDULE_SERVICE] = ScheduleService(
+        database=app[DB], settings=settings, status_hooks=status_hooks
     )
     scheduler = Scheduler(
         database=app[DB],

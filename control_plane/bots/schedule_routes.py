@@ -13,13 +13,13 @@ from control_plane.api.http import json_response, path_int, read_body
 from control_plane.api.routes import ApiRoutes
 from control_plane.auth.context import auth_of
 from control_plane.bots.creation import create_response
+from control_plane.bots.schedule_service import SCHEDULE_SERVICE, to_scheduled
 from control_plane.bots.schemas import (
     ScheduledBot,
     ScheduledBotCreate,
     ScheduledBotList,
     ScheduledBotUpdate,
 )
-from control_plane.bots.service import BOT_SERVICE, to_scheduled
 from control_plane.db.engine import DB
 from control_plane.db.models.bot import Meeting
 from control_plane.records.schemas import Message
@@ -80,7 +80,9 @@ async def update_scheduled_bot(request: web.Request) -> web.Response:
     """Change a ``scheduled`` entry; 404 once it launched or was cancelled."""
     meeting_id = path_int(request, "bot_id", code="scheduled_bot_not_found")
     update = await read_body(request, ScheduledBotUpdate)
-    entry = await request.app[BOT_SERVICE].update_scheduled(auth_of(request), meeting_id, update)
+    entry = await request.app[SCHEDULE_SERVICE].update_scheduled(
+        auth_of(request), meeting_id, update
+    )
     return json_response(entry)
 
 
@@ -94,5 +96,5 @@ async def update_scheduled_bot(request: web.Request) -> web.Response:
 async def cancel_scheduled_bot(request: web.Request) -> web.Response:
     """``scheduled → cancelled``; 404 once it launched or was cancelled."""
     meeting_id = path_int(request, "bot_id", code="scheduled_bot_not_found")
-    await request.app[BOT_SERVICE].cancel_scheduled(auth_of(request), meeting_id)
+    await request.app[SCHEDULE_SERVICE].cancel_scheduled(auth_of(request), meeting_id)
     return json_response(Message(message=f"scheduled bot {meeting_id} cancelled"))

@@ -1,4 +1,6 @@
-"""What the bot routes do: create (immediate or scheduled), read, update, stop, cancel.
+"""What the bot routes do: create (immediate or scheduled), read, update, stop.
+
+Updating and cancelling a scheduled entry is :mod:`control_plane.bots.schedule_service`'s.
 
 Launching itself is the scheduler's job (:mod:`control_plane.bots.scheduler`): creation stores
 the row (``requested`` with ``launch_at`` = now, or ``scheduled``) and wakes the scheduler, which
@@ -50,7 +52,6 @@ from control_plane.bots.live_settings import (
 from control_plane.bots.schemas import (
     BotCreate,
     BotUpdate,
-    ScheduledBot,
     ScheduledBotCreate,
     ScheduledBotUpdate,
 )
@@ -75,14 +76,6 @@ _SETTING_FIELDS = tuple(BotSettings.model_fields)
 def bot_not_found() -> NotFound:
     """404 ``bot_not_found``."""
     return NotFound("no such bot in this workspace", code="bot_not_found")
-
-
-def scheduled_bot_not_found() -> NotFound:
-    """404 ``scheduled_bot_not_found`` (also: launched or cancelled already)."""
-    return NotFound(
-        "no scheduled bot with this id (it may have launched or been cancelled)",
-        code="scheduled_bot_not_found",
-    )
 
 
 def meeting_reference(
@@ -138,9 +131,15 @@ def _settings_from(body: BotCreate | ScheduledBotCreate, workspace: Workspace) -
     return BotSettings.model_validate(given)
 
 
-def _merged_settings(
+def merged_settings(
     settings: Settings, meeting: Meeting, update: BotUpdate | ScheduledBotUpdate
 ) -> dict[str, Any]:
+    """``meeting``'s stored settings with the options ``update`` gives, as stored (JSON).
+
+    Raises:
+        Validation: 422 for options the bot cannot serve
+            (:func:`~control_plane.bots.launch_checks.check_bot_options`).
+    """
     merged = dict(meeting.settings)
     merged.update(
         {
@@ -154,27 +153,8 @@ def _merged_settings(
     return bot_settings.model_dump(mode="json")
 
 
-def to_scheduled(meeting: Meeting) -> ScheduledBot:
-    """The scheduled entry of a row that has a schedule."""
-    if meeting.scheduled_start_at is None or meeting.launch_at is None:
-        raise ValueError("meeting has no schedule")
-    return ScheduledBot(
-        id=meeting.id,
-        bot_id=meeting.bot_id,
-        platform=Platform(meeting.platform),
-        native_meeting_id=meeting.native_meeting_id,
-        meeting_url=meeting.constructed_meeting_url,
-        status=BotStatus(meeting.status),
-        scheduled_start_at=meeting.scheduled_start_at,
-        join_offset_seconds=meeting.join_offset_seconds,
-        launch_at=meeting.launch_at,
-        settings=BotSettings.model_validate(meeting.settings),
-        created_at=meeting.created_at,
-        updated_at=meeting.updated_at,
-    )
-
-
-def _start_in_past() -> Validation:
+def start_in_past() -> Validation:
+    """400 ``scheduled_start_in_past``."""
     return Validation(
         "scheduled_start_at must be in the future",
         status=400,
@@ -183,6 +163,13 @@ def _start_in_past() -> Validation:
             ErrorItem(loc=["body", "scheduled_start_at"], msg="must be in the future", type="past")
         ],
     )
+
+
+async def _lock_bot(session: AsyncSession, auth: AuthContext, bot_id: uuid.UUID) -> Meeting:
+    meeting = await lock_meeting(session, bot_id=bot_id)
+    if meeting is None or meeting.workspace_id != auth.workspace_id:
+        raise bot_not_found()
+    return meeting
 
 
 async def find_bot(
@@ -201,18 +188,6 @@ async def find_bot(
     return meeting
 
 
-async def _find_scheduled(session: AsyncSession, auth: AuthContext, meeting_id: int) -> Meeting:
-    meeting = await lock_meeting(session, meeting_id=meeting_id)
-    if (
-        meeting is None
-        or meeting.workspace_id != auth.workspace_id
-        or meeting.status != BotStatus.SCHEDULED.value
-        or meeting.launch_claimed_at is not None
-    ):
-        raise scheduled_bot_not_found()
-    return meeting
-
-
 @dataclass(frozen=True, slots=True)
 class ZoomLaunch:
     """What a zoom bot's launch mints or opens its OBF token from (both None for other bots).
@@ -228,7 +203,7 @@ class ZoomLaunch:
 
 @dataclass
 class BotService:
-    """What the bot and scheduled-bot routes do; built once per app with its dependencies.
+    """What the bot routes and the creation of scheduled bots do; built once per app.
 
     Args:
         database: Where the bots live.
@@ -342,7 +317,7 @@ class BotService:
         now = datetime.now(UTC)
         if isinstance(body, ScheduledBotCreate):
             if body.scheduled_start_at <= now:
-                raise _start_in_past()
+                raise start_in_past()
             start: datetime | None = body.scheduled_start_at
             offset = body.join_offset_seconds
         else:
@@ -398,14 +373,12 @@ class BotService:
             AgentUnavailable: 503. AgentTimeout: 504. AgentCommandFailed: 502.
         """
         async with self.database.sessions.begin() as session:
-            meeting = await lock_meeting(session, bot_id=bot_id)
-            if meeting is None or meeting.workspace_id != auth.workspace_id:
-                raise bot_not_found()
+            meeting = await _lock_bot(session, auth, bot_id)
             if BotStatus(meeting.status) not in UPDATABLE_STATUSES:
                 raise not_updatable(
                     f"a bot can be updated only while requested or scheduled, not {meeting.status}"
                 )
-            merged = _merged_settings(self.settings, meeting, update)
+            merged = merged_settings(self.settings, meeting, update)
             if not is_launched(meeting):
                 meeting.settings = merged
                 meeting.updated_at = datetime.now(UTC)
@@ -454,9 +427,7 @@ class BotService:
         """
         hooks = self.status_hooks
         async with self.database.sessions.begin() as session:
-            meeting = await lock_meeting(session, bot_id=bot_id)
-            if meeting is None or meeting.workspace_id != auth.workspace_id:
-                raise bot_not_found()
+            meeting = await _lock_bot(session, auth, bot_id)
             status = BotStatus(meeting.status)
             if status in FINAL_STATUSES:
                 raise Conflict(f"the bot has already {status.value}", code="bot_finished")
@@ -482,67 +453,16 @@ class BotService:
         if container is not None:
             await self.launcher.terminate(LaunchHandle(id=container))
         async with self.database.sessions.begin() as session:
-            meeting = await lock_meeting(session, bot_id=bot_id)
-            if meeting is not None and meeting.status == BotStatus.STOPPING.value:
+            stopping = await lock_meeting(session, bot_id=bot_id)
+            if stopping is not None and stopping.status == BotStatus.STOPPING.value:
                 await change_status(
                     session,
-                    meeting,
+                    stopping,
                     BotStatus.COMPLETED,
                     StatusReason.STOPPED_BY_API.value,
                     hooks=hooks,
                 )
         return 202, record
-
-    async def update_scheduled(
-        self, auth: AuthContext, meeting_id: int, update: ScheduledBotUpdate
-    ) -> ScheduledBot:
-        """``PATCH /api/v1/bots/schedule/{id}``: only given fields change; ``launch_at`` follows.
-
-        Raises:
-            NotFound: 404 when absent, another workspace's, launched or cancelled.
-            Validation: 400 ``scheduled_start_in_past``; 400/422 for a bad ``meeting_url``.
-        """
-        now = datetime.now(UTC)
-        async with self.database.sessions.begin() as session:
-            meeting = await _find_scheduled(session, auth, meeting_id)
-            given = update.model_fields_set
-            if "scheduled_start_at" in given and update.scheduled_start_at is not None:
-                if update.scheduled_start_at <= now:
-                    raise _start_in_past()
-                meeting.scheduled_start_at = update.scheduled_start_at
-            if "join_offset_seconds" in given and update.join_offset_seconds is not None:
-                meeting.join_offset_seconds = update.join_offset_seconds
-            if "meeting_url" in given and update.meeting_url is not None:
-                ref = meeting_reference(
-                    Platform(meeting.platform),
-                    meeting_url=update.meeting_url,
-                    native_meeting_id=None,
-                    passcode=None,
-                    extra_hosts=self.settings.extra_meeting_hosts,
-                )
-                meeting.native_meeting_id = ref.native_meeting_id
-                meeting.constructed_meeting_url = ref.constructed_meeting_url
-                meeting.passcode = ref.passcode or meeting.passcode
-            if meeting.scheduled_start_at is not None:
-                meeting.launch_at = meeting.scheduled_start_at + timedelta(
-                    seconds=meeting.join_offset_seconds
-                )
-            meeting.settings = _merged_settings(self.settings, meeting, update)
-            meeting.updated_at = now
-            return to_scheduled(meeting)
-
-    async def cancel_scheduled(self, auth: AuthContext, meeting_id: int) -> None:
-        """``DELETE /api/v1/bots/schedule/{id}``: ``scheduled → cancelled``; the bot never launches.
-
-        Raises:
-            NotFound: 404 when absent, another workspace's, launched or cancelled.
-        """
-        hooks = self.status_hooks
-        async with self.database.sessions.begin() as session:
-            meeting = await _find_scheduled(session, auth, meeting_id)
-            await change_status(
-                session, meeting, BotStatus.CANCELLED, StatusReason.CANCELLED_BY_API, hooks=hooks
-            )
 
 
 BOT_SERVICE = web.AppKey("bot_service", BotService)
