@@ -26,7 +26,9 @@ the document's ``securitySchemes``) and gives ``raw_responses`` that replace gen
 
 Flags read by the middlewares: ``auth=False`` makes a route public (no ``X-API-Key``);
 ``read_key_ok=True`` lets ``read`` keys call a non-GET route (``POST …/subscribe``);
-``edit_key_only=True`` refuses them on a GET (a webhook endpoint's signing secret).
+``edit_key_only=True`` refuses them on a GET (a webhook endpoint's signing secret);
+``idempotent=True`` honours (and documents) ``Idempotency-Key``: the handler then writes through
+:func:`control_plane.api.transaction.answered_transaction` (:mod:`control_plane.api.idempotency`).
 """
 
 from __future__ import annotations
