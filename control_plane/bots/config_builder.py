@@ -8,7 +8,8 @@ once (``control_plane.app.bot_config_steps``):
   one minted from its stored Zoom connection;
 * ``transcription_models`` — the Whisper models the bots run;
 * ``action_prompt`` — the resolved prompt version or the system prompt;
-* ``agent_token`` — a fresh agent token (its digest stored) and the stream public key.
+* ``agent_token`` — a local agent's token, minted into its config (its digest stored); for a
+  bot machine ``agent_link`` instead: its link row only (its bootstrap exchange mints the token).
 
 Network steps run first, concurrently per bot and outside any transaction. The transaction
 steps then run for a whole batch in ONE transaction that the meetings are attached to, so what
