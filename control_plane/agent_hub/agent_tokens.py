@@ -1,21 +1,17 @@
 """Agent tokens: the bearer secret of one bot's agent link and upload path.
 
-A token is minted when the bot is launched, travels to the agent inside its ``BotConfig``, and
-is stored only as a SHA-256 digest (the same treatment API keys get, docs/api.md 2.1).
+A token is minted where it is delivered (:mod:`control_plane.agent_link.config_step`: into a
+local agent's ``BotConfig``, or at a bot machine's bootstrap exchange), derived from the bot id
+with a key of the ring (:func:`control_plane.agent_hub.stream_tokens.derive_agent_token`), and
+stored only as a SHA-256 digest (the same treatment API keys get, docs/api.md 2.1).
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import secrets
 
 AGENT_TOKEN_PREFIX = "mat_"  # noqa: S105 - a public marker, not a secret
-
-
-def mint_agent_token() -> str:
-    """Return a fresh agent token: ``mat_`` and 43 URL-safe characters (256 bits)."""
-    return AGENT_TOKEN_PREFIX + secrets.token_urlsafe(32)
 
 
 def agent_token_digest(token: str) -> str:

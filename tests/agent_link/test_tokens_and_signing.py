@@ -21,7 +21,6 @@ from agent.contracts.wire import bearer_token
 from control_plane.agent_hub.agent_tokens import (
     agent_token_digest,
     agent_token_matches,
-    mint_agent_token,
 )
 from control_plane.agent_hub.signing_keys import LEGACY_KEY_FILE, SigningKeyStore, key_id
 from control_plane.agent_hub.stream_tokens import (
@@ -148,10 +147,12 @@ async def test_an_existing_key_file_is_imported_once_and_sealed(
     assert pem not in raw and pem.split(b"\n")[1] not in raw  # sealed at rest
 
 
-def test_agent_tokens_are_random_and_stored_as_digests() -> None:
-    token = mint_agent_token()
+def test_agent_tokens_are_per_key_and_bot_and_stored_as_digests() -> None:
+    key, bot_id = Ed25519PrivateKey.generate(), uuid.uuid4()
+    token = derive_agent_token(key, bot_id)
     assert token.startswith("mat_") and len(token) == 4 + 43
-    assert token != mint_agent_token()
+    assert token != derive_agent_token(key, uuid.uuid4())
+    assert token != derive_agent_token(Ed25519PrivateKey.generate(), bot_id)
     digest = agent_token_digest(token)
     assert len(digest) == 64 and token not in digest
     assert agent_token_matches(token, digest)
