@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from control_plane.db.engine import Database
+from control_plane.db.inserts import insert_once
 from control_plane.db.models.agent_link import Artifact
 
 
@@ -26,31 +25,26 @@ async def add_artifact(
     width: int | None = None,
     height: int | None = None,
     captured_at: datetime | None = None,
-) -> Artifact | None:
-    """Add the artifact within the caller's transaction; None when its id is already stored."""
-    existing = await session.scalar(
-        select(Artifact.id).where(
-            Artifact.meeting_id == meeting_id, Artifact.artifact_id == artifact_id
-        )
+) -> bool:
+    """Add the artifact within the caller's transaction; False when its id is already stored."""
+    return await insert_once(
+        session,
+        Artifact,
+        {
+            "meeting_id": meeting_id,
+            "artifact_id": artifact_id,
+            "kind": kind,
+            "storage_key": storage_key,
+            "content_type": content_type,
+            "size_bytes": size_bytes,
+            "format": media_format,
+            "duration_s": duration_s,
+            "width": width,
+            "height": height,
+            "captured_at": captured_at,
+        },
+        key=("meeting_id", "artifact_id"),
     )
-    if existing is not None:
-        return None
-    row = Artifact(
-        meeting_id=meeting_id,
-        artifact_id=artifact_id,
-        kind=kind,
-        storage_key=storage_key,
-        content_type=content_type,
-        size_bytes=size_bytes,
-        format=media_format,
-        duration_s=duration_s,
-        width=width,
-        height=height,
-        captured_at=captured_at,
-    )
-    session.add(row)
-    await session.flush()
-    return row
 
 
 async def record_artifact(
@@ -69,38 +63,9 @@ async def record_artifact(
     """Store a screenshot-like artifact in its own transaction (idempotent by id).
 
     The agent also reports the same artifact as an ``artifact`` frame; whichever commits first
-    stores it, and the other finds it stored (or loses the unique-key race, which is the same).
+    stores it, and the other finds it stored (a race for the unique key is the same: the
+    later insert does nothing).
     """
-    try:
-        await _record(
-            db,
-            meeting_id,
-            artifact_id=artifact_id,
-            kind=kind,
-            storage_key=storage_key,
-            content_type=content_type,
-            size_bytes=size_bytes,
-            width=width,
-            height=height,
-            captured_at=captured_at,
-        )
-    except IntegrityError:
-        return
-
-
-async def _record(
-    db: Database,
-    meeting_id: int,
-    *,
-    artifact_id: str,
-    kind: str,
-    storage_key: str,
-    content_type: str,
-    size_bytes: int,
-    width: int | None,
-    height: int | None,
-    captured_at: datetime | None,
-) -> None:
     async with db.sessions.begin() as session:
         await add_artifact(
             session,

@@ -20,7 +20,8 @@ groups are then stored again one frame per transaction, so one link's bad frame 
 hiccup) does not cost the other links their acks: each group answers the outcomes of the
 frames stored before its first failure and that failure (the link closes and its agent resends
 the rest later). A frame already stored by a concurrent transaction (a resend racing its
-original on another connection) counts as a duplicate; receipts keep every frame exactly once.
+original on another connection) counts as a duplicate: its receipt's insert waits for that
+commit and inserts nothing; receipts keep every frame exactly once.
 """
 
 from __future__ import annotations
@@ -34,12 +35,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from aiohttp import web
-from sqlalchemy.exc import IntegrityError
 
 from agent.contracts.link import AgentFrame
 from control_plane.agent_link.frames import FrameStore, store_batch
 from control_plane.db.engine import Database
-from control_plane.db.models.agent_link import AgentFrameReceipt
 
 logger = logging.getLogger(__name__)
 
@@ -213,21 +212,9 @@ class FrameBatcher:
                 async with self._db.sessions.begin() as session:
                     outcome = await store_batch(session, [entry], datetime.now(UTC))
                 outcomes.extend(outcome)  # committed
-            except IntegrityError as exc:
-                # The same frame may have committed at this moment on another connection: then
-                # its receipt is there. Any other refused row is an error like the rest.
-                if not await self._received(entry):
-                    return GroupOutcome(outcomes, exc)
-                outcomes.append("duplicate")
             except Exception as exc:  # the link closes; its agent resends the rest
                 return GroupOutcome(outcomes, exc)
         return GroupOutcome(outcomes)
-
-    async def _received(self, entry: Entry) -> bool:
-        store, frame = entry
-        async with self._db.sessions() as session:
-            found = await session.get(AgentFrameReceipt, (store.meeting_id, frame.id))
-        return found is not None
 
 
 FRAME_BATCHER = web.AppKey("frame_batcher", FrameBatcher)

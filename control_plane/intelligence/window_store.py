@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from agent.contracts.status import FINAL_STATUSES, BotStatus
 from control_plane.bots.status import lock_meeting
 from control_plane.db.engine import Database
+from control_plane.db.inserts import insert_once
 from control_plane.db.models.action import MeetingAction
 from control_plane.db.models.action_cursor import ActionCursor
 from control_plane.db.models.bot import Meeting
@@ -315,11 +316,12 @@ async def add_action(
     kind: str,
     action: ActionFields,
     at: datetime,
-) -> None:
-    """Store one action and its ``action.detected`` webhook in ``session``.
+) -> bool:
+    """Store one action and its ``action.detected`` webhook in ``session``, once by its id.
 
     The one way an action is written, whoever found it: the detection worker, or the ``action``
-    frame of an agent from an image older than issue 34. The caller has checked it is new.
+    frame of an agent from an image older than issue 34. An action whose id the meeting has
+    already is left as it is, and no webhook is queued for it again.
 
     Args:
         session: The open transaction the row and the outbox message join.
@@ -331,19 +333,27 @@ async def add_action(
         kind: ``action_item``, ``decision``, ``question`` or ``follow_up``.
         action: Its ``text``, ``owner``, ``due`` and ``segment_ids``.
         at: When it was stored (the row's ``detected_at`` and the event's ``timestamp``).
+
+    Returns:
+        Whether the action was new (False: stored before, nothing written).
     """
-    session.add(
-        MeetingAction(
-            meeting_id=meeting_id,
-            action_id=identifier,
-            type=kind,
-            text=action.text,
-            owner=action.owner,
-            due=action.due,
-            segment_ids=list(action.segment_ids),
-            detected_at=at,
-        )
+    new = await insert_once(
+        session,
+        MeetingAction,
+        {
+            "meeting_id": meeting_id,
+            "action_id": identifier,
+            "type": kind,
+            "text": action.text,
+            "owner": action.owner,
+            "due": action.due,
+            "segment_ids": list(action.segment_ids),
+            "detected_at": at,
+        },
+        key=("meeting_id", "action_id"),
     )
+    if not new:
+        return False
     await outbox.emit(
         session,
         workspace_id,
@@ -361,3 +371,4 @@ async def add_action(
         ),
         at=at,
     )
+    return True
