@@ -17,11 +17,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import ColumnElement, and_, exists, or_, select, true, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from agent.contracts.status import FINAL_STATUSES, BotStatus
 from control_plane.db.engine import Database
+from control_plane.db.inserts import dialect_insert
 from control_plane.db.models.action_cursor import ActionCursor
 from control_plane.db.models.bot import Meeting
 
@@ -86,9 +85,8 @@ class CursorLeases:
                 }
                 for meeting_id in ids
             ]
-            insert = pg_insert if self.database.dialect == "postgresql" else sqlite_insert
             result = await session.execute(
-                insert(ActionCursor).values(rows).on_conflict_do_nothing()
+                dialect_insert(session, ActionCursor).values(rows).on_conflict_do_nothing()
             )
         return max(0, int(getattr(result, "rowcount", 0) or 0))
 
