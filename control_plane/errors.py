@@ -148,6 +148,22 @@ class Validation(BadRequest):
         super().__init__(detail, code=code, errors=errors or [], headers=headers)
         self.instance_status = status
 
+    @staticmethod
+    def of_field(
+        field: str, detail: str, *, code: str, msg: str | None = None, status: int = 422
+    ) -> Validation:
+        """A refused body field: one item, ``{loc: ["body", field], msg, type: code}``.
+
+        Args:
+            field: The body field's name.
+            detail: Summary sentence.
+            code: Stable code, also the item's ``type``.
+            msg: The item's words; ``detail`` when omitted.
+            status: 400 or 422 (the default).
+        """
+        item = ErrorItem(loc=["body", field], msg=msg or detail, type=code)
+        return Validation(detail, status=status, code=code, errors=[item])
+
     def problem(self) -> Problem:
         """The RFC 9457 body, with this occurrence's status (400 or 422)."""
         return super().problem().model_copy(update={"status": self.instance_status})

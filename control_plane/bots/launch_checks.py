@@ -14,7 +14,7 @@ from collections.abc import Collection
 from agent.contracts.bot_config import BotSettings
 from agent.contracts.capture_options import CaptureOptionsRefused, check_capture_options
 from control_plane.bots.transcription import check_transcription
-from control_plane.errors import ErrorItem, Validation
+from control_plane.errors import Validation
 from control_plane.settings import Settings
 
 
@@ -31,9 +31,4 @@ def check_bot_options(settings: Settings, bot: BotSettings, given: Collection[st
     try:
         check_capture_options(bot, given)
     except CaptureOptionsRefused as exc:
-        raise Validation(
-            str(exc),
-            status=422,
-            code=exc.code,
-            errors=[ErrorItem(loc=["body", exc.field], msg=str(exc), type=exc.code)],
-        ) from exc
+        raise Validation.of_field(exc.field, str(exc), code=exc.code) from exc

@@ -110,17 +110,11 @@ def refusal_error(result: CommandResult, name: CommandName) -> DomainError:
     if result.error is CommandErrorCode.INVALID_ARGUMENTS and result.field == "voice":
         # The agent's synthesizer knows its voices (agent.voice: Piper's packaged one); a name
         # it lacks is the caller's to change, not a failure of the bot.
-        return Validation(
+        return Validation.of_field(
+            "voice",
             detail or "the bot has no such voice",
-            status=422,
             code="voice_not_available",
-            errors=[
-                ErrorItem(
-                    loc=["body", "voice"],
-                    msg=detail or "no such voice",
-                    type="voice_not_available",
-                )
-            ],
+            msg=detail or "no such voice",
         )
     if result.error is CommandErrorCode.VOICE_AGENT_DISABLED:
         return Conflict(

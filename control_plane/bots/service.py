@@ -98,20 +98,10 @@ def meeting_reference(
     except MissingMeetingReference as exc:
         raise Validation(str(exc), status=400, code=exc.code) from exc
     except InvalidMeetingId as exc:
-        loc: list[str | int] = ["body", "native_meeting_id" if native_meeting_id else "meeting_url"]
-        raise Validation(
-            str(exc),
-            status=400,
-            code=exc.code,
-            errors=[ErrorItem(loc=loc, msg=str(exc), type=exc.code)],
-        ) from exc
+        field = "native_meeting_id" if native_meeting_id else "meeting_url"
+        raise Validation.of_field(field, str(exc), code=exc.code, status=400) from exc
     except MalformedMeetingUrl as exc:
-        raise Validation(
-            str(exc),
-            status=422,
-            code=exc.code,
-            errors=[ErrorItem(loc=["body", "meeting_url"], msg=str(exc), type=exc.code)],
-        ) from exc
+        raise Validation.of_field("meeting_url", str(exc), code=exc.code) from exc
     except MeetingReferenceError as exc:  # a future subclass: treat as a bad request
         raise Validation(str(exc), status=400, code=exc.code) from exc
 
@@ -249,17 +239,12 @@ class BotService:
             auth.require_workspace(), auth.user_id, body.zoom_connection_id
         )
         if connection is None:
-            raise Validation(
+            raise Validation.of_field(
+                "zoom_obf_token",
                 "a zoom bot needs zoom_obf_token or a usable stored Zoom connection",
-                status=400,
                 code="zoom_token_required",
-                errors=[
-                    ErrorItem(
-                        loc=["body", "zoom_obf_token"],
-                        msg="required for zoom without a usable stored Zoom connection",
-                        type="zoom_token_required",
-                    )
-                ],
+                msg="required for zoom without a usable stored Zoom connection",
+                status=400,
             )
         return ZoomLaunch(connection_id=connection)
 
@@ -302,17 +287,11 @@ class BotService:
         if body.prompt_version_id is not None and (
             await version_of_workspace(session, workspace_id, body.prompt_version_id) is None
         ):
-            raise Validation(
+            raise Validation.of_field(
+                "prompt_version_id",
                 "prompt_version_id names no action prompt version of this workspace",
-                status=422,
                 code="prompt_version_not_found",
-                errors=[
-                    ErrorItem(
-                        loc=["body", "prompt_version_id"],
-                        msg="unknown prompt version",
-                        type="prompt_version_not_found",
-                    )
-                ],
+                msg="unknown prompt version",
             )
         now = datetime.now(UTC)
         if isinstance(body, ScheduledBotCreate):

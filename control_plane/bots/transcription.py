@@ -19,7 +19,7 @@ from agent.contracts.whisper_models import (
 )
 from control_plane.bots.config_builder import TransactionRun
 from control_plane.db.models.bot import Meeting
-from control_plane.errors import ErrorItem, Validation
+from control_plane.errors import Validation
 from control_plane.settings import Settings
 
 
@@ -51,12 +51,7 @@ def check_transcription(
         )
     except UnsupportedTranscriptionOptions as exc:
         field = "task" if exc.code == "task_not_supported" else "language"
-        raise Validation(
-            str(exc),
-            status=422,
-            code=exc.code,
-            errors=[ErrorItem(loc=["body", field], msg=str(exc), type=exc.code)],
-        ) from exc
+        raise Validation.of_field(field, str(exc), code=exc.code) from exc
 
 
 def transcription_step(settings: Settings) -> TransactionRun:
