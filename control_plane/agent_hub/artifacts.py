@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Required, TypedDict, Unpack
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -11,55 +12,34 @@ from control_plane.db.inserts import insert_once
 from control_plane.db.models.agent_link import Artifact
 
 
+class ArtifactFields(TypedDict, total=False):
+    """An artifact's row, as the agent reports it (sizes in bytes, duration in seconds)."""
+
+    artifact_id: Required[str]
+    kind: Required[str]
+    storage_key: Required[str]
+    content_type: Required[str]
+    size_bytes: Required[int]
+    media_format: str | None
+    duration_s: float | None
+    width: int | None
+    height: int | None
+    captured_at: datetime | None
+
+
 async def add_artifact(
-    session: AsyncSession,
-    meeting_id: int,
-    *,
-    artifact_id: str,
-    kind: str,
-    storage_key: str,
-    content_type: str,
-    size_bytes: int,
-    media_format: str | None = None,
-    duration_s: float | None = None,
-    width: int | None = None,
-    height: int | None = None,
-    captured_at: datetime | None = None,
+    session: AsyncSession, meeting_id: int, **fields: Unpack[ArtifactFields]
 ) -> bool:
-    """Add the artifact within the caller's transaction; False when its id is already stored."""
-    return await insert_once(
-        session,
-        Artifact,
-        {
-            "meeting_id": meeting_id,
-            "artifact_id": artifact_id,
-            "kind": kind,
-            "storage_key": storage_key,
-            "content_type": content_type,
-            "size_bytes": size_bytes,
-            "format": media_format,
-            "duration_s": duration_s,
-            "width": width,
-            "height": height,
-            "captured_at": captured_at,
-        },
-        key=("meeting_id", "artifact_id"),
-    )
+    """Add the artifact within the caller's transaction; False when its id is already stored.
+
+    ``media_format`` is the row's ``format``; a field not given is null.
+    """
+    values: dict[str, object] = {"meeting_id": meeting_id, **fields}
+    values["format"] = values.pop("media_format", None)
+    return await insert_once(session, Artifact, values, key=("meeting_id", "artifact_id"))
 
 
-async def record_artifact(
-    db: Database,
-    meeting_id: int,
-    *,
-    artifact_id: str,
-    kind: str,
-    storage_key: str,
-    content_type: str,
-    size_bytes: int,
-    width: int | None = None,
-    height: int | None = None,
-    captured_at: datetime | None = None,
-) -> None:
+async def record_artifact(db: Database, meeting_id: int, **fields: Unpack[ArtifactFields]) -> None:
     """Store a screenshot-like artifact in its own transaction (idempotent by id).
 
     The agent also reports the same artifact as an ``artifact`` frame; whichever commits first
@@ -67,15 +47,4 @@ async def record_artifact(
     later insert does nothing).
     """
     async with db.sessions.begin() as session:
-        await add_artifact(
-            session,
-            meeting_id,
-            artifact_id=artifact_id,
-            kind=kind,
-            storage_key=storage_key,
-            content_type=content_type,
-            size_bytes=size_bytes,
-            width=width,
-            height=height,
-            captured_at=captured_at,
-        )
+        await add_artifact(session, meeting_id, **fields)
