@@ -30,7 +30,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from aiohttp import web
-from sqlalchemy import ColumnElement, Select, and_, delete, select
+from sqlalchemy import ColumnElement, Row, Select, and_, delete, select
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -90,7 +90,7 @@ class Idempotency:
     """One request's ``Idempotency-Key`` on a route declared ``idempotent=True``.
 
     Attributes:
-        api_key_id: The caller's API key (keys are per API key).
+        api_key_id: The caller's API key (a key counts per API key and route).
         route: The route's path template (``/api/v1/bots``).
         key: The header's value.
         stored: Set once the handler's answer is stored with its work (the middleware checks
@@ -117,7 +117,7 @@ class Idempotency:
         return statement.add_columns(IdempotencyRecord).outerjoin(IdempotencyRecord, self._match())
 
     @staticmethod
-    def record_of(row: Any) -> IdempotencyRecord | None:
+    def record_of(row: Row[*tuple[Any, ...]]) -> IdempotencyRecord | None:
         """The record column :meth:`joined` added to a row (None: no record)."""
         record: IdempotencyRecord | None = row._mapping[IdempotencyRecord]
         return record
