@@ -51,6 +51,7 @@ from agent.contracts.link import (
 from agent.contracts.wire import agent_link_path, bearer
 from agent.link.outbox import Outbox
 from agent.sse.log import EventLog
+from meetbot_common.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -151,11 +152,8 @@ class LinkClient:
 
     async def close(self) -> None:
         """Stop the connection loop and wait for it."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
         self.connected.clear()
 
     async def _run(self) -> None:
@@ -242,10 +240,7 @@ class LinkClient:
 
     async def _stop_feed(self) -> None:
         feed, self._feed = self._feed, None
-        if feed is not None:
-            feed.cancel()
-            with contextlib.suppress(asyncio.CancelledError, aiohttp.ClientError, ConnectionError):
-                await feed
+        await cancel_and_wait(feed, aiohttp.ClientError, ConnectionError)
 
     async def _feed_stream(
         self, ws: aiohttp.ClientWebSocketResponse, stream: EventLog, after: int

@@ -31,7 +31,6 @@ bot.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import shutil
@@ -42,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from agent.recording.screen import MONITOR, pulse_environment
+from meetbot_common.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -158,9 +158,7 @@ class SilenceCheck:
         try:
             await self._watch(reader)
         finally:
-            reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await reader
+            await cancel_and_wait(reader)
             if process.returncode is None:
                 process.terminate()
             await process.wait()
@@ -198,9 +196,7 @@ class SilenceCheck:
         """Stop checking; ``unchecked`` if no verdict was reached. Returns the verdict."""
         task, self._task = self._task, None
         if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await cancel_and_wait(task)
             self._decide("unchecked")
         return self.verdict
 

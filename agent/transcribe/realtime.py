@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator, Mapping
 from agent.audio import AudioFrame, SpeakerActivity
 from agent.contracts.bot_config import Task
 from agent.contracts.link import Segment
-from agent.transcribe.base import TranscriberContext
+from agent.transcribe.base import TranscriberContext, until_end
 from agent.transcribe.commit import SegmentCommitter
 from agent.transcribe.decoding import DecodeScheduler
 from agent.transcribe.engine import WhisperEngine
@@ -37,6 +37,7 @@ from agent.transcribe.options import TranscribeOptions
 from agent.transcribe.speakers import FloorChanges, SpeakerTimeline, TrackNames
 from agent.transcribe.standby import Loader
 from agent.transcribe.vad import SileroSession
+from meetbot_common.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -228,18 +229,14 @@ class RealtimeTranscriber(TranscriberContext):
         if changed is not None and self._cut_at_changes:
             self._ingest.speaker_change(changed)
 
-    async def segments(self) -> AsyncIterator[Segment]:
+    def segments(self) -> AsyncIterator[Segment]:
         """Partial (``completed=False``) and final segments, in emission order, until closed.
 
         A final with the same ``id`` replaces earlier partials. A partial with empty ``text``
         clears earlier partials whose utterance turned out to be no speech (no final follows).
         Finals always have text.
         """
-        while True:
-            segment = await self._out.get()
-            if segment is None:
-                return
-            yield segment
+        return until_end(self._out)
 
     async def close(self) -> None:
         """Flush: end open utterances, decode every pending final, then end :meth:`segments`.
@@ -259,10 +256,7 @@ class RealtimeTranscriber(TranscriberContext):
                 raise TranscriberFailed("a transcriber task failed") from exc
             raise
         finally:
-            if self._loader is not None:
-                self._loader.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await self._loader
+            await cancel_and_wait(self._loader)
             await self._out.put(None)
 
     async def abort(self) -> None:

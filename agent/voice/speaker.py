@@ -29,6 +29,7 @@ from typing import Any, Protocol
 from agent.contracts.ssrf import TargetPolicy
 from agent.voice.audio_file import AudioUnavailable, audio_pieces
 from agent.voice.synthesis import Pcm, SpeechSynthesizer, SynthesisFailed
+from meetbot_common.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -167,9 +168,7 @@ class Speaker:
         await self.interrupt()
         for task in (self._task, self._warm):
             if task is not None and not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+                await cancel_and_wait(task)
         await self._switch(False)
 
     # ---- the queue ----------------------------------------------------------------------
