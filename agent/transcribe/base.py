@@ -1,10 +1,12 @@
 """The ``Transcriber`` seam (docs/architecture.md §4): what the agent's capture wiring talks to.
 
-:class:`TranscriberContext` is the ``async with`` its implementations share.
+:class:`TranscriberContext` is the ``async with`` its implementations share, and
+:func:`until_end` the reading of their output queue.
 """
 
 from __future__ import annotations
 
+import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from types import TracebackType
@@ -84,3 +86,12 @@ class TranscriberContext(ABC):
             await self.close()
         else:
             await self.abort()
+
+
+async def until_end(queue: asyncio.Queue[Segment | None]) -> AsyncIterator[Segment]:
+    """The segments put in ``queue``, up to the ``None`` a transcriber puts there last."""
+    while True:
+        segment = await queue.get()
+        if segment is None:
+            return
+        yield segment

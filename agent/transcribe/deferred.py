@@ -32,7 +32,7 @@ from agent.audio import SAMPLE_RATE, AudioFrame, SpeakerActivity
 from agent.contracts.bot_config import Task
 from agent.contracts.link import Segment
 from agent.transcribe.audio_io import TrackAudio, TrackRecorder, read_audio
-from agent.transcribe.base import TranscriberContext
+from agent.transcribe.base import TranscriberContext, until_end
 from agent.transcribe.engine import DecodeOptions, DecodeResult, WhisperEngine, WordTiming
 from agent.transcribe.errors import TranscriberClosed
 from agent.transcribe.filters import judge
@@ -325,13 +325,9 @@ class DeferredTranscriber(TranscriberContext):
         """Record an active-speaker change for the pass."""
         self.timeline.add(activity)
 
-    async def segments(self) -> AsyncIterator[Segment]:
+    def segments(self) -> AsyncIterator[Segment]:
         """The deferred segments, available once :meth:`close` has run the pass."""
-        while True:
-            segment = await self._out.get()
-            if segment is None:
-                return
-            yield segment
+        return until_end(self._out)
 
     async def close(self) -> None:
         """Finish the WAVs, run the pass, publish the segments (also kept in ``result``)."""
