@@ -1,6 +1,6 @@
 """Turning the recorded tracks (and view frames) into one file.
 
-Inputs are what :class:`~agent.recording.recorder.MeetingRecorder` leaves on disk: per-track
+Inputs are what :class:`~agent.recording.page.PageRecording` leaves on disk: per-track
 16 kHz mono WAVs (``agent.transcribe.audio_io.TrackRecorder``) with their start times, and
 optionally timestamped JPEG frames of the bot's view. The audio of all tracks is mixed (each
 track at its offset, summed without level normalisation, so a lone speaker is not attenuated)

@@ -1,6 +1,6 @@
 """A long meeting's recording in pieces: each piece is encoded and uploaded when it ends.
 
-:class:`~agent.recording.recorder.MeetingRecorder` cuts the recording every
+:class:`~agent.recording.page.PageRecording` cuts the recording every
 ``MEETBOT_AGENT_RECORDING_PIECE_SECONDS`` of the meeting (issue 19): the audio tracks and view
 frames of one span go to their own folder (a :class:`Piece`), and when the span ends the
 :class:`PieceShipper` encodes it into a complete file of the bot's ``recording_format`` and
@@ -25,6 +25,7 @@ from agent.artifacts import ArtifactUploader
 from agent.errors import CommandError
 from agent.events import BotEvents
 from agent.recording.job import EncodeError, ViewFrame
+from agent.recording.publish import Destination
 from agent.transcribe.audio_io import TrackRecorder
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,10 @@ class Shipping:
     events: Callable[[], BotEvents]
     control_plane_url: str | None
     bot_id: str
+
+    def destination(self) -> Destination:
+        """Where a piece that ends now goes (with the bot's events of now)."""
+        return Destination(self.uploader, self.events(), self.control_plane_url, self.bot_id)
 
 
 @dataclass(slots=True)
@@ -100,7 +105,7 @@ class PieceShipper(Generic[P]):
 
     Args:
         ship: Encodes and uploads one piece that ended at the given epoch seconds
-            (``MeetingRecorder._ship_piece`` or ``_ship_screen_piece``).
+            (``PageRecording._ship_piece`` or ``ScreenRecording._ship_piece``).
     """
 
     def __init__(self, ship: Callable[[P, float], Awaitable[None]]) -> None:
