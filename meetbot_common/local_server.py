@@ -12,7 +12,6 @@ from __future__ import annotations
 import socket
 import ssl
 from abc import ABC, abstractmethod
-from types import TracebackType
 from typing import Self
 
 from aiohttp import web
@@ -80,10 +79,5 @@ class LocalServer(ABC):
             raise
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
+    async def __aexit__(self, *_: object) -> None:
+        await self.stop()  # whether or not the block raised
