@@ -239,9 +239,10 @@ async def test_a_starting_control_plane_stops_vms_whose_bot_is_not_live(
         await runner.setup()
         assert not await launcher.is_alive(orphan)
         assert launcher.vm_names() == []
-        # The app gave the launcher its token store, which knows no such bot.
+        # The app gave the launcher its token store, which knows no such bot (and takes a
+        # machine's config, which holds no agent token: its exchange mints it).
         with pytest.raises(LaunchError, match="no bootstrap token for"):
-            await launcher.launch(_config())
+            await launcher.launch(_config().model_copy(update={"agent_token": None}))
     finally:
         await runner.cleanup()
         await launcher.terminate(orphan)
