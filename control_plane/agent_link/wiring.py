@@ -1,7 +1,10 @@
 """Plugging the agent link into the app: routes, shared state, hooks and the reaper.
 
 ``create_app`` calls :func:`setup_agent_link` once, after the database and launcher contexts
-are appended. Its cleanup context builds the hub, the artifact storage and the stream-token
+are appended. It adds the link's internal routes and local storage's
+(:mod:`control_plane.storage.routes`, handed the link's agent-token check). Its cleanup context
+builds the hub, opens the artifact storage (:func:`~control_plane.storage.factory.open_storage`)
+and the stream-token
 signer over the key ring in the database (:mod:`control_plane.agent_hub.signing_keys`; key
 files are read off the event loop), publishes the agent commander, the artifact lister and
 purge hook of the meeting record, and owns the reaper's background loop, the ring's re-read
