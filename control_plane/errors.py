@@ -150,18 +150,25 @@ class Validation(BadRequest):
 
     @staticmethod
     def of_field(
-        field: str, detail: str, *, code: str, msg: str | None = None, status: int = 422
+        field: str | tuple[str, ...],
+        detail: str,
+        *,
+        code: str,
+        msg: str | None = None,
+        status: int = 422,
     ) -> Validation:
-        """A refused body field: one item, ``{loc: ["body", field], msg, type: code}``.
+        """A refused body field: one item, ``{loc: ["body", *path], msg, type: code}``.
 
         Args:
-            field: The body field's name.
+            field: The body field's name, or its path in a nested body
+                (``("settings", "default_prompt_version_id")``).
             detail: Summary sentence.
             code: Stable code, also the item's ``type``.
             msg: The item's words; ``detail`` when omitted.
             status: 400 or 422 (the default).
         """
-        item = ErrorItem(loc=["body", field], msg=msg or detail, type=code)
+        path = (field,) if isinstance(field, str) else field
+        item = ErrorItem(loc=["body", *path], msg=msg or detail, type=code)
         return Validation(detail, status=status, code=code, errors=[item])
 
     def problem(self) -> Problem:

@@ -14,7 +14,7 @@ from control_plane.api.routes import ApiRoutes
 from control_plane.auth.context import auth_of
 from control_plane.db.engine import DB
 from control_plane.db.models.action_prompt import ActionPrompt
-from control_plane.errors import ErrorItem, Validation
+from control_plane.errors import Validation
 from control_plane.settings import SETTINGS, Settings
 from control_plane.timestamps import UtcDateTime
 
@@ -62,12 +62,7 @@ def check_model(settings: Settings, model: str | None) -> None:
             f"model {model!r} is not available: this control plane runs the embedded "
             f"provider, which serves only {served!r} (omit model to use it)"
         )
-        raise Validation(
-            detail,
-            status=422,
-            code="model_not_available",
-            errors=[ErrorItem(loc=["body", "model"], msg=detail, type="model_not_available")],
-        )
+        raise Validation.of_field("model", detail, code="model_not_available")
 
 
 def state_prompt_models(document: dict[str, Any], settings: Settings) -> None:

@@ -18,7 +18,7 @@ from control_plane.api.routes import ApiRoutes
 from control_plane.db.engine import DB
 from control_plane.db.models.action_prompt import ActionPrompt
 from control_plane.db.models.workspace import Membership, User, Workspace
-from control_plane.errors import ErrorItem, NotFound, Validation
+from control_plane.errors import NotFound, Validation
 from control_plane.timestamps import UtcDateTime
 from control_plane.workspaces.access import workspace_of_path
 
@@ -87,6 +87,17 @@ class Member(BaseModel):
 
 class MemberList(RootModel[list[Member]]):
     """An array of members."""
+
+
+def member_view(membership: Membership, user: User) -> Member:
+    """The member ``user`` is by ``membership``: who (the user), as what and since when."""
+    return Member(
+        user_id=user.id,
+        email=user.email,
+        name=user.name,
+        role=membership.role,
+        joined_at=membership.joined_at,
+    )
 
 
 async def _details(session: AsyncSession, workspace_id: uuid.UUID) -> WorkspaceDetails:
@@ -172,16 +183,11 @@ async def _apply_settings(
                 )
             )
             if found is None:
-                raise Validation(
+                raise Validation.of_field(
+                    ("settings", "default_prompt_version_id"),
                     "no action prompt version with this id in the workspace",
                     code="unknown_prompt_version",
-                    errors=[
-                        ErrorItem(
-                            loc=["body", "settings", "default_prompt_version_id"],
-                            msg="unknown prompt version",
-                            type="unknown_prompt_version",
-                        )
-                    ],
+                    msg="unknown prompt version",
                 )
         workspace.default_prompt_version_id = version_id
 
@@ -205,14 +211,4 @@ async def list_members(request: web.Request) -> web.Response:
                 .order_by(Membership.joined_at.desc(), Membership.id.desc())
             )
         ).all()
-    members = [
-        Member(
-            user_id=user.id,
-            email=user.email,
-            name=user.name,
-            role=membership.role,
-            joined_at=membership.joined_at,
-        )
-        for membership, user in rows
-    ]
-    return json_response(MemberList(members))
+    return json_response(MemberList([member_view(membership, user) for membership, user in rows]))

@@ -108,7 +108,16 @@ async def test_default_prompt_version_must_be_one_of_the_workspace(
         headers=owner.headers,
     )
     assert refused.status == 422
-    assert (await refused.json())["code"] == "unknown_prompt_version"
+    problem = await refused.json()
+    assert problem["code"] == "unknown_prompt_version"
+    assert problem["detail"] == "no action prompt version with this id in the workspace"
+    assert problem["errors"] == [
+        {
+            "loc": ["body", "settings", "default_prompt_version_id"],
+            "msg": "unknown prompt version",
+            "type": "unknown_prompt_version",
+        }
+    ]
     own_id = (await own.json())["id"]
     accepted = await client.patch(
         path, json={"settings": {"default_prompt_version_id": own_id}}, headers=owner.headers
