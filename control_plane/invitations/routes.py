@@ -33,7 +33,7 @@ from control_plane.quotas import enforce_quota
 from control_plane.settings import SETTINGS
 from control_plane.timestamps import UtcDateTime
 from control_plane.workspaces.access import workspace_of_path
-from control_plane.workspaces.routes import Member
+from control_plane.workspaces.routes import Member, member_view
 
 routes = ApiRoutes("invitations")
 
@@ -280,13 +280,7 @@ async def accept_invitation(request: web.Request) -> web.Response:
             key_prefix=request.app[SETTINGS].key_prefix,
         )
         accepted = InvitationAccepted(
-            member=Member(
-                user_id=user.id,
-                email=user.email,
-                name=user.name,
-                role=membership.role,
-                joined_at=membership.joined_at,
-            ),
+            member=member_view(membership, user),
             api_key=created_view(issued.key, issued.secret),
         )
     # The invitee's existing keys of this workspace may be cached without a role.
