@@ -36,10 +36,16 @@ from control_plane.intelligence.chat import (
     ChatError,
     ChatMessage,
 )
-from control_plane.intelligence.json_answer import estimate_tokens, parse_json_object
+from control_plane.intelligence.completions import chat_answer, request_messages, schema_format
 from control_plane.intelligence.models import ModelUnavailable, resolve_model
 
 log = logging.getLogger(__name__)
+
+
+def _count(usage: Mapping[str, Any], field: str) -> int | None:
+    """llama.cpp's token count ``field`` of ``usage``; None (to be estimated) when absent or 0."""
+    value = usage.get(field)
+    return int(value) if value else None
 
 
 def _open_server(path: Path, *, threads: int, slots: int, context_tokens: int) -> Any:
@@ -195,13 +201,10 @@ class EmbeddedChatModel:
         started = time.monotonic()
         await self.load()
         body = {
-            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "messages": request_messages(messages),
             "max_tokens": max_tokens,
             "temperature": 0,
-            "response_format": {
-                "type": "json_schema",
-                "json_schema": {"name": schema_name, "strict": True, "schema": dict(schema)},
-            },
+            "response_format": schema_format(schema, schema_name),
         }
         loop = asyncio.get_running_loop()
         try:
@@ -216,13 +219,14 @@ class EmbeddedChatModel:
             content = str(result["choices"][0]["message"]["content"] or "")
         except (KeyError, IndexError, TypeError) as exc:
             raise ChatError(f"embedded model answered without a message: {result!r:.200}") from exc
-        payload = parse_json_object(content)
         usage = result.get("usage") or {}
-        prompt_tokens = int(
-            usage.get("prompt_tokens") or estimate_tokens("".join(m.content for m in messages))
+        return chat_answer(
+            content,
+            messages,
+            seconds,
+            prompt_tokens=_count(usage, "prompt_tokens"),
+            completion_tokens=_count(usage, "completion_tokens"),
         )
-        completion_tokens = int(usage.get("completion_tokens") or estimate_tokens(content))
-        return ChatAnswer(payload, prompt_tokens, completion_tokens, seconds)
 
     async def aclose(self) -> None:
         """Wait for the load and the generations in progress, then free the model."""

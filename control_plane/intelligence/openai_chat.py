@@ -25,7 +25,7 @@ from control_plane.intelligence.chat import (
     ChatMessage,
     ChatUnavailable,
 )
-from control_plane.intelligence.json_answer import estimate_tokens, parse_json_object
+from control_plane.intelligence.completions import chat_answer, request_messages, schema_format
 
 log = logging.getLogger(__name__)
 
@@ -38,10 +38,7 @@ def response_format(
 ) -> dict[str, Any]:
     """The ``response_format`` request field for ``mode`` (OpenAI's chat-completions shape)."""
     if mode == "json_schema":
-        return {
-            "type": "json_schema",
-            "json_schema": {"name": schema_name, "strict": True, "schema": dict(schema)},
-        }
+        return schema_format(schema, schema_name)
     return {"type": "json_object"}
 
 
@@ -111,7 +108,7 @@ class OpenAIChatModel:
         """
         if self._closed:
             raise ChatError("openai chat model is closed")
-        body = [{"role": m.role, "content": m.content} for m in messages]
+        body = request_messages(messages)
         started = time.monotonic()
         while True:
             try:
@@ -139,14 +136,14 @@ class OpenAIChatModel:
         seconds = time.monotonic() - started
         if not completion.choices:
             raise ChatError("answer has no choices")
-        content = completion.choices[0].message.content or ""
-        payload = parse_json_object(content)
         usage = completion.usage
-        prompt_tokens = (
-            usage.prompt_tokens if usage else estimate_tokens("".join(m.content for m in messages))
+        return chat_answer(
+            completion.choices[0].message.content or "",
+            messages,
+            seconds,
+            prompt_tokens=usage.prompt_tokens if usage else None,
+            completion_tokens=usage.completion_tokens if usage else None,
         )
-        completion_tokens = usage.completion_tokens if usage else estimate_tokens(content)
-        return ChatAnswer(payload, prompt_tokens, completion_tokens, seconds)
 
     async def _create(
         self,
