@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import ColumnElement, and_, exists, or_, select, true, update
 
@@ -136,19 +137,32 @@ class CursorLeases:
                     claimed.append(meeting_id)
             return claimed
 
-    async def renew(self, meeting_id: int, now: datetime) -> bool:
-        """Extend the lease on ``meeting_id``; False when it is no longer this worker's."""
+    async def _update_held(
+        self, meeting_id: int, condition: ColumnElement[bool], **values: Any
+    ) -> bool:
+        """Set ``values`` on ``meeting_id``'s cursor if this worker holds it and ``condition``.
+
+        Returns:
+            True when the row was updated; False when the cursor is not this worker's (another
+            replica claimed it after the lease lapsed) or ``condition`` no longer holds.
+        """
         async with self.database.sessions.begin() as session:
             result = await session.execute(
                 update(ActionCursor)
                 .where(
                     ActionCursor.meeting_id == meeting_id,
                     ActionCursor.owner == self.owner,
-                    ActionCursor.finished_at.is_(None),
+                    condition,
                 )
-                .values(lease_until=now + self.lease)
+                .values(**values)
             )
         return getattr(result, "rowcount", 0) == 1
+
+    async def renew(self, meeting_id: int, now: datetime) -> bool:
+        """Extend the lease on ``meeting_id``; False when it is no longer this worker's."""
+        return await self._update_held(
+            meeting_id, ActionCursor.finished_at.is_(None), lease_until=now + self.lease
+        )
 
     async def release(self, meeting_ids: Iterable[int]) -> None:
         """Give up the leases on ``meeting_ids`` (another replica may claim them at once)."""
@@ -167,14 +181,10 @@ class CursorLeases:
 
         Only while the cursor is still at ``last_row`` and this worker's.
         """
-        async with self.database.sessions.begin() as session:
-            result = await session.execute(
-                update(ActionCursor)
-                .where(
-                    ActionCursor.meeting_id == meeting_id,
-                    ActionCursor.owner == self.owner,
-                    ActionCursor.last_row == last_row,
-                )
-                .values(finished_at=now, owner=None, lease_until=None)
-            )
-        return getattr(result, "rowcount", 0) == 1
+        return await self._update_held(
+            meeting_id,
+            ActionCursor.last_row == last_row,
+            finished_at=now,
+            owner=None,
+            lease_until=None,
+        )
