@@ -48,12 +48,17 @@ _Selected = TypeVar("_Selected", bound=Select[Any])
 
 
 def _list_statement(
-    workspace_id: uuid.UUID,
-    query: MeetingQuery,
-    selected: _Selected,
-    date_from: datetime | None,
-    date_to: datetime | None,
-) -> _Selected:
+    workspace_id: uuid.UUID | None, query: MeetingQuery, selected: _Selected
+) -> _Selected | None:
+    """``selected`` narrowed to the page ``query`` asks of the workspace; None without one.
+
+    Raises:
+        Validation: 400 ``invalid_date`` (with or without a workspace).
+    """
+    date_from = parse_bound(query.date_from, "date_from")
+    date_to = parse_bound(query.date_to, "date_to")
+    if workspace_id is None:
+        return None
     stmt = selected.where(Meeting.workspace_id == workspace_id)
     if query.meeting_id is not None:
         stmt = stmt.where(Meeting.id == query.meeting_id)
@@ -82,12 +87,8 @@ async def list_meetings(
     Raises:
         Validation: 400 ``invalid_date`` for a malformed ``date_from``/``date_to``.
     """
-    date_from = parse_bound(query.date_from, "date_from")
-    date_to = parse_bound(query.date_to, "date_to")
-    if workspace_id is None:
-        return []
-    stmt = _list_statement(workspace_id, query, select(Meeting), date_from, date_to)
-    return (await session.execute(stmt)).scalars().all()
+    stmt = _list_statement(workspace_id, query, select(Meeting))
+    return [] if stmt is None else (await session.execute(stmt)).scalars().all()
 
 
 async def list_meeting_rows(
@@ -107,9 +108,5 @@ async def list_meeting_rows(
     Raises:
         Validation: 400 ``invalid_date`` for a malformed ``date_from``/``date_to``.
     """
-    date_from = parse_bound(query.date_from, "date_from")
-    date_to = parse_bound(query.date_to, "date_to")
-    if workspace_id is None:
-        return []
-    stmt = _list_statement(workspace_id, query, select(*columns), date_from, date_to)
-    return (await session.execute(stmt)).all()
+    stmt = _list_statement(workspace_id, query, select(*columns))
+    return [] if stmt is None else (await session.execute(stmt)).all()
