@@ -282,25 +282,24 @@ def parse_part(content: Mapping[str, Any], lines: Sequence[Line]) -> Part:
     except ValidationError as exc:
         raise ChatAnswerInvalid(f"summary answer has the wrong shape: {exc.errors()[:2]}") from exc
     request = DetectionRequest(lines=tuple(lines))
-    dropped = 0
 
-    def cited(item: _Item) -> list[int]:
-        return list(dict.fromkeys(n for n in item.lines if 1 <= n <= len(lines)))
+    def kept(items: Sequence[_Item]) -> list[tuple[_Item, str, list[Line]]]:
+        """The items with text that cite a line of the part: each, its one-line text, its lines."""
+        found = []
+        for item in items:
+            numbers = dict.fromkeys(n for n in item.lines if 1 <= n <= len(lines))
+            text = _one_line(item.text, ITEM_TEXT_MAX)
+            if numbers and text:
+                found.append((item, text, [lines[n - 1] for n in numbers]))
+        return found
 
-    decisions: list[Decision] = []
-    for item in answer.decisions:
-        numbers, text = cited(item), _one_line(item.text, ITEM_TEXT_MAX)
-        if not numbers or not text:
-            dropped += 1
-            continue
-        decisions.append(Decision(text, tuple(lines[n - 1].segment_id for n in numbers)))
+    decided, assigned = kept(answer.decisions), kept(answer.action_items)
+    dropped = len(answer.decisions) + len(answer.action_items) - len(decided) - len(assigned)
+    decisions = [
+        Decision(text, tuple(line.segment_id for line in said)) for _, text, said in decided
+    ]
     actions: list[ActionItem] = []
-    for item in answer.action_items:
-        numbers, text = cited(item), _one_line(item.text, ITEM_TEXT_MAX)
-        if not numbers or not text:
-            dropped += 1
-            continue
-        said = [lines[n - 1] for n in numbers]
+    for item, text, said in assigned:
         owner = _clean(item.owner)
         if owner is not None and not _spoken(owner, said):
             owner = None
