@@ -155,20 +155,22 @@ class Validation(BadRequest):
         *,
         code: str,
         msg: str | None = None,
+        item_type: str | None = None,
         status: int = 422,
     ) -> Validation:
-        """A refused body field: one item, ``{loc: ["body", *path], msg, type: code}``.
+        """A refused body field: one item, ``{loc: ["body", *path], msg, type}``.
 
         Args:
             field: The body field's name, or its path in a nested body
                 (``("settings", "default_prompt_version_id")``).
             detail: Summary sentence.
-            code: Stable code, also the item's ``type``.
+            code: Stable code.
             msg: The item's words; ``detail`` when omitted.
+            item_type: The item's ``type``; ``code`` when omitted.
             status: 400 or 422 (the default).
         """
         path = (field,) if isinstance(field, str) else field
-        item = ErrorItem(loc=["body", *path], msg=msg or detail, type=code)
+        item = ErrorItem(loc=["body", *path], msg=msg or detail, type=item_type or code)
         return Validation(detail, status=status, code=code, errors=[item])
 
     def problem(self) -> Problem:

@@ -24,7 +24,7 @@ from control_plane.auth.provisioning import issue_key
 from control_plane.db.engine import DB
 from control_plane.db.models.workspace import ApiKey, User
 from control_plane.enums import Permission, Role
-from control_plane.errors import ErrorItem, NotFound, Validation
+from control_plane.errors import NotFound, Validation
 from control_plane.quotas import enforce_quota
 from control_plane.settings import SETTINGS
 from control_plane.timestamps import UtcDateTime
@@ -108,10 +108,12 @@ async def create_api_key(request: web.Request) -> web.Response:
     workspace_id = caller.require_workspace()
     body = await read_body(request, ApiKeyCreate)
     if body.expires_at is not None and body.expires_at <= datetime.now(UTC):
-        raise Validation(
+        raise Validation.of_field(
+            "expires_at",
             "expires_at must be in the future",
             code="expires_at_in_past",
-            errors=[ErrorItem(loc=["body", "expires_at"], msg="in the past", type="past")],
+            msg="in the past",
+            item_type="past",
         )
     # At most the caller's permission (a read caller never gets here, but keep the rule local).
     permission = Permission(body.permission)

@@ -57,6 +57,14 @@ async def test_read_callers_and_unbound_callers_cannot_create(
         headers=owner.headers,
     )
     assert past.status == 422
+    problem = await past.json()
+    assert (problem["code"], problem["detail"]) == (
+        "expires_at_in_past",
+        "expires_at must be in the future",
+    )
+    assert problem["errors"] == [
+        {"loc": ["body", "expires_at"], "msg": "in the past", "type": "past"}
+    ]
     read_key = await client.post(
         "/api/v1/api-keys", json={"name": "r", "permission": "read"}, headers=owner.headers
     )
