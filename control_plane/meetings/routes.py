@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.contracts.bot_config import BotSettings, Platform
 from agent.contracts.status import FINAL_STATUSES, BotStatus
-from control_plane.api.http import json_response, path_int, read_query
+from control_plane.api.http import json_response, read_query
 from control_plane.api.list_gate import LIST_GATE
 from control_plane.api.routes import ApiRoutes
 from control_plane.auth.context import auth_of
@@ -20,11 +20,12 @@ from control_plane.db.engine import DB
 from control_plane.db.models.action import MeetingAction
 from control_plane.db.models.bot import Meeting
 from control_plane.db.models.segment import Segment
-from control_plane.errors import Conflict, NotFound
+from control_plane.errors import Conflict
 from control_plane.hooks import PURGE_HOOKS
 from control_plane.intelligence.summary_store import read_summary
 from control_plane.meetings.actions import list_actions
 from control_plane.meetings.artifacts import ARTIFACT_LISTER, NO_ARTIFACTS
+from control_plane.meetings.lookup import meeting_id_of_path, meeting_of_path, of_caller
 from control_plane.meetings.schemas import (
     ActionList,
     ActionQuery,
@@ -59,18 +60,6 @@ _LIST_COLUMNS = (
     Meeting.created_at,
     Meeting.updated_at,
 )
-
-
-def _not_found() -> NotFound:
-    return NotFound("no such meeting in this workspace", code="meeting_not_found")
-
-
-async def _find(session: AsyncSession, request: web.Request) -> Meeting:
-    meeting_id = path_int(request, "meeting_id", code="meeting_not_found")
-    meeting = await session.get(Meeting, meeting_id)
-    if meeting is None or meeting.workspace_id != auth_of(request).workspace_id:
-        raise _not_found()
-    return meeting
 
 
 async def _segments(session: AsyncSession, meeting_id: int) -> list[SegmentOut]:
@@ -139,7 +128,7 @@ async def get_meeting(request: web.Request) -> web.Response:
     Recordings, screenshots and agent logs come as presigned URLs valid 1 hour.
     """
     async with request.app[DB].reads() as session:
-        meeting = await _find(session, request)
+        meeting = await meeting_of_path(session, request)
         lister = request.app.get(ARTIFACT_LISTER)
         artifacts = await lister(session, meeting) if lister is not None else NO_ARTIFACTS
         recordings = artifacts.recordings
@@ -182,7 +171,7 @@ async def get_transcript(request: web.Request) -> web.Response:
     """``format=json`` (default) → ``{segments}``; ``txt``, ``srt``, ``vtt`` → text."""
     query = read_query(request, TranscriptQuery)
     async with request.app[DB].reads() as session:
-        meeting = await _find(session, request)
+        meeting = await meeting_of_path(session, request)
         segments = await _segments(session, meeting.id)
     if query.format == "json":
         return json_response(Transcript(segments=segments))
@@ -208,7 +197,7 @@ async def get_actions(request: web.Request) -> web.Response:
     """
     query = read_query(request, ActionQuery)
     async with request.app[DB].reads() as session:
-        meeting = await _find(session, request)
+        meeting = await meeting_of_path(session, request)
         actions = await list_actions(session, meeting.id, limit=query.limit, offset=query.offset)
     return json_response(ActionList(actions=actions))
 
@@ -222,11 +211,9 @@ async def purge_meeting(request: web.Request) -> web.Response:
     Only a finalized meeting: 409 ``meeting_active`` before it is final. The row stays with
     ``redacted: true``. Purging twice answers 200 again.
     """
-    meeting_id = path_int(request, "meeting_id", code="meeting_not_found")
+    meeting_id = meeting_id_of_path(request)
     async with request.app[DB].sessions.begin() as session:
-        meeting = await lock_meeting(session, meeting_id=meeting_id)
-        if meeting is None or meeting.workspace_id != auth_of(request).workspace_id:
-            raise _not_found()
+        meeting = of_caller(request, await lock_meeting(session, meeting_id=meeting_id))
         if BotStatus(meeting.status) not in FINAL_STATUSES:
             raise Conflict(
                 f"the meeting is still {meeting.status}; stop the bot first",

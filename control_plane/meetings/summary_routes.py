@@ -6,14 +6,13 @@ from aiohttp import web
 
 from agent.contracts.bot_config import BotSettings
 from agent.contracts.status import FINAL_STATUSES, BotStatus
-from control_plane.api.http import json_response, path_int
+from control_plane.api.http import json_response
 from control_plane.api.routes import ApiRoutes
-from control_plane.auth.context import auth_of
 from control_plane.db.engine import DB
-from control_plane.db.models.bot import Meeting
 from control_plane.errors import Conflict, NotFound
 from control_plane.intelligence.summary_schemas import MeetingSummaryOut, SummaryStatus
 from control_plane.intelligence.summary_store import read_summary
+from control_plane.meetings.lookup import meeting_of_path
 
 routes = ApiRoutes("meetings")
 
@@ -36,11 +35,8 @@ async def get_summary(request: web.Request) -> web.Response:
     ``summary_pending`` before the bot is final and until the summary is written; 409
     ``summary_failed`` when it could not be written (the detail says why).
     """
-    meeting_id = path_int(request, "meeting_id", code="meeting_not_found")
     async with request.app[DB].reads() as session:
-        meeting = await session.get(Meeting, meeting_id)
-        if meeting is None or meeting.workspace_id != auth_of(request).workspace_id:
-            raise NotFound("no such meeting in this workspace", code="meeting_not_found")
+        meeting = await meeting_of_path(session, request)
         summary = await read_summary(session, meeting.id)
         enabled = BotSettings.model_validate(meeting.settings).enable_actions
         final = BotStatus(meeting.status) in FINAL_STATUSES
