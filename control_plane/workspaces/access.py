@@ -52,8 +52,13 @@ def require_owner(context: AuthContext, *, owner_only: bool = True) -> None:
         raise Forbidden("this operation needs the owner role", code="owner_required")
 
 
+def workspace_not_found() -> NotFound:
+    """The 404 ``workspace_not_found`` of a workspace that does not exist."""
+    return NotFound("no such workspace", code="workspace_not_found")
+
+
 async def _require_exists(request: web.Request, workspace_id: uuid.UUID) -> None:
     async with request.app[DB].reads() as session:
         found = await session.scalar(select(Workspace.id).where(Workspace.id == workspace_id))
     if found is None:
-        raise NotFound("no such workspace", code="workspace_not_found")
+        raise workspace_not_found()

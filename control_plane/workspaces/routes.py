@@ -18,9 +18,9 @@ from control_plane.api.routes import ApiRoutes
 from control_plane.db.engine import DB
 from control_plane.db.models.action_prompt import ActionPrompt
 from control_plane.db.models.workspace import Membership, User, Workspace
-from control_plane.errors import NotFound, Validation
+from control_plane.errors import Validation
 from control_plane.timestamps import UtcDateTime
-from control_plane.workspaces.access import workspace_of_path
+from control_plane.workspaces.access import workspace_not_found, workspace_of_path
 
 routes = ApiRoutes("workspaces")
 
@@ -100,10 +100,22 @@ def member_view(membership: Membership, user: User) -> Member:
     )
 
 
-async def _details(session: AsyncSession, workspace_id: uuid.UUID) -> WorkspaceDetails:
-    workspace = await session.get(Workspace, workspace_id)
+async def _workspace(
+    session: AsyncSession, workspace_id: uuid.UUID, *, for_update: bool = False
+) -> Workspace:
+    """The workspace's row (locked ``FOR UPDATE`` when ``for_update``).
+
+    Raises:
+        NotFound: 404 ``workspace_not_found``.
+    """
+    workspace = await session.get(Workspace, workspace_id, with_for_update=for_update)
     if workspace is None:
-        raise NotFound("no such workspace", code="workspace_not_found")
+        raise workspace_not_found()
+    return workspace
+
+
+async def _details(session: AsyncSession, workspace_id: uuid.UUID) -> WorkspaceDetails:
+    workspace = await _workspace(session, workspace_id)
     count = await session.scalar(
         select(func.count()).select_from(Membership).where(Membership.workspace_id == workspace_id)
     )
@@ -153,9 +165,7 @@ async def update_workspace(request: web.Request) -> web.Response:
     workspace_id = await workspace_of_path(request, owner_only=True)
     patch = await read_body(request, WorkspacePatch)
     async with request.app[DB].sessions.begin() as session:
-        workspace = await session.get(Workspace, workspace_id, with_for_update=True)
-        if workspace is None:
-            raise NotFound("no such workspace", code="workspace_not_found")
+        workspace = await _workspace(session, workspace_id, for_update=True)
         if patch.name is not None:
             workspace.name = patch.name
         if patch.settings is not None:
