@@ -83,8 +83,10 @@ Modules: ``models`` (registry → local CTranslate2 dir; joins and sha256-checks
 ``engine`` (one model, one decode at a time), ``vad`` (Silero / energy), ``segmenter``
 (utterance cutting), ``filters`` (hallucination and loop guards), ``speakers`` (timeline),
 ``realtime`` (the realtime tier, composing ``ingest`` — frames, VAD, segmenter; ``decoding``
-— the one-at-a-time decode scheduler and partial rate; ``commit`` — results into segments;
-``utterance``; ``languages`` — per-speaker language memory), ``deferred``, ``audio_io``
+— the one-at-a-time decode scheduler, over ``jobs`` — the utterances and which decode goes
+next, ``passes`` — each kind of decode's options and counts, and ``routing`` — which model
+and language decode an utterance; ``pace`` — the partial rate; ``commit`` — results into
+segments; ``utterance``; ``languages`` — per-speaker language memory), ``deferred``, ``audio_io``
 (per-track WAVs), ``normalize`` (WER normaliser used by tests and ``bench/transcription.py``),
 ``factory``, ``options``, ``metrics``, ``errors``.
 """

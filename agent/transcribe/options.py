@@ -30,7 +30,7 @@ class TranscribeOptions(BaseModel):
             greedy, measured best for latency).
         final_beam_size: Beam of its finals (and of the speculative decodes that become
             them). None: chosen at start from the decoder's measured speed
-            (``agent.transcribe.decoding``, ``_FINAL_BEAM``; greedy when partials are off, as
+            (``agent.transcribe.passes``, ``_FINAL_BEAM``; greedy when partials are off, as
             nothing is probed, and while the decoder is slower than the audio): tiny.en on
             the conversational set, 15 s window, made 0.156 WER at beam 5 and 0.175 at beam
             1 for 1.65x the decode time; ``base`` greedy also 0.156, at 2.3x.
