@@ -19,8 +19,10 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
+from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.contracts.link import (
@@ -76,6 +78,8 @@ class FrameEffects:
         self._identity = identity
         self._status_hooks = status_hooks
         self._outbox = outbox
+        # What every event of the bot's says first (docs/api.md 2.11).
+        self._about = {"bot_id": str(identity.bot_id), "meeting_id": identity.meeting_id}
         self._handlers: dict[str, _Handler] = {
             "status": self._status,
             "participants": self._participants,
@@ -102,6 +106,11 @@ class FrameEffects:
             sqlalchemy.exc.SQLAlchemyError: The database refused (the transaction is void).
         """
         await self._handlers[frame.type](session, frame)
+
+    async def _emit(
+        self, session: AsyncSession, event_type: events.EventType, data: BaseModel, at: datetime
+    ) -> None:
+        await self._outbox.emit(session, self._identity.workspace_id, event_type, data, at=at)
 
     async def _meeting(self, session: AsyncSession) -> Meeting:
         locked: dict[int, Meeting] = session.info.get(LOCKED_MEETINGS, {})
@@ -141,39 +150,30 @@ class FrameEffects:
         if frame.meeting_name:
             # The title the bot read from the page (data.name; purge nulls it again).
             meeting.name = frame.meeting_name
-        common = {"bot_id": str(meeting.bot_id), "meeting_id": meeting.id}
+        present = list(frame.participants)
         for name in frame.joined:
-            await self._outbox.emit(
+            await self._emit(
                 session,
-                meeting.workspace_id,
                 events.EventType.PARTICIPANT_JOINED,
-                events.ParticipantJoined(
-                    **common, name=name, participants=list(frame.participants)
-                ),
-                at=frame.ts,
+                events.ParticipantJoined(**self._about, name=name, participants=present),
+                frame.ts,
             )
         for name in frame.left:
-            await self._outbox.emit(
+            await self._emit(
                 session,
-                meeting.workspace_id,
                 events.EventType.PARTICIPANT_LEFT,
-                events.ParticipantLeft(**common, name=name, participants=list(frame.participants)),
-                at=frame.ts,
+                events.ParticipantLeft(**self._about, name=name, participants=present),
+                frame.ts,
             )
 
     async def _transcription_ready(self, session: AsyncSession, frame: TranscriptionReady) -> None:
-        bot = self._identity
-        await self._outbox.emit(
+        await self._emit(
             session,
-            bot.workspace_id,
             events.EventType.TRANSCRIPTION_READY,
             events.TranscriptionReady(
-                bot_id=str(bot.bot_id),
-                meeting_id=bot.meeting_id,
-                tier=frame.tier,
-                segment_count=frame.segment_count,
+                **self._about, tier=frame.tier, segment_count=frame.segment_count
             ),
-            at=frame.ts,
+            frame.ts,
         )
 
     async def _artifact(self, session: AsyncSession, frame: ArtifactEvent) -> None:
@@ -198,18 +198,16 @@ class FrameEffects:
             captured_at=frame.captured_at,
         )
         if new and frame.kind is ArtifactKind.RECORDING:
-            await self._outbox.emit(
+            await self._emit(
                 session,
-                bot.workspace_id,
                 events.EventType.RECORDING_READY,
                 events.RecordingReady(
-                    bot_id=str(bot.bot_id),
-                    meeting_id=bot.meeting_id,
+                    **self._about,
                     recording_id=frame.artifact_id,
                     format=frame.format or "",
                     duration_s=frame.duration_s,
                 ),
-                at=frame.ts,
+                frame.ts,
             )
 
     async def _chat_message(self, session: AsyncSession, frame: ChatMessageEvent) -> None:
