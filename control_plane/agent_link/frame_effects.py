@@ -151,20 +151,14 @@ class FrameEffects:
             # The title the bot read from the page (data.name; purge nulls it again).
             meeting.name = frame.meeting_name
         present = list(frame.participants)
-        for name in frame.joined:
-            await self._emit(
-                session,
-                events.EventType.PARTICIPANT_JOINED,
-                events.ParticipantJoined(**self._about, name=name, participants=present),
-                frame.ts,
-            )
-        for name in frame.left:
-            await self._emit(
-                session,
-                events.EventType.PARTICIPANT_LEFT,
-                events.ParticipantLeft(**self._about, name=name, participants=present),
-                frame.ts,
-            )
+        moves = (
+            (events.EventType.PARTICIPANT_JOINED, events.ParticipantJoined, frame.joined),
+            (events.EventType.PARTICIPANT_LEFT, events.ParticipantLeft, frame.left),
+        )
+        for event_type, event, names in moves:  # the joins first, then the leaves
+            for name in names:
+                data = event(**self._about, name=name, participants=present)
+                await self._emit(session, event_type, data, frame.ts)
 
     async def _transcription_ready(self, session: AsyncSession, frame: TranscriptionReady) -> None:
         await self._emit(
