@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from agent.contracts.bot_config import Platform
-from agent.platforms.base import EVALUATE_TIMEOUT_S, PlatformAdapter, SelectorAdapter
+from agent.platforms.base import EVALUATE_TIMEOUT_S, PlatformAdapter
 from agent.platforms.google_meet import GoogleMeetAdapter
+from agent.platforms.selector_adapter import SelectorAdapter
 from agent.platforms.teams import TeamsAdapter
 from agent.platforms.zoom import ZoomAdapter
 

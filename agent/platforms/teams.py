@@ -13,7 +13,9 @@ from __future__ import annotations
 from typing import ClassVar
 
 from agent.contracts.bot_config import Platform
-from agent.platforms.base import MeetingState, PlatformSelectors, Probe, SelectorAdapter, Target
+from agent.platforms.base import MeetingState
+from agent.platforms.selector_adapter import SelectorAdapter
+from agent.platforms.table import PlatformSelectors, Probe, Target
 
 SELECTORS = PlatformSelectors(
     probes={

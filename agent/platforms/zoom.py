@@ -19,7 +19,9 @@ from typing import ClassVar
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from agent.contracts.bot_config import Platform
-from agent.platforms.base import MeetingState, PlatformSelectors, Probe, SelectorAdapter, Target
+from agent.platforms.base import MeetingState
+from agent.platforms.selector_adapter import SelectorAdapter
+from agent.platforms.table import PlatformSelectors, Probe, Target
 
 # Zoom's modals put their message in .zm-modal-body-title (VH, PF "ended modal"); a dialog or
 # heading elsewhere counts too.
