@@ -42,6 +42,7 @@ from agent.recording.job import EncodeJob, ViewFrame
 from agent.recording.pieces import Piece, PieceShipper, Shipping
 from agent.recording.publish import Destination, RecordingFile, publish
 from agent.transcribe.audio_io import TrackAudio
+from meetbot_common.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -122,16 +123,10 @@ class PageRecording:
         """Stop taking audio and views at ``stopped_at`` (epoch s); write what is queued."""
         with contextlib.suppress(ValueError):
             self._capture.taps.remove(self._on_frame)
-        if self._viewer is not None:
-            self._viewer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._viewer
-        if self._writer is not None:
-            if not self._writer.done():
-                await self._queue.join()
-            self._writer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._writer
+        await cancel_and_wait(self._viewer)
+        if self._writer is not None and not self._writer.done():
+            await self._queue.join()
+        await cancel_and_wait(self._writer)
         # Pieces that ended before the stop end here, whether or not audio came after them.
         while self._shipper is not None and stopped_at >= self._piece_end():
             self._rotate()

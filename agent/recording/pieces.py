@@ -13,7 +13,6 @@ before. A piece that fails to encode or upload is logged and missing; the next o
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import shutil
 from collections.abc import Awaitable, Callable
@@ -27,6 +26,7 @@ from agent.events import BotEvents
 from agent.recording.job import EncodeError, ViewFrame
 from agent.recording.publish import Destination
 from agent.transcribe.audio_io import TrackRecorder
+from meetbot_common.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -144,6 +144,4 @@ class PieceShipper(Generic[P]):
             if not self._task.done():
                 await self._queue.join()
         finally:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)

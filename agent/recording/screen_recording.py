@@ -14,7 +14,6 @@ that capture, and at the end rewraps its file into the requested format
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import shutil
 import uuid
@@ -28,6 +27,7 @@ from agent.recording.page import MIN_PIECE_S
 from agent.recording.pieces import PieceShipper, Shipping
 from agent.recording.publish import Destination, RecordingFile, publish
 from agent.recording.screen import ScreenCapture, ScreenPiece, ScreenSource, finalize_args
+from meetbot_common.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -80,10 +80,7 @@ class ScreenRecording:
         if self._start is not None:
             await self._start
         await self._capture.stop()
-        if self._watch is not None:
-            self._watch.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._watch
+        await cancel_and_wait(self._watch)
 
     async def finish(self, stopped_at: float, to: Destination) -> ArtifactEvent | None:
         """The screen recording's last (or only) file, after the pieces before it went.
