@@ -1,19 +1,24 @@
 """The meetbot agent: one bot in one meeting, on its own VM (``python -m agent``).
 
-Modules, in the order a bot uses them:
+The root holds the entry points; the folders are what a bot is made of:
 
-- ``settings``: the host's ``MEETBOT_AGENT_*`` settings (browser, ports, intervals).
-- ``bot``: :class:`agent.bot.Bot`, the life of one bot from launch to exit.
+- ``__main__`` / ``cli`` / ``bootstrap`` / ``log_upload``: ``python -m agent --config
+  bot.json``, ``meetbot agent``, and the bot machine's grant exchange and log upload.
+- ``meeting``: the life of one bot from launch to exit (:class:`agent.meeting.bot.Bot`), its
+  status machine and timers, what it watches, its page watchdog and the control plane's
+  commands.
 - ``browser``: Chromium through Playwright, with ``inject.js`` (capture and bot media).
 - ``platforms``: the ``PlatformAdapter`` seam and the Meet, Zoom and Teams adapters.
-- ``capture``: the page's PCM blocks as :class:`agent.audio.AudioFrame` with levels.
-- ``transcription``: frames → ``agent.transcribe`` → transcript segments.
-- ``lifecycle``: the status machine and the admission/alone timers.
-- ``commands``: stop, screenshot, chat, hand, avatar from the control plane.
-- ``events``: one fan-out to the link's stored frames and the stream log.
-- ``link``: the WebSocket to the control plane and its durable outbox.
-- ``sse``: the bot's stream log (numbered events, the whole meeting), fed over the link.
-- ``cli`` / ``__main__``: ``meetbot agent`` and ``python -m agent --config bot.json``.
+- media in: ``capture`` (the page's PCM blocks as :class:`agent.capture.audio.AudioFrame`),
+  ``transcribe`` (frames → transcript segments), ``recording`` (audio and screen files) and
+  ``media_in`` (the three wired for one meeting).
+- media out: ``voice`` (speech into the meeting) and ``media_out`` (screen share, its egress
+  proxy, media fetched by URL).
+- the link: ``link`` (the WebSocket, its durable outbox, the events fan-out, artifact
+  uploads) and ``sse`` (the bot's stream log, fed over the link).
+- the process: ``process`` (settings, logs, heap, display and sound runtime, errors) and
+  ``memory`` (the memory guard rails).
+- ``contracts``: the wire models the control plane shares.
 """
 
 __version__ = "0.1.0"

@@ -3,13 +3,13 @@
 Exit code 0 when the bot ends ``completed``, 1 when ``failed``, 2 for a bad config or agent
 settings. The agent settings are the machine's ``MEETBOT_AGENT_*``
 environment with the config's ``agent_settings`` (the operator's, from the bootstrap exchange)
-on top (:mod:`agent.handed_settings`). SIGTERM and SIGINT make the bot leave the meeting
+on top (:mod:`agent.process.handed_settings`). SIGTERM and SIGINT make the bot leave the meeting
 cleanly (status reason ``sigterm``). Without ``MEETBOT_AGENT_DATA_DIR`` the outbox and local
 artifacts live beside the config file.
 
 ``--display`` runs the bot as on its VM, outside one: headful on an Xvfb display of its own with
 a private PulseAudio, started from images/runtime/ before the browser and stopped after the bot
-(:mod:`agent.runtime`); exit code 3 when they do not start.
+(:mod:`agent.process.runtime`); exit code 3 when they do not start.
 """
 
 from __future__ import annotations
@@ -25,15 +25,15 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from agent import heap
-from agent.bot import Bot
 from agent.browser.session import tune_driver_environment
 from agent.contracts.bot_config import BotConfig
 from agent.contracts.status import BotStatus, StatusReason
-from agent.handed_settings import unused, with_handed
-from agent.logs import configure_logging
-from agent.runtime import BotRuntime, RuntimeStartError, scripts_dir
-from agent.settings import AgentSettings
+from agent.meeting.bot import Bot
+from agent.process import heap
+from agent.process.handed_settings import unused, with_handed
+from agent.process.logs import configure_logging
+from agent.process.runtime import BotRuntime, RuntimeStartError, scripts_dir
+from agent.process.settings import AgentSettings
 
 
 async def run_bot(bot: Bot) -> BotStatus:
@@ -105,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The launcher's per-bot folder (beside bot.json) keeps the outbox with the bot.
         settings = settings.model_copy(update={"data_dir": args.config.resolve().parent})
     tune_driver_environment(os.environ)
-    heap.tune()  # fewer malloc arenas, before the decode threads (agent/heap.py)
+    heap.tune()  # fewer malloc arenas, before the decode threads (agent/process/heap.py)
 
     def make_bot(host: AgentSettings) -> Bot:
         return Bot(config, host)

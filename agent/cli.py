@@ -26,15 +26,15 @@ from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
-from agent import heap
 from agent.__main__ import run_bot, run_on_display
-from agent.bot import Bot
 from agent.browser.session import tune_driver_environment
 from agent.contracts.bot_config import BotConfig, BotSettings, Platform
 from agent.contracts.status import BotStatus
-from agent.logs import configure_logging
-from agent.runtime import RuntimeStartError
-from agent.settings import AgentSettings
+from agent.meeting.bot import Bot
+from agent.process import heap
+from agent.process.logs import configure_logging
+from agent.process.runtime import RuntimeStartError
+from agent.process.settings import AgentSettings
 
 
 def _print_event(name: str, payload: dict[str, Any]) -> None:
@@ -113,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return Bot(config, host, observer=_print_event)
 
     tune_driver_environment(os.environ)
-    heap.tune()  # fewer malloc arenas, before the decode threads (agent/heap.py)
+    heap.tune()  # fewer malloc arenas, before the decode threads (agent/process/heap.py)
     try:
         if args.display:
             status = asyncio.run(run_on_display(settings, make_bot))

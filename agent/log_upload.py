@@ -3,7 +3,7 @@
 Run by ``meetbot-agent.service`` after the agent (``ExecStopPost``, before the machine powers
 off): reads the log — the journal of ``--unit`` for this boot (``journalctl``), or ``--file`` —
 asks the control plane for an upload slot (``kind`` ``log``, the upload-slot path of
-:mod:`agent.artifacts`), sends the bytes and reports the artifact
+:mod:`agent.link.artifacts`), sends the bytes and reports the artifact
 (``POST …/agents/{bot_id}/artifacts``, the link being closed by then). The log is listed in
 the full meeting record's ``logs`` (docs/api.md 2.6).
 
@@ -22,11 +22,11 @@ from pathlib import Path
 import aiohttp
 from pydantic import ValidationError
 
-from agent.artifacts import ArtifactUploader
 from agent.contracts.bot_config import BotConfig
 from agent.contracts.link import ArtifactKind, ArtifactReport
 from agent.contracts.wire import agent_artifacts_path, bearer
-from agent.errors import CommandError
+from agent.link.artifacts import ArtifactUploader
+from agent.process.errors import CommandError
 
 LOG_CONTENT_TYPE = "text/plain; charset=utf-8"
 LOG_ARTIFACT_ID = "agent-log"

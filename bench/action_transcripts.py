@@ -34,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 import yaml
 
-from agent.audio import SAMPLE_RATE, AudioFrame, SpeakerActivity
+from agent.capture.audio import SAMPLE_RATE, AudioFrame, SpeakerActivity
 from agent.contracts.link import Segment
 from agent.contracts.whisper_models import DEFAULT_MODEL
 from agent.transcribe.engine import WhisperEngine

@@ -13,7 +13,7 @@ the heap and stays there; a fixed threshold
 the price of page faults.
 
 Each setting runs in a process of its own (the variables are read by glibc at start), with
-the agent's own arena cap (:func:`agent.heap.tune`) and the models loaded and trimmed as the
+the agent's own arena cap (:func:`agent.process.heap.tune`) and the models loaded and trimmed as the
 agent does (:func:`agent.transcribe.factory.load_engine`). Decodes run one at a time through
 ``asyncio.to_thread``, as the realtime tier's scheduler runs them, while a task beside them
 keeps other pool threads busy as the ingest's VAD analysis does (so decodes land on different
@@ -50,9 +50,9 @@ import numpy as np
 import numpy.typing as npt
 import psutil
 
-from agent import heap
-from agent.audio import SAMPLE_RATE
+from agent.capture.audio import SAMPLE_RATE
 from agent.contracts.bot_config import Task
+from agent.process import heap
 from agent.transcribe.audio_io import read_audio
 from agent.transcribe.engine import DecodeOptions, WhisperEngine
 from agent.transcribe.factory import load_engine

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from agent.audio import SAMPLE_RATE, AudioFrame, SpeakerActivity
+from agent.capture.audio import SAMPLE_RATE, AudioFrame, SpeakerActivity
 from agent.transcribe.normalize import normalize_text, word_errors
 from testmeeting.conversation import Conversation, Turn
 

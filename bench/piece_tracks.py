@@ -42,7 +42,7 @@ import numpy as np
 import numpy.typing as npt
 import psutil
 
-from agent.audio import SAMPLE_RATE, AudioFrame
+from agent.capture.audio import SAMPLE_RATE, AudioFrame
 from agent.contracts.bot_config import RecordingFormat
 from agent.memory.relief import trim_heap
 from agent.recording.encode import encode

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agent.audio import SAMPLE_RATE
+from agent.capture.audio import SAMPLE_RATE
 from agent.contracts.bot_config import RecordingFormat
 from agent.recording.encode import encode
 from agent.recording.job import EncodeJob, ViewFrame

@@ -1,9 +1,8 @@
 """Screen-share benchmark: the frame rate the meeting receives from the bot's shared screen.
 
 Prints one JSON line per skin and source (docs/architecture.md §9); nothing is asserted. For each
-skin the real agent (``agent.bot.Bot``, in-process, no control plane: commands go straight to
-its command handler) joins a testmeeting room without lobby, then shares, for ``--seconds``
-each:
+skin the real agent (``agent.meeting.bot.Bot``, in-process, no control plane: commands go straight
+to its command handler) joins a testmeeting room without lobby, then shares, for ``--seconds`` each:
 
 - ``image``: a 1280x720 PNG (the stream redraws it at 30 fps);
 - ``page``: a page the bot renders whose content changes every frame (a CSS animation), fed
@@ -47,11 +46,11 @@ from typing import Any
 import psutil
 from aiohttp import web
 
-from agent.bot import Bot
 from agent.contracts.bot_config import BotConfig, BotSettings
 from agent.contracts.link import Command, ScreenShareCommand, StopScreenShareCommand
 from agent.contracts.status import BotStatus
-from agent.settings import AgentSettings
+from agent.meeting.bot import Bot
+from agent.process.settings import AgentSettings
 from bench.stats import percentile
 from testmeeting import Room, TestMeetingServer, parse_scenario
 

@@ -1,13 +1,13 @@
 """Screen recording benchmark: what ffmpeg x11grab costs on the bot's display runtime.
 
-Starts the runtime the bot VM runs (images/runtime/ through :class:`agent.runtime.BotRuntime`),
-opens headful Chromium on it showing either a quiet meeting-like page (``static``: tiles and a
-clock that changes once a second) or a page that repaints the whole screen at 30 fps
-(``motion``: a moving gradient and a ticker, the worst case of a shared screen), plays real
-speech into the ``meeting`` sink, and records it with
-:class:`agent.recording.screen.ScreenCapture` for ``--seconds`` per format and frame rate. The
-CPU is ffmpeg's own (user + system time from ``/proc`` over the recording), as a percentage of
-one core; Chromium's is not included.
+Starts the runtime the bot VM runs (images/runtime/ through
+:class:`agent.process.runtime.BotRuntime`), opens headful Chromium on it showing either a quiet
+meeting-like page (``static``: tiles and a clock that changes once a second) or a page that repaints
+the whole screen at 30 fps (``motion``: a moving gradient and a ticker, the worst case of a shared
+screen), plays real speech into the ``meeting`` sink, and records it with
+:class:`agent.recording.screen.ScreenCapture` for ``--seconds`` per format and frame rate. The CPU
+is ffmpeg's own (user + system time from ``/proc`` over the recording), as a percentage of one core;
+Chromium's is not included.
 
 One JSON line per run: ``{"bench": "screen_recording", "content", "format", "fps", "seconds",
 "ffmpeg_cpu_pct", "finalize_s", "frames", "measured_fps", "size_bytes", "bytes_per_s", "load1",
@@ -35,8 +35,8 @@ import psutil
 from playwright.async_api import async_playwright
 
 from agent.contracts.bot_config import RecordingFormat
+from agent.process.runtime import BotRuntime, Runtime, scripts_dir
 from agent.recording.screen import ScreenCapture, ScreenSource, finalize_args
-from agent.runtime import BotRuntime, Runtime, scripts_dir
 from testmeeting.packaged_speech import corpus_or_packaged
 
 STATIC = """<body style="margin:0;background:#202124;color:#e8eaed;font:20px sans-serif">

@@ -1,8 +1,8 @@
 """How fast the bot knows where it stands, on every variant of every testmeeting skin (issue 33).
 
-Runs the real agent (``agent.bot.Bot`` in this process, Chromium through Playwright, no control
-plane) against the simulator, one room per case, and prints one JSON line per run and one per
-class with the seconds from the event to the bot's ``stopping`` and to its final status:
+Runs the real agent (``agent.meeting.bot.Bot`` in this process, Chromium through Playwright, no
+control plane) against the simulator, one room per case, and prints one JSON line per run and one
+per class with the seconds from the event to the bot's ``stopping`` and to its final status:
 
 - ``everyone_left``: every skin and variant the bot can be in; Alice speaks and leaves, Bob
   leaves later. Event: Bob's departure. Goal: ``completed/left_alone`` within
@@ -39,9 +39,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.bot import Bot
 from agent.contracts.bot_config import BotConfig, BotSettings
-from agent.settings import AgentSettings
+from agent.meeting.bot import Bot
+from agent.process.settings import AgentSettings
 from testmeeting import TestMeetingServer, parse_scenario
 from testmeeting.scenario import VARIANTS
 

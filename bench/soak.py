@@ -8,12 +8,12 @@ every second while a recording piece is being encoded and uploaded (the agent's 
 the encode holds the tree's peak) or the agent runs a child, and prints one JSON line per
 sample (``regular``: false for those extra ones, which the growth and CPU fits leave out):
 
-- ``pss_mb`` / ``uss_mb`` per role: ``agent`` (the bot's Python), ``driver`` (Playwright's
-  node), ``browser`` (Chromium's main process), ``renderer`` (the meeting page),
-  ``chromium_other``, ``agent_child`` (anything else the agent started: the ffmpeg encoding
-  a piece with view frames; an audio-only piece is encoded in the agent), ``runtime`` (with
-  ``--display``: the Xvfb and PulseAudio a bot VM runs, started here by the agent as on the VM,
-  :mod:`agent.runtime`), ``control_plane`` and ``demo`` (the simulator and the demo's client);
+- ``pss_mb`` / ``uss_mb`` per role: ``agent`` (the bot's Python), ``driver`` (Playwright's node),
+  ``browser`` (Chromium's main process), ``renderer`` (the meeting page), ``chromium_other``,
+  ``agent_child`` (anything else the agent started: the ffmpeg encoding a piece with view frames; an
+  audio-only piece is encoded in the agent), ``runtime`` (with ``--display``: the Xvfb and
+  PulseAudio a bot VM runs, started here by the agent as on the VM, :mod:`agent.process.runtime`),
+  ``control_plane`` and ``demo`` (the simulator and the demo's client);
 - ``bot_tree_pss_mb``: the agent and every process under it but the runtime, the figure the
   memory goal counts (the runtime is reported beside it);
 - ``cpu_s``: CPU seconds of the bot tree so far, and ``cpu_s_by_role`` the same per role (of the

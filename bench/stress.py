@@ -54,7 +54,7 @@ import numpy as np
 import numpy.typing as npt
 import psutil
 
-from agent.audio import SAMPLE_RATE, AudioFrame
+from agent.capture.audio import SAMPLE_RATE, AudioFrame
 from agent.transcribe.engine import WhisperEngine
 from agent.transcribe.metrics import TranscribeMetrics
 from agent.transcribe.models import resolve_model

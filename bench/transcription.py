@@ -47,7 +47,7 @@ import numpy as np
 import numpy.typing as npt
 import psutil
 
-from agent.audio import SAMPLE_RATE, AudioFrame, SpeakerActivity
+from agent.capture.audio import SAMPLE_RATE, AudioFrame, SpeakerActivity
 from agent.contracts.bot_config import Task
 from agent.contracts.link import Segment
 from agent.transcribe.engine import DecodeOptions, WhisperEngine

@@ -59,7 +59,7 @@ import aiohttp
 import numpy as np
 import psutil
 
-from agent.audio import SAMPLE_RATE, AudioFrame
+from agent.capture.audio import SAMPLE_RATE, AudioFrame
 from bench.conversation import FRAME, Final, Layout, stream_items
 from bench.transcription import JOIN, conversation_row, emit, speech_dir
 from testmeeting.conversation import build_conversation

@@ -43,7 +43,7 @@ SENTENCE="Hello everyone, thank you for joining the meeting today."
 check_venv() {
   timeout "$limit" "$py" -c '
 import importlib.metadata as md
-import agent, agent.bot, control_plane, faster_whisper, meetbot, playwright
+import agent, agent.meeting.bot, control_plane, faster_whisper, meetbot, playwright
 print(", ".join(f"{name} {md.version(name)}" for name in ("meetbot", "faster-whisper", "playwright")))
 '
 }

@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from agent.egress import Dial
+from agent.media_out.egress import Dial
 
 PUBLIC = "93.184.215.14"
 """A global address; connections to it reach the site server."""

@@ -1,7 +1,7 @@
 """One Chromium for one bot: launch, the in-page agent script, bindings, screenshots, close.
 
 Chromium is Debian's (``executable_path``; ``playwright install`` cannot run offline) with the
-quiet flags of :data:`agent.settings.QUIET_CHROMIUM_ARGS` plus ``extra_browser_args`` (e.g.
+quiet flags of :data:`agent.process.settings.QUIET_CHROMIUM_ARGS` plus ``extra_browser_args`` (e.g.
 ``--host-resolver-rules`` for the testmeeting). ``inject.js`` is added to the context before
 any page script runs; it captures remote audio and gives the bot an agent-controlled
 microphone, camera and screen (no physical devices).
@@ -29,7 +29,7 @@ from playwright.async_api import (
 from playwright.async_api import Error as PlaywrightError
 
 from agent.capture.pcm import AudioCapture
-from agent.settings import AgentSettings
+from agent.process.settings import AgentSettings
 
 log = logging.getLogger(__name__)
 
@@ -272,7 +272,7 @@ class BrowserSession:
         """A page in a context of its own (no init script, bindings or cookies of the meeting).
 
         ``proxy``: every connection of the context goes through it (the screen share's guarded
-        egress, :func:`agent.egress.share_proxy`). The caller closes the page with
+        egress, :func:`agent.media_out.egress.share_proxy`). The caller closes the page with
         ``page.context.close()``; :meth:`close` closes it too.
 
         Raises:

@@ -1,4 +1,4 @@
-"""Receives the page's 100 ms PCM blocks and turns them into :class:`~agent.audio.AudioFrame`s.
+"""Receives the page's 100 ms PCM blocks and turns them into ``AudioFrame``s.
 
 The page side is ``agent/browser/inject.js``: it calls the exposed binding
 ``__meetbotPcm(blocks)`` with a list of ``[track_id, start_epoch_ms, base64_int16, samples]``
@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from agent.audio import SAMPLE_RATE, AudioFrame
-from agent.logs import LossReport
+from agent.capture.audio import SAMPLE_RATE, AudioFrame
+from agent.process.logs import LossReport
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Agent host settings a control plane hands its bots: which travel, and which are secret.
 
 An operator declares a bot's host settings once, on the control plane, with the agent's own
-variable names, ``MEETBOT_AGENT_*`` (:class:`agent.settings.AgentSettings`), e.g.
+variable names, ``MEETBOT_AGENT_*`` (:class:`agent.process.settings.AgentSettings`), e.g.
 ``MEETBOT_AGENT_TTS_PROVIDER=openai`` and ``MEETBOT_AGENT_TTS_API_KEY=sk-…``. (Action detection
 is the control plane's own since issue 34: ``MEETBOT_INTELLIGENCE_*``, nothing a bot needs.)
 

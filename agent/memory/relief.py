@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 import logging
 
-from agent import heap
+from agent.process import heap
 
 log = logging.getLogger(__name__)
 

@@ -3,8 +3,8 @@
 An adapter knows one platform's web client: how to get from its meeting URL into the meeting,
 how to tell which screen the page shows (:class:`MeetingState`), who is there, who speaks, the
 chat, the hand, and how to leave. Timeouts, retries and the status machine are the caller's
-(``agent/bot.py``); adapters do the one thing. A capability a platform lacks raises
-:class:`~agent.errors.CapabilityNotSupported`.
+(``agent/meeting/bot.py``); adapters do the one thing. A capability a platform lacks raises
+:class:`~agent.process.errors.CapabilityNotSupported`.
 
 Every adapter is a :class:`~agent.platforms.selector_adapter.SelectorAdapter` driven by its
 platform's table (:mod:`agent.platforms.table`).

@@ -15,9 +15,9 @@ from typing import Any
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Locator, Page
 
-from agent.errors import BrowserError
 from agent.platforms.base import EVALUATE_TIMEOUT_S
 from agent.platforms.table import Target
+from agent.process.errors import BrowserError
 
 
 class PageDriver:

@@ -21,12 +21,12 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
 
 from agent.contracts.bot_config import Platform
-from agent.errors import BrowserError, CapabilityNotSupported
 from agent.platforms.base import EVALUATE_TIMEOUT_S, ChatLine, MeetingState, Presence
 from agent.platforms.driver import PageDriver
 from agent.platforms.roster import Roster
 from agent.platforms.screens import ScreenReader
 from agent.platforms.table import PlatformSelectors, Target
+from agent.process.errors import BrowserError, CapabilityNotSupported
 
 log = logging.getLogger(__name__)
 

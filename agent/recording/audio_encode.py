@@ -33,7 +33,7 @@ from av.audio.stream import AudioStream
 from av.container import OutputContainer
 from av.video.stream import VideoStream
 
-from agent.audio import SAMPLE_RATE
+from agent.capture.audio import SAMPLE_RATE
 from agent.contracts.bot_config import RecordingFormat
 from agent.recording.job import EncodeError, EncodeJob
 

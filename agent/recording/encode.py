@@ -31,7 +31,7 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
-from agent.audio import SAMPLE_RATE
+from agent.capture.audio import SAMPLE_RATE
 from agent.contracts.bot_config import RecordingFormat
 from agent.recording.audio_encode import encode_audio_only
 from agent.recording.job import EncodeError, EncodeJob

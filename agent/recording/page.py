@@ -30,13 +30,13 @@ from pathlib import Path
 
 from playwright.async_api import Error as PlaywrightError
 
-from agent.audio import AudioFrame
 from agent.browser.session import BrowserSession
+from agent.capture.audio import AudioFrame
 from agent.capture.pcm import AudioCapture
 from agent.contracts.bot_config import RecordingFormat
 from agent.contracts.link import ArtifactEvent
-from agent.logs import LossReport
 from agent.memory.relief import trim_heap
+from agent.process.logs import LossReport
 from agent.recording.encode import encode
 from agent.recording.job import EncodeJob, ViewFrame
 from agent.recording.pieces import Piece, PieceShipper, Shipping

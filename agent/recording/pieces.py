@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
-from agent.artifacts import ArtifactUploader
-from agent.errors import CommandError
-from agent.events import BotEvents
+from agent.link.artifacts import ArtifactUploader
+from agent.link.events import BotEvents
+from agent.process.errors import CommandError
 from agent.recording.job import EncodeError, ViewFrame
 from agent.recording.publish import Destination
 from agent.transcribe.audio_io import TrackRecorder

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from agent.artifacts import ArtifactUploader, StoredArtifact
 from agent.contracts.bot_config import RecordingFormat
 from agent.contracts.link import ArtifactEvent, ArtifactKind, UploadSlot
-from agent.errors import CommandError
-from agent.events import BotEvents
+from agent.link.artifacts import ArtifactUploader, StoredArtifact
+from agent.link.events import BotEvents
+from agent.process.errors import CommandError
 from agent.recording.job import content_type
 
 log = logging.getLogger(__name__)

@@ -33,13 +33,13 @@ import shutil
 import time
 from pathlib import Path
 
-from agent.artifacts import ArtifactUploader
 from agent.browser.session import BrowserSession
 from agent.capture.pcm import AudioCapture
 from agent.contracts.bot_config import BotSettings, CaptureMode
 from agent.contracts.link import ArtifactEvent
-from agent.errors import CommandError
-from agent.events import BotEvents
+from agent.link.artifacts import ArtifactUploader
+from agent.link.events import BotEvents
+from agent.process.errors import CommandError
 from agent.recording.job import EncodeError
 from agent.recording.page import PageRecording
 from agent.recording.pieces import Shipping

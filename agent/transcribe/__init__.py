@@ -33,10 +33,11 @@ share one model.
 
 Feed::
 
-    await transcriber.feed(frame)             # agent.audio.AudioFrame, 16 kHz mono int16, any
-                                              # block size, per track; waits when the bounded
-                                              # queue is full (backpressure), never drops
-    transcriber.speaker_activity(activity)    # agent.audio.SpeakerActivity (mixed tracks)
+    await transcriber.feed(frame)             # agent.capture.audio.AudioFrame, 16 kHz mono
+                                              # int16, any block size, per track; waits when
+                                              # the bounded queue is full (backpressure),
+                                              # never drops
+    transcriber.speaker_activity(activity)    # agent.capture.audio.SpeakerActivity (mixed tracks)
 
 Each ``track_id`` gets its own VAD and segmenter, so overlapping speakers on separate tracks
 become separate segments. A segment's speaker is, in order: ``track_speakers[track_id]``, the

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from agent.audio import SAMPLE_RATE, AudioFrame
+from agent.capture.audio import SAMPLE_RATE, AudioFrame
 from meetbot_common.pcm import read_pcm
 
 _FLUSH_SAMPLES = 10 * SAMPLE_RATE

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agent.audio import SAMPLE_RATE
+from agent.capture.audio import SAMPLE_RATE
 from agent.transcribe.metrics import TranscribeMetrics
 from agent.transcribe.utterance import Utterance
 

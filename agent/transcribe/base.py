@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
-from agent.audio import AudioFrame, SpeakerActivity
+from agent.capture.audio import AudioFrame, SpeakerActivity
 from agent.contracts.link import Segment
 from agent.transcribe.metrics import TranscribeMetrics
 

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from agent.audio import SAMPLE_RATE
+from agent.capture.audio import SAMPLE_RATE
 from agent.contracts.link import Segment
 from agent.transcribe.agreement import drop_repeated
 from agent.transcribe.engine import DecodeResult

@@ -54,7 +54,7 @@ from collections.abc import Mapping
 import numpy as np
 import numpy.typing as npt
 
-from agent.audio import SAMPLE_RATE
+from agent.capture.audio import SAMPLE_RATE
 from agent.contracts.bot_config import Task
 from agent.transcribe.agreement import agreed_prefix, drop_repeated_words
 from agent.transcribe.commit import SegmentCommitter

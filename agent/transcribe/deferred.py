@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agent.audio import SAMPLE_RATE, AudioFrame, SpeakerActivity
+from agent.capture.audio import SAMPLE_RATE, AudioFrame, SpeakerActivity
 from agent.contracts.bot_config import Task
 from agent.contracts.link import Segment
 from agent.transcribe.audio_io import TrackAudio, TrackRecorder, read_audio

@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 from faster_whisper.tokenizer import Tokenizer
 
-from agent.audio import SAMPLE_RATE
+from agent.capture.audio import SAMPLE_RATE
 from agent.contracts.bot_config import Task
 from agent.contracts.whisper_models import check_model_supports
 from agent.transcribe.filters import DecodeStats

@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent import heap
 from agent.contracts.bot_config import BotSettings, Task, TranscriptionTier
 from agent.contracts.whisper_models import check_model_supports, realtime_models_for
+from agent.process import heap
 from agent.transcribe.base import Transcriber
 from agent.transcribe.options import TranscribeOptions
 
@@ -32,7 +32,7 @@ async def load_engine(model: str, options: TranscribeOptions) -> WhisperEngine:
     resolved = await asyncio.to_thread(resolve_model, model, options.models_dir)
     engine = await asyncio.to_thread(WhisperEngine.load, resolved, options.cpu_threads)
     # The load leaves the model file's converted buffers free but kept in the heap (about
-    # 65 MB for tiny.en and base together; agent/heap.py).
+    # 65 MB for tiny.en and base together; agent/process/heap.py).
     await asyncio.to_thread(heap.trim)
     return engine
 

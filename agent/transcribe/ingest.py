@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from agent.audio import SAMPLE_RATE, AudioFrame
+from agent.capture.audio import SAMPLE_RATE, AudioFrame
 from agent.transcribe.metrics import TranscribeMetrics
 from agent.transcribe.segmenter import SegmenterEvent, SegmenterOptions, UtteranceSegmenter
 from agent.transcribe.vad import WINDOW, EnergyVad, SileroSession, VoiceDetector

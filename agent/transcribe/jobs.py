@@ -24,7 +24,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from agent.audio import SAMPLE_RATE
+from agent.capture.audio import SAMPLE_RATE
 from agent.transcribe.agreement import tail_of
 from agent.transcribe.backlog import FinalsBacklog
 from agent.transcribe.commit import SegmentCommitter

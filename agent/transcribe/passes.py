@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from agent.audio import SAMPLE_RATE
+from agent.capture.audio import SAMPLE_RATE
 from agent.contracts.bot_config import Task
 from agent.transcribe.engine import DecodeOptions, DecodeResult, WhisperEngine
 from agent.transcribe.jobs import DecodeQueue

@@ -22,7 +22,7 @@ import logging
 import uuid
 from collections.abc import AsyncIterator, Mapping
 
-from agent.audio import AudioFrame, SpeakerActivity
+from agent.capture.audio import AudioFrame, SpeakerActivity
 from agent.contracts.bot_config import Task
 from agent.contracts.link import Segment
 from agent.transcribe.base import TranscriberContext, until_end

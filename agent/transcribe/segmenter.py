@@ -54,7 +54,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.audio import SAMPLE_RATE
+from agent.capture.audio import SAMPLE_RATE
 from agent.transcribe.vad import WINDOW
 
 UNHEARD_MIN_S = 0.19

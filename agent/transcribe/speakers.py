@@ -1,7 +1,7 @@
 """Who spoke when: active-speaker intervals from the meeting UI, matched to segment times.
 
 Platforms that mix every participant into one audio stream still light up an indicator for
-whoever talks; the adapter reports those as :class:`agent.audio.SpeakerActivity` on/off
+whoever talks; the adapter reports those as :class:`agent.capture.audio.SpeakerActivity` on/off
 changes. :class:`SpeakerTimeline` keeps them as intervals and names a segment after the
 participant whose intervals overlap it most. Where the platform gives one track per
 participant, the frame's ``speaker`` (or a track → name map) names it directly and the
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 
-from agent.audio import SpeakerActivity
+from agent.capture.audio import SpeakerActivity
 
 
 class SpeakerTimeline:

@@ -22,7 +22,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-from agent import heap
+from agent.process import heap
 from agent.transcribe.engine import WhisperEngine
 from agent.transcribe.errors import TranscribeError
 from agent.transcribe.metrics import TranscribeMetrics

@@ -3,7 +3,7 @@
 Limits (docs/api.md 2.5): at most :data:`MAX_AUDIO_BYTES` fetched, :data:`MAX_AUDIO_SECONDS`
 played, 15 s to fetch, redirects not followed (a redirect could lead elsewhere). The control
 plane checked the URL against the webhook address rules before sending the command; the fetch
-applies the agent's media rules again where it connects (:func:`agent.contracts.ssrf.
+applies the agent's media rules again where it connects (:func:`meetbot_common.ssrf.
 client_session`: the guarded resolver checks the addresses it connects to, so a name that
 answers differently now than at the control plane's check cannot reach an internal address).
 Any format ffmpeg reads; decoded to 24 kHz mono 16-bit.
@@ -15,15 +15,15 @@ import asyncio
 
 import aiohttp
 
-from agent.contracts.ssrf import (
+from agent.voice.synthesis import Pcm
+from meetbot_common.pcm import decode_command
+from meetbot_common.ssrf import (
     DELIVERY_TIMEOUT_SECONDS,
     TargetPolicy,
     TargetRefused,
     check_url,
     client_session,
 )
-from agent.voice.synthesis import Pcm
-from meetbot_common.pcm import decode_command
 
 MAX_AUDIO_BYTES = 20 * 1024 * 1024
 MAX_AUDIO_SECONDS = 600.0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.settings import AgentSettings
+from agent.process.settings import AgentSettings
 from agent.voice.openai_tts import OpenAISpeechSynthesizer
 from agent.voice.piper_tts import PiperSynthesizer
 from agent.voice.synthesis import SpeechSynthesizer

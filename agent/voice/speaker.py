@@ -26,9 +26,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from agent.contracts.ssrf import TargetPolicy
 from agent.voice.audio_file import AudioUnavailable, audio_pieces
 from agent.voice.synthesis import Pcm, SpeechSynthesizer, SynthesisFailed
+from meetbot_common.ssrf import TargetPolicy
 from meetbot_common.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)

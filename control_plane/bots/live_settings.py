@@ -11,11 +11,11 @@ state before it leaves.
 1. the changed fields only (``SettingsChange``; none changed → nothing to do);
 2. waits up to ``agent_command_timeout_seconds`` for the agent to register (a bot just launched
    is still starting), sends ``update_settings`` and waits for its result;
-3. the agent checks every field before applying any (``agent/live_settings.py``), so a refusal
-   leaves the bot as it was: ``setting_not_live`` → 409 :class:`SettingNotLive` naming the
+3. the agent checks every field before applying any (``agent/meeting/live_settings.py``), so a
+   refusal leaves the bot as it was: ``setting_not_live`` → 409 :class:`SettingNotLive` naming the
    field (``errors[0].loc == ["body", field]``); ``bot_not_active`` (the bot is leaving) → 409
-   ``bot_not_updatable``; no agent → 503 ``agent_unavailable``; no answer → 504
-   ``agent_timeout``; any other refusal → 502 ``agent_command_failed``;
+   ``bot_not_updatable``; no agent → 503 ``agent_unavailable``; no answer → 504 ``agent_timeout``;
+   any other refusal → 502 ``agent_command_failed``;
 4. only after the agent confirmed, the changed fields are stored, in one transaction.
 
 Nothing is stored on any error, so the stored settings never claim what the bot does not do.

@@ -1,10 +1,11 @@
-"""The SSRF guard of webhook delivery; the rules live in :mod:`agent.contracts.ssrf`.
+"""The SSRF guard of webhook delivery; the rules live in :mod:`meetbot_common.ssrf`.
 
 The agent fetches user-named media (avatar images, screen-share sources) under the same rules,
-so they sit with the contracts both sides share; this module keeps the webhook code's imports.
+so they sit in ``meetbot_common``, which both sides import; this module keeps the webhook code's
+imports.
 """
 
-from agent.contracts.ssrf import (
+from meetbot_common.ssrf import (
     DELIVERY_TIMEOUT_SECONDS,
     GuardedResolver,
     TargetPolicy,

@@ -20,7 +20,7 @@ manage_etc_hosts: true
 locale: false
 CFG
 
-# The agent's settings that depend on where the image put things (agent/settings.py). The
+# The agent's settings that depend on where the image put things (agent/process/settings.py). The
 # runtime's units read this file with EnvironmentFile=; per-bot settings come from the
 # control plane at boot, never from here.
 cat >"$MEETBOT_ETC/agent.env" <<ENV

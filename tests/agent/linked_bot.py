@@ -1,4 +1,4 @@
-"""A real :class:`~agent.bot.Bot` for a testmeeting room, linked to a :class:`LinkPeer`."""
+"""A real :class:`~agent.meeting.bot.Bot` for a testmeeting room, linked to a :class:`LinkPeer`."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from agent.bot import Bot
 from agent.contracts.bot_config import BotConfig, BotSettings
-from agent.settings import AgentSettings
+from agent.meeting.bot import Bot
+from agent.process.settings import AgentSettings
 from testmeeting import TestMeetingServer
 from tests.agent.link_peer import LinkPeer
 

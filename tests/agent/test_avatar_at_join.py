@@ -18,9 +18,9 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from agent.bot import Bot
 from agent.contracts.bot_config import BotConfig, BotSettings, Platform
-from agent.settings import AgentSettings
+from agent.meeting.bot import Bot
+from agent.process.settings import AgentSettings
 
 pytestmark = pytest.mark.unit
 

@@ -1,7 +1,7 @@
 """A backchannel said over another speaker, end to end through Chromium (issue 12).
 
 Linda reads a 9.7 s sentence; half-way through, Chris says "Fire fox" over her (2.4 s of
-real recorded speech), and Mary answers after Linda. The real agent (``agent.bot.Bot``, its
+real recorded speech), and Mary answers after Linda. The real agent (``agent.meeting.bot.Bot``, its
 Chromium, capture, realtime tier) sits in the testmeeting room; its finals must give Chris's
 words a final of their own under his name, and Linda's and Mary's turns theirs:
 

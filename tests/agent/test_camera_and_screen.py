@@ -1,12 +1,12 @@
 """The bot's camera and screen share through the public API, on each of the three skins.
 
-The control plane (SQLite) runs in-process with a real agent (``agent.bot.Bot``: Chromium, the
-platform adapter, the agent link) that joins a testmeeting room; images and a page are served by
+The control plane (SQLite) runs in-process with a real agent (``agent.meeting.bot.Bot``: Chromium,
+the platform adapter, the agent link) that joins a testmeeting room; images and a page are served by
 a local HTTP server (``media_allow_http``/``media_allow_private`` let the agent reach it, as
 ``webhook_allow_*`` do for webhooks). What the meeting received is the room's copy of the bot's
-camera and screen streams (one PNG per second, ``Room.received_frames``). The image share runs
-on every skin; the page share (Meet) and the video share (Teams) on one each: past the share
-control, which the image share covers everywhere, they are the same code on every platform.
+camera and screen streams (one PNG per second, ``Room.received_frames``). The image share runs on
+every skin; the page share (Meet) and the video share (Teams) on one each: past the share control,
+which the image share covers everywhere, they are the same code on every platform.
 
 Frames are compared with the source image by mean absolute difference (MAD) of RGB values,
 0-255. The streams are 1280x720 canvases and the test images are 1280x720, so only the capture
@@ -36,10 +36,10 @@ import pytest
 from aiohttp import web
 from sqlalchemy import update
 
-from agent.bot import Bot
 from agent.contracts.bot_config import BotSettings
 from agent.contracts.status import BotStatus
-from agent.settings import AgentSettings
+from agent.meeting.bot import Bot
+from agent.process.settings import AgentSettings
 from control_plane.bots.config_builder import CONFIG_BUILDER
 from control_plane.db.engine import DB
 from control_plane.db.models.bot import Meeting

@@ -25,7 +25,7 @@ import pytest
 
 from agent.browser.session import BrowserSession
 from agent.capture.pcm import AudioCapture
-from agent.settings import AgentSettings
+from agent.process.settings import AgentSettings
 
 pytestmark = pytest.mark.browser
 

@@ -11,7 +11,8 @@ import pytest
 pytestmark = pytest.mark.unit
 
 _PRINT_THREADS = (
-    "from agent.settings import AgentSettings; print(AgentSettings().transcribe_cpu_threads)"
+    "from agent.process.settings import AgentSettings; "
+    "print(AgentSettings().transcribe_cpu_threads)"
 )
 
 

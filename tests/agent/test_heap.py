@@ -16,7 +16,7 @@ pytestmark = pytest.mark.unit
 _CHILD = textwrap.dedent(
     """
     import ctypes, sys, threading
-    from agent import heap
+    from agent.process import heap
     if sys.argv[1] == "tuned":
         assert heap.tune()
     libc = ctypes.CDLL(None)
@@ -54,6 +54,6 @@ def test_threads_share_one_arena_once_tuned() -> None:
 
 
 def test_trim_runs_on_glibc() -> None:
-    from agent import heap
+    from agent.process import heap
 
     assert isinstance(heap.trim(), bool)

@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from agent.capture.pcm import AudioCapture
-from agent.settings import (
+from agent.process.settings import (
     LEAN_DISABLED_FEATURES,
     LEAN_ENABLED_FEATURES,
     PLAYWRIGHT_DISABLED_FEATURES,

@@ -6,8 +6,8 @@ import pytest
 
 from agent.contracts.bot_config import BotSettings
 from agent.contracts.status import BotStatus, StatusReason
-from agent.events import BotEvents
-from agent.lifecycle import MeetingTimers, StatusMachine, Timeouts
+from agent.link.events import BotEvents
+from agent.meeting.lifecycle import MeetingTimers, StatusMachine, Timeouts
 from agent.sse.log import EventLog
 
 pytestmark = pytest.mark.unit

@@ -1,18 +1,17 @@
 """A bot in a meeting with hundreds of camera frames drawn: its page's renderer must not grow.
 
-The agent (``agent.bot.Bot``, its own Chromium with the flags it ships) sits in a testmeeting
-room where two people talk without pause, with its camera on: the simulator grabs a frame of
-the bot's camera into a canvas every :data:`FRAME_INTERVAL_MS` (the scenario's
-``frame_interval_ms``), as a platform's self-view or video pipeline draws them. What grows in
-issue 19's leak is the number of frames drawn, not the minutes: the test draws four a second,
-so that 190 frames, as many as three minutes of the simulator's default 1 Hz grab, take 48 s.
-The renderer's USS is sampled every :data:`SAMPLE_EVERY_SECONDS` from admission. Its growth
-is the highest sample of :data:`LATE` (frames 120–190) minus the median of :data:`BASELINE`
-(frames 20–60: the page loaded, the capture running), per frame drawn between the two windows'
-middles; it must stay under :data:`MAX_GROWTH_MB_PER_FRAME`. A least-squares slope does not
-work here: the renderer's caches fill in steps of 40–60 MB and Chromium purges them now and
-then, so a short window's slope swings widely on the fixed build, and the leak fills its cache
-and then lies flat.
+The agent (``agent.meeting.bot.Bot``, its own Chromium with the flags it ships) sits in a
+testmeeting room where two people talk without pause, with its camera on: the simulator grabs a
+frame of the bot's camera into a canvas every :data:`FRAME_INTERVAL_MS` (the scenario's
+``frame_interval_ms``), as a platform's self-view or video pipeline draws them. What grows in issue
+19's leak is the number of frames drawn, not the minutes: the test draws four a second, so that 190
+frames, as many as three minutes of the simulator's default 1 Hz grab, take 48 s. The renderer's USS
+is sampled every :data:`SAMPLE_EVERY_SECONDS` from admission. Its growth is the highest sample of
+:data:`LATE` (frames 120–190) minus the median of :data:`BASELINE` (frames 20–60: the page loaded,
+the capture running), per frame drawn between the two windows' middles; it must stay under
+:data:`MAX_GROWTH_MB_PER_FRAME`. A least-squares slope does not work here: the renderer's caches
+fill in steps of 40–60 MB and Chromium purges them now and then, so a short window's slope swings
+widely on the fixed build, and the leak fills its cache and then lies flat.
 
 Why 0.67 MB per frame (issue 19; this test's own figures on this 2-core machine):
 

@@ -1,6 +1,6 @@
 """The real agent in the testmeeting simulator, for each of the three skins.
 
-Each test opens a room with a short scenario, runs the agent (``agent.bot.Bot``: Chromium,
+Each test opens a room with a short scenario, runs the agent (``agent.meeting.bot.Bot``: Chromium,
 the platform adapter, capture, link, SSE) against it with a real WebSocket peer speaking the
 control plane's side of the link, and compares what the agent reported with the room's ground
 truth. Timeouts are the API's minimums scaled by ``timeout_scale`` (a host setting the API
@@ -27,8 +27,6 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from agent.artifacts import png_size
-from agent.bot import Bot
 from agent.contracts.bot_config import BotConfig, BotSettings, RecordingFormat
 from agent.contracts.link import (
     AgentCommand,
@@ -46,7 +44,9 @@ from agent.contracts.link import (
     UploadSlot,
 )
 from agent.contracts.status import BotStatus, StatusReason
-from agent.settings import AgentSettings
+from agent.link.artifacts import png_size
+from agent.meeting.bot import Bot
+from agent.process.settings import AgentSettings
 from agent.transcribe.normalize import word_error_rate
 from testmeeting import Room, TestMeetingServer, parse_scenario
 from tests.agent.link_peer import LinkPeer
@@ -464,7 +464,7 @@ async def test_update_settings_applies_before_admission_and_refuses_what_cannot_
     """update_settings on a real agent: in the lobby, transcription (with its language) and
     recording switch on and are used once admitted; in the meeting, what can no longer change
     is refused whole with the field named, and recording can still be stopped."""
-    caplog.set_level(logging.INFO, logger="agent.transcription")
+    caplog.set_level(logging.INFO, logger="agent.transcribe.pipe")
     run: Run = await start(  # type: ignore[operator]
         "google_meet",
         """

@@ -1,4 +1,4 @@
-"""What :class:`agent.watch.MeetingWatch` reports when the meeting's screen goes.
+"""What :class:`agent.meeting.watch.MeetingWatch` reports when the meeting's screen goes.
 
 A real Chromium page joins a testmeeting room through the real Meet adapter. The bot's loop
 probes the screen, then reads the roster: when the host ends the meeting between the two, the
@@ -19,15 +19,15 @@ import pytest
 import pytest_asyncio
 from playwright.async_api import Page, async_playwright
 
-from agent.audio import SpeakerActivity
+from agent.capture.audio import SpeakerActivity
 from agent.contracts.bot_config import Platform
-from agent.events import BotEvents
-from agent.lifecycle import MeetingTimers, Timeouts
+from agent.link.events import BotEvents
+from agent.meeting.lifecycle import MeetingTimers, Timeouts
+from agent.meeting.watch import MeetingWatch
 from agent.platforms import adapter_for
 from agent.platforms.base import MeetingState, PlatformAdapter
-from agent.settings import AgentSettings
+from agent.process.settings import AgentSettings
 from agent.sse.log import EventLog
-from agent.watch import MeetingWatch
 from testmeeting import Room, TestMeetingServer, parse_scenario
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from agent.memory.budget import LIMIT_SHARE, WARN_SHARE, read_budget, thresholds_mb
-from agent.settings import AgentSettings
+from agent.process.settings import AgentSettings
 
 pytestmark = pytest.mark.unit
 

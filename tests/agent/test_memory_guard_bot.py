@@ -1,11 +1,11 @@
 """A bot whose memory is over its limit reports it, frees what it can, and stays in the meeting.
 
-The agent (``agent.bot.Bot``, its own Chromium) joins a testmeeting room with limits far below
-what any bot holds (warn 1 MB, limit 2 MB, a reading every second): its first reading is over
-the limit, so the guard relieves (Chromium's caches; Python's heap when glibc had free memory
-to give back) and reports a ``memory`` frame over a real link. The voice is not among what was
-freed: a bot that has not spoken has not loaded it (it loads on the first speech). The bot
-stays active until it is stopped.
+The agent (``agent.meeting.bot.Bot``, its own Chromium) joins a testmeeting room with limits far
+below what any bot holds (warn 1 MB, limit 2 MB, a reading every second): its first reading is over
+the limit, so the guard relieves (Chromium's caches; Python's heap when glibc had free memory to
+give back) and reports a ``memory`` frame over a real link. The voice is not among what was freed: a
+bot that has not spoken has not loaded it (it loads on the first speech). The bot stays active until
+it is stopped.
 """
 
 from __future__ import annotations

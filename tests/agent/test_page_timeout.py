@@ -16,10 +16,10 @@ import pytest_asyncio
 from playwright.async_api import Page, async_playwright
 
 from agent.contracts.bot_config import Platform
-from agent.errors import BrowserError
 from agent.platforms import adapter_for
 from agent.platforms.base import EVALUATE_TIMEOUT_S, MeetingState
-from agent.settings import AgentSettings
+from agent.process.errors import BrowserError
+from agent.process.settings import AgentSettings
 
 pytestmark = pytest.mark.browser
 

@@ -11,10 +11,10 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from agent.artifacts import png_size
 from agent.capture.pcm import AudioCapture, rms_dbfs
 from agent.contracts.link import ArtifactEvent, ArtifactKind, Segment
-from agent.events import BotEvents, iso
+from agent.link.artifacts import png_size
+from agent.link.events import BotEvents, iso
 from agent.platforms.google_meet import GoogleMeetAdapter
 from agent.platforms.teams import TeamsAdapter
 from agent.platforms.zoom import ZoomAdapter

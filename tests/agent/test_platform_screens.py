@@ -1,12 +1,12 @@
 """Every platform screen variant of the simulator against the real agent (issue #13).
 
 Each test opens a room wearing a skin variant (``variant`` of the scenario: the end dialog over
-Meet's meeting, Zoom's legacy join form, its invalid-id modal and passcode prompt, Teams'
-sign-in redirect and meeting-ID-and-passcode form, …), runs ``agent.bot.Bot`` against it with a
-real link peer, and checks the final status and reason, and for terminal screens the time from
-the page showing the screen (the room's ``page_screen`` event, reported by the page) to the
-bot's ``stopping`` status: at most 2 s (the watchdog's interval plus one probe, with room for a
-loaded CI box).
+Meet's meeting, Zoom's legacy join form, its invalid-id modal and passcode prompt, Teams' sign-in
+redirect and meeting-ID-and-passcode form, …), runs ``agent.meeting.bot.Bot`` against it with a real
+link peer, and checks the final status and reason, and for terminal screens the time from the page
+showing the screen (the room's ``page_screen`` event, reported by the page) to the bot's
+``stopping`` status: at most 2 s (the watchdog's interval plus one probe, with room for a loaded CI
+box).
 
 Issue 33 adds: everyone leaving while a view still shows the last speaker (Zoom's speaker view),
 on every skin variant the bot can be in, within ``left_alone_timeout`` + 5 s of the last
@@ -32,10 +32,10 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from agent.bot import Bot
 from agent.contracts.bot_config import BotConfig, BotSettings
 from agent.contracts.status import BotStatus
-from agent.settings import AgentSettings
+from agent.meeting.bot import Bot
+from agent.process.settings import AgentSettings
 from testmeeting import Room, TestMeetingServer, parse_scenario
 from testmeeting.scenario import VARIANTS
 from tests.agent.link_peer import LinkPeer
@@ -345,7 +345,7 @@ async def test_a_page_showing_no_known_screen_ends_the_bot_with_page_lost(
     start: Start, caplog: pytest.LogCaptureFixture
 ) -> None:
     # A plain "404: Not Found" page on the meeting's host: no screen any adapter knows.
-    caplog.set_level(logging.WARNING, logger="agent.bot")
+    caplog.set_level(logging.WARNING, logger="agent.meeting.bot")
     run: Run = await start(
         "google_meet",
         "lobby: false\n",
@@ -555,7 +555,7 @@ async def test_a_bot_hearing_nothing_while_others_are_shown_speaking_says_so(
 ) -> None:
     # A notice the bot cannot accept holds the meeting's media back (Vexa #1727): others are
     # shown speaking, nothing reaches the bot. It says so within 30 s (issue 33).
-    caplog.set_level(logging.WARNING, logger="agent.watch")
+    caplog.set_level(logging.WARNING, logger="agent.meeting.watch")
     run: Run = await start(
         "google_meet",
         "variant: notetaker_consent\nlobby: false\nend_at: 16.0\nparticipants: [{name: Alice,"
@@ -608,7 +608,7 @@ LOBBY_TO_STATUS_S = 2.0
 async def test_a_teams_bot_held_for_approval_says_so_at_once_and_ends_at_its_admission_timeout(
     start: Start, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="agent.bot")
+    caplog.set_level(logging.INFO, logger="agent.meeting.bot")
     run: Run = await start(
         "teams",
         "variant: bot_approval\nlobby: false\nadmission: {decision: ignore}\n"

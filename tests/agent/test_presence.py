@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from agent.meeting.watch import QuietSpell, UnheardSpeakers
 from agent.platforms.base import Presence
-from agent.watch import QuietSpell, UnheardSpeakers
 
 pytestmark = pytest.mark.unit
 

@@ -1,4 +1,4 @@
-"""Fetching user-named media (agent/remote_media.py) under the webhook SSRF rules, for real.
+"""Fetching user-named media (agent/media_out/remote_media.py) under the SSRF rules, for real.
 
 A local aiohttp server plays the remote host; the default policy (https, global addresses only)
 must refuse it, and the permissive one must still refuse redirects, non-images, oversize bodies
@@ -14,9 +14,9 @@ import pytest
 from aiohttp import web
 
 from agent.contracts.link import CommandErrorCode
-from agent.contracts.ssrf import TargetPolicy
-from agent.errors import CommandError
-from agent.remote_media import MAX_IMAGE_BYTES, image_data_url
+from agent.media_out.remote_media import MAX_IMAGE_BYTES, image_data_url
+from agent.process.errors import CommandError
+from meetbot_common.ssrf import TargetPolicy
 
 pytestmark = pytest.mark.unit
 

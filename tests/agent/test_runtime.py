@@ -1,4 +1,4 @@
-"""The bot machine's display and sound runtime started natively (``agent.runtime``), as
+"""The bot machine's display and sound runtime started natively (``agent.process.runtime``), as
 ``--display`` starts it: two bots on one host get their own display and sound server, both
 answer with the devices the VM's units set up, and stopping removes everything."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from agent.runtime import BotRuntime, RuntimeStartError, scripts_dir
+from agent.process.runtime import BotRuntime, RuntimeStartError, scripts_dir
 
 pytestmark = pytest.mark.browser
 
@@ -78,7 +78,7 @@ def test_a_folder_without_the_scripts_is_refused(tmp_path: Path) -> None:
 _HOLDER = """
 import asyncio, sys
 from pathlib import Path
-from agent.runtime import BotRuntime, scripts_dir
+from agent.process.runtime import BotRuntime, scripts_dir
 
 async def main() -> None:
     async with BotRuntime(scripts_dir(), parent=Path(sys.argv[1])) as runtime:

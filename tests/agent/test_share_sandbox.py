@@ -1,12 +1,12 @@
 """The shared page's escapes, tried from Chromium through the guarded egress (issue 35, item 5).
 
-The share's context is made as :meth:`agent.browser.session.BrowserSession.isolated_page`
-makes it for a ``screen_share`` page: Playwright's per-context ``proxy`` given by
-:func:`agent.egress.share_proxy`. Two loopback servers stand for the internet (``site.test``,
-which only the proxy's test resolver knows: every page load of it shows that the browser went
-through the proxy) and the inside (``127.0.0.1`` and ``inside.test``). The page then tries the
-inside by a subresource, a redirect hop, a WebSocket and a service worker's fetch; the inside
-must see nothing, while the same kinds of connection to the site still work. WebRTC and
+The share's context is made as :meth:`agent.browser.session.BrowserSession.isolated_page` makes it
+for a ``screen_share`` page: Playwright's per-context ``proxy`` given by
+:func:`agent.media_out.egress.share_proxy`. Two loopback servers stand for the internet
+(``site.test``, which only the proxy's test resolver knows: every page load of it shows that the
+browser went through the proxy) and the inside (``127.0.0.1`` and ``inside.test``). The page then
+tries the inside by a subresource, a redirect hop, a WebSocket and a service worker's fetch; the
+inside must see nothing, while the same kinds of connection to the site still work. WebRTC and
 WebTransport (UDP, which no proxy carries) are not there at all, in an iframe neither.
 """
 
@@ -22,9 +22,9 @@ from aiohttp import WSMsgType, web
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import async_playwright
 
-from agent.contracts.ssrf import TargetPolicy
-from agent.egress import GuardedProxy, share_proxy, without_udp
-from agent.settings import AgentSettings
+from agent.media_out.egress import GuardedProxy, share_proxy, without_udp
+from agent.process.settings import AgentSettings
+from meetbot_common.ssrf import TargetPolicy
 from tests.egress_hosts import PUBLIC, dial_public_to, two_hosts
 
 pytestmark = pytest.mark.browser

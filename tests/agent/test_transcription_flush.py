@@ -19,10 +19,10 @@ import pytest
 
 from agent.capture.pcm import AudioCapture
 from agent.contracts.bot_config import BotSettings
-from agent.events import BotEvents
+from agent.link.events import BotEvents
 from agent.sse.log import EventLog
 from agent.transcribe.options import TranscribeOptions
-from agent.transcription import TranscriptionPipe
+from agent.transcribe.pipe import TranscriptionPipe
 from tests.transcribe.helpers import load_wav
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
@@ -59,7 +59,7 @@ async def test_a_backlog_longer_than_the_budget_is_cut_there_and_logged(
     # Queued before the model is loaded and the feeder starts: the meeting's audio all waits.
     queued = _queue_speech(capture, minutes)
     assert await transcription.wait_open()
-    with caplog.at_level(logging.INFO, logger="agent.transcription"):
+    with caplog.at_level(logging.INFO, logger="agent.transcribe.pipe"):
         await asyncio.wait_for(transcription.finish(0.5), timeout=120)
     messages = [r.getMessage() for r in caplog.records]
     late = "transcription did not finish in time"

@@ -16,13 +16,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from agent.audio import AudioFrame
+from agent.capture.audio import AudioFrame
 from agent.capture.pcm import AudioCapture
 from agent.contracts.bot_config import BotSettings
-from agent.events import BotEvents
+from agent.link.events import BotEvents
 from agent.sse.log import EventLog
 from agent.transcribe.options import TranscribeOptions
-from agent.transcription import TranscriptionPipe
+from agent.transcribe.pipe import TranscriptionPipe
 from tests.transcribe.helpers import load_wav, silence
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
@@ -79,7 +79,7 @@ async def test_a_failed_transcriber_is_replaced_and_the_next_speech_is_transcrib
     now = _say(capture, np.concatenate([silence(0.5), load_wav(speech, "LJ001-0004.wav")]), now)
     _say(capture, silence(1.5), now)
     await _until(lambda: any(p["id"].startswith("bot-r1-") for p in finals()), 120)
-    with caplog.at_level(logging.INFO, logger="agent.transcription"):
+    with caplog.at_level(logging.INFO, logger="agent.transcribe.pipe"):
         await transcription.finish(60)
 
     assert transcription.restarts == 1

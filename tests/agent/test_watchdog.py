@@ -1,12 +1,12 @@
-"""The table from platform screens to exits (agent/watchdog.py), before and after admission."""
+"""The table from screens to exits (agent/meeting/watchdog.py), before and after admission."""
 
 from __future__ import annotations
 
 import pytest
 
 from agent.contracts.status import BotStatus, StatusReason
+from agent.meeting.watchdog import screen_exit
 from agent.platforms.base import TERMINAL_STATES, MeetingState
-from agent.watchdog import screen_exit
 
 pytestmark = pytest.mark.unit
 

@@ -32,9 +32,9 @@ from agent.contracts.bootstrap import BootstrapGrant, BootstrapRequest
 from agent.contracts.bot_config import BotConfig, RecordingFormat
 from agent.contracts.link import ArtifactKind, ArtifactReport
 from agent.contracts.wire import agent_artifacts_path, agent_bootstrap_path, bearer
-from agent.handed_settings import with_handed
 from agent.log_upload import LOG_CONTENT_TYPE, upload_log
-from agent.settings import AgentSettings
+from agent.process.handed_settings import with_handed
+from agent.process.settings import AgentSettings
 from control_plane.agent_hub.bootstrap_tokens import BOOTSTRAP_TOKENS
 from control_plane.agent_hub.keys import STORAGE
 from control_plane.db.engine import DB
@@ -245,7 +245,9 @@ async def test_the_agent_log_is_uploaded_through_a_slot_and_listed_with_the_meet
 ) -> None:
     bot = await launch_bot()
     config = bot.config.model_copy(update={"control_plane_url": _base(client)})
-    log = "".join(f"2026-11-24T01:00:{i:02d} INFO agent.bot line {i} é\n" for i in range(50))
+    log = "".join(
+        f"2026-11-24T01:00:{i:02d} INFO agent.meeting.bot line {i} é\n" for i in range(50)
+    )
 
     key = await upload_log(config, log.encode())
     assert key == f"bots/{bot.bot_id}/logs/agent.log"

@@ -12,7 +12,7 @@ yield, through the app's own config builder, a ``BotConfig`` the agent runs as a
   looks up);
 - the recording holds what was asked (sound always; video only in a recording and a format
   with a picture);
-- an http(s) avatar passes the agent's own URL rules (``agent.contracts.ssrf``).
+- an http(s) avatar passes the agent's own URL rules (``meetbot_common.ssrf``).
 
 Bots are scheduled an hour ahead, so nothing launches and the quota of bots at once is not in
 the way.
@@ -42,7 +42,6 @@ from agent.contracts.bot_config import (
     Task,
     TranscriptionTier,
 )
-from agent.contracts.ssrf import TargetPolicy, check_url
 from agent.contracts.whisper_models import (
     DEFAULT_MODEL,
     WHISPER_LANGUAGES,
@@ -53,6 +52,7 @@ from agent.contracts.whisper_models import (
 from control_plane.bots.config_builder import CONFIG_BUILDER
 from control_plane.db.engine import DB
 from control_plane.db.models.bot import Meeting
+from meetbot_common.ssrf import TargetPolicy, check_url
 from tests.plugins.api_app import Caller
 
 pytestmark = pytest.mark.api

@@ -49,7 +49,7 @@ def test_key_is_stable_and_ignores_bytecode(checkout: Path) -> None:
 
 @pytest.mark.parametrize(
     "relative", ["images/steps/30-venv.sh", "packer/meetbot.pkr.hcl", "requirements.lock",
-                 "agent/bot.py", "meetbot/cli.py"]
+                 "agent/meeting/bot.py", "meetbot/cli.py"]
 )  # fmt: skip
 def test_key_changes_with_every_input(checkout: Path, relative: str) -> None:
     key = input_key(checkout)

@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from agent.audio import SAMPLE_RATE
+from agent.capture.audio import SAMPLE_RATE
 from agent.contracts.bot_config import RecordingFormat
 from agent.recording.audio_encode import encode_audio_only, mix_block, open_sources
 from agent.recording.encode import encode

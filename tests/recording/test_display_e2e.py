@@ -1,7 +1,7 @@
 """The bot machine's runtime outside a VM: the real agent headful on its own Xvfb and PulseAudio.
 
 The runtime is started by the very scripts the VM's units run (``images/runtime/``, through
-:class:`agent.runtime.BotRuntime`, as ``meetbot agent --display`` does). The bot joins a
+:class:`agent.process.runtime.BotRuntime`, as ``meetbot agent --display`` does). The bot joins a
 testmeeting room (Google Meet skin) where a participant speaks real recorded speech, and:
 
 - transcribes it (the realtime tier, bundled tiny.en);
@@ -29,11 +29,11 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from agent.bot import Bot
 from agent.contracts.bot_config import BotConfig, BotSettings, CaptureMode, RecordingFormat
 from agent.contracts.status import BotStatus
-from agent.runtime import BotRuntime, Runtime, scripts_dir
-from agent.settings import AgentSettings
+from agent.meeting.bot import Bot
+from agent.process.runtime import BotRuntime, Runtime, scripts_dir
+from agent.process.settings import AgentSettings
 from agent.transcribe.normalize import word_error_rate
 from testmeeting import Room, TestMeetingServer, parse_scenario
 from tests.recording.helpers import MAX_WER, codecs, probe, transcribe, wer

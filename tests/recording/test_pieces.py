@@ -18,15 +18,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agent.artifacts import ArtifactUploader
-from agent.audio import SAMPLE_RATE
 from agent.browser.session import BrowserSession
+from agent.capture.audio import SAMPLE_RATE
 from agent.capture.pcm import AudioCapture
 from agent.contracts.bot_config import BotSettings, RecordingFormat
-from agent.events import BotEvents
+from agent.link.artifacts import ArtifactUploader
+from agent.link.events import BotEvents
+from agent.process.settings import AgentSettings
 from agent.recording.pieces import Shipping
 from agent.recording.recorder import MeetingRecorder
-from agent.settings import AgentSettings
 from agent.sse.log import EventLog
 from tests.recording.helpers import MAX_WER, codecs, probe, transcribe, wer
 

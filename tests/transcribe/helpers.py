@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from agent.audio import SAMPLE_RATE, AudioFrame, SpeakerActivity
+from agent.capture.audio import SAMPLE_RATE, AudioFrame, SpeakerActivity
 from agent.contracts.bot_config import Task
 from agent.contracts.link import Segment
 from agent.transcribe.engine import DecodeOptions, DecodeResult, WhisperEngine

@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from agent.audio import SAMPLE_RATE
+from agent.capture.audio import SAMPLE_RATE
 from agent.transcribe.backlog import FinalsBacklog
 from agent.transcribe.metrics import TranscribeMetrics
 from agent.transcribe.segmenter import Ended

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from agent.audio import AudioFrame, SpeakerActivity
+from agent.capture.audio import AudioFrame, SpeakerActivity
 from agent.contracts.link import Segment
 from agent.transcribe.engine import WhisperEngine
 from agent.transcribe.normalize import normalize_text

@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from agent.audio import SpeakerActivity
+from agent.capture.audio import SpeakerActivity
 from agent.contracts.link import Segment
 from agent.transcribe.audio_io import TrackAudio
 from agent.transcribe.deferred import (

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agent.audio import AudioFrame
+from agent.capture.audio import AudioFrame
 from agent.contracts.link import Segment
 from agent.transcribe.engine import WhisperEngine
 from agent.transcribe.errors import TranscriberFailed

@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from agent.audio import AudioFrame
+from agent.capture.audio import AudioFrame
 from agent.contracts.link import Segment
 from agent.transcribe.engine import WhisperEngine
 from agent.transcribe.factory import load_engine

@@ -13,7 +13,7 @@ import asyncio
 import numpy as np
 import pytest
 
-from agent.audio import SAMPLE_RATE
+from agent.capture.audio import SAMPLE_RATE
 from agent.contracts.bot_config import Task
 from agent.transcribe.engine import DecodeOptions, WhisperEngine
 from agent.transcribe.normalize import normalize_text

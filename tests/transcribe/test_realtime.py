@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agent.audio import AudioFrame, SpeakerActivity
+from agent.capture.audio import AudioFrame, SpeakerActivity
 from agent.contracts.bot_config import Task
 from agent.contracts.link import Segment
 from agent.contracts.whisper_models import UnsupportedTranscriptionOptions

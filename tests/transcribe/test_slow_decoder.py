@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from agent.audio import SAMPLE_RATE
+from agent.capture.audio import SAMPLE_RATE
 from agent.contracts.link import Segment
 from agent.transcribe.models import resolve_model
 from agent.transcribe.normalize import word_error_rate

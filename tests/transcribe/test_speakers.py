@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.audio import SpeakerActivity
+from agent.capture.audio import SpeakerActivity
 from agent.transcribe.speakers import FloorChanges, SpeakerTimeline, TrackNames, floor_holder_for
 
 pytestmark = pytest.mark.unit

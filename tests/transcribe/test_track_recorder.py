@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agent.audio import AudioFrame
+from agent.capture.audio import AudioFrame
 from agent.transcribe.audio_io import TrackRecorder, read_audio
 
 pytestmark = pytest.mark.unit

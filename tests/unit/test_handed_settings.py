@@ -11,8 +11,8 @@ import pytest
 from agent.__main__ import main
 from agent.contracts.agent_settings import described, handed_over
 from agent.contracts.bot_config import BotConfig, Platform
-from agent.handed_settings import unused, with_handed
-from agent.settings import AgentSettings
+from agent.process.handed_settings import unused, with_handed
+from agent.process.settings import AgentSettings
 from control_plane.launchers.qemu import QemuLauncher
 from control_plane.settings import Settings
 from tests.handed_settings import SECRET

@@ -20,7 +20,8 @@ pytestmark = pytest.mark.unit
 
 PACKAGES = ("agent", "control_plane", "testmeeting", "meetbot", "meetbot_common")
 
-# (module added to the copy, the import it makes, words of the contract that must break)
+# (module added to the copy, or one of the copy's modules the import is appended to, the import
+# it makes, words of the contract that must break)
 WRONG_IMPORTS = [
     ("control_plane/auth/wrong_up.py", "import control_plane.api.http", "control_plane layers"),
     (
@@ -38,14 +39,31 @@ WRONG_IMPORTS = [
         "import control_plane.agent_hub.keys",
         "control_plane layers",
     ),
-    ("control_plane/records/wrong_agent.py", "import agent.bot", "imports nothing of the agent"),
-    ("agent/transcribe/wrong_up.py", "import agent.media", "agent layers"),
-    ("agent/platforms/wrong_up.py", "import agent.bot", "agent layers"),
+    (
+        "control_plane/records/wrong_agent.py",
+        "import agent.meeting.bot",
+        "imports nothing of the agent",
+    ),
+    ("agent/transcribe/wrong_up.py", "import agent.media_in.meeting_media", "agent layers"),
+    ("agent/platforms/wrong_up.py", "import agent.meeting.bot", "agent layers"),
     ("agent/link/wrong_cp.py", "import control_plane.settings", "agent never imports"),
     ("testmeeting/wrong_agent.py", "import agent.contracts.status", "testmeeting imports neither"),
     ("control_plane/meetings/wrong_meetbot.py", "import meetbot.cli", "nothing imports it"),
-    ("agent/contracts/wrong_down.py", "import agent.settings", "agent.contracts (the wire models)"),
+    (
+        "agent/contracts/wrong_down.py",
+        "import agent.process.settings",
+        "agent.contracts (the wire models)",
+    ),
     ("meetbot_common/wrong_up.py", "import agent.contracts.status", "meetbot_common (what every"),
+    (
+        "agent/contracts/wrong_rules.py",
+        "import meetbot_common.ssrf",
+        "agent.contracts (the wire models)",
+    ),
+    ("agent/media_out/wrong_up.py", "import agent.meeting.commands", "agent layers"),
+    ("agent/link/wrong_up.py", "import agent.transcribe.pipe", "agent layers"),
+    ("agent/meeting/watchdog.py", "import agent.meeting.bot", "agent.meeting: the bot over"),
+    ("agent/process/logs.py", "import agent.process.settings", "agent.process: settings, logs"),
 ]
 
 
@@ -74,7 +92,13 @@ def test_each_forbidden_arrow_breaks_its_contract(tmp_path: Path) -> None:
         )
     shutil.copy(REPO_ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     for path, statement, _ in WRONG_IMPORTS:
-        (tmp_path / path).write_text(f'"""A wrong import."""\n\n{statement}\n', encoding="utf-8")
+        target = tmp_path / path
+        if target.exists():
+            target.write_text(
+                f"{target.read_text(encoding='utf-8')}\n{statement}\n", encoding="utf-8"
+            )
+        else:
+            target.write_text(f'"""A wrong import."""\n\n{statement}\n', encoding="utf-8")
 
     done = _lint(tmp_path)
 

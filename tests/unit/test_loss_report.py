@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from agent.capture.pcm import AudioCapture
-from agent.logs import LossReport
+from agent.process.logs import LossReport
 
 pytestmark = pytest.mark.unit
 

@@ -20,11 +20,11 @@ import pytest
 from aiohttp import web
 
 from agent.contracts.link import CommandErrorCode
-from agent.contracts.ssrf import TargetPolicy, resolve_checked
-from agent.egress import HEAD_LIMIT_BYTES, GuardedProxy, checked_addresses
-from agent.errors import CommandError
-from agent.remote_media import image_data_url
+from agent.media_out.egress import HEAD_LIMIT_BYTES, GuardedProxy, checked_addresses
+from agent.media_out.remote_media import image_data_url
+from agent.process.errors import CommandError
 from agent.voice.audio_file import AudioUnavailable, fetch_audio
+from meetbot_common.ssrf import TargetPolicy, resolve_checked
 from tests.egress_hosts import PUBLIC, dial_public_to, two_hosts
 
 pytestmark = pytest.mark.unit

@@ -13,13 +13,13 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from agent.contracts.ssrf import TargetPolicy
+from agent.meeting.watch import others_speaking
 from agent.voice import audio_file
 from agent.voice.audio_file import AudioUnavailable, audio_pieces, decode_audio
 from agent.voice.openai_tts import OpenAISpeechSynthesizer
 from agent.voice.piper_tts import PiperSynthesizer, first_clause, voice_files
 from agent.voice.synthesis import SynthesisFailed, VoiceNotAvailable
-from agent.watch import others_speaking
+from meetbot_common.ssrf import TargetPolicy
 
 pytestmark = pytest.mark.model
 

@@ -1,10 +1,10 @@
 """Wiring of capture → transcriber → events for one meeting.
 
 Frames from :class:`~agent.capture.pcm.AudioCapture` are fed to the ``Transcriber`` seam of
-``agent/transcribe`` (``open_transcriber``); its segments go to :class:`~agent.events.BotEvents`
-(partials to the SSE stream only, finals to the stream and the link); active-speaker changes
-from the platform adapter go to the transcriber for speaker names. Both pumps are tasks owned
-here, cancelled and awaited on every path.
+``agent/transcribe`` (``open_transcriber``); its segments go to
+:class:`~agent.link.events.BotEvents` (partials to the SSE stream only, finals to the stream and the
+link); active-speaker changes from the platform adapter go to the transcriber for speaker names.
+Both pumps are tasks owned here, cancelled and awaited on every path.
 
 A transcriber whose own task dies mid-meeting (``TranscriberFailed``) is replaced by a fresh
 one at once, up to :data:`MAX_RESTARTS` times, with new segment ids; the audio queued in the
@@ -20,12 +20,12 @@ import logging
 import time
 from pathlib import Path
 
-from agent.audio import SpeakerActivity
+from agent.capture.audio import SpeakerActivity
 from agent.capture.pcm import AudioCapture
 from agent.contracts.bot_config import BotSettings
 from agent.contracts.link import TranscriptionReady
 from agent.contracts.whisper_models import UnsupportedTranscriptionOptions
-from agent.events import BotEvents
+from agent.link.events import BotEvents
 from agent.transcribe.base import Transcriber
 from agent.transcribe.errors import TranscribeError, TranscriberFailed
 from agent.transcribe.factory import open_transcriber

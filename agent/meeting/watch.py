@@ -1,7 +1,7 @@
 """What the bot sees while it is in the meeting: participants, active speakers, chat.
 
-:class:`MeetingWatch` is polled by the bot's lifecycle driver (:mod:`agent.bot`) on every tick
-of its meeting loop; it reports participant changes and chat lines as events and passes
+:class:`MeetingWatch` is polled by the bot's lifecycle driver (:mod:`agent.meeting.bot`) on every
+tick of its meeting loop; it reports participant changes and chat lines as events and passes
 active-speaker changes to the transcription (and an optional extra sink).
 """
 
@@ -16,13 +16,13 @@ from typing import Protocol
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
 
-from agent.audio import SpeakerActivity
+from agent.capture.audio import SpeakerActivity
 from agent.capture.pcm import CaptureStats
 from agent.contracts.link import ChatMessageEvent, utc_now
-from agent.errors import BrowserError, CapabilityNotSupported
-from agent.events import BotEvents
-from agent.lifecycle import MeetingTimers
+from agent.link.events import BotEvents
+from agent.meeting.lifecycle import MeetingTimers
 from agent.platforms.base import ChatLine, MeetingState, PlatformAdapter, Presence
+from agent.process.errors import BrowserError, CapabilityNotSupported
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ class QuietSpell:
 
 
 class SpeakerListener(Protocol):
-    """Hears active-speaker changes (:class:`agent.media.MeetingMedia` is one)."""
+    """Hears active-speaker changes (:class:`agent.media_in.meeting_media.MeetingMedia` is one)."""
 
     def speaker(self, activity: SpeakerActivity) -> None:
         """One speaker started or stopped."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from agent.contracts.bot_config import BotSettings
 from agent.contracts.status import FINAL_STATUSES, BotStatus, StatusReason, can_transition
-from agent.events import BotEvents, status_frame
+from agent.link.events import BotEvents, status_frame
 
 log = logging.getLogger(__name__)
 

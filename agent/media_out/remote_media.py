@@ -1,7 +1,7 @@
 """Fetching media the API names by URL (camera images, screen-share images), SSRF-guarded.
 
 A URL in a command is chosen by an API user and fetched from the bot's host, so it follows the
-webhook rules of :mod:`agent.contracts.ssrf`: ``https`` to global addresses only (``http`` and
+webhook rules of :mod:`meetbot_common.ssrf`: ``https`` to global addresses only (``http`` and
 private addresses when the agent settings ``media_allow_http`` / ``media_allow_private`` allow
 them), every resolved address checked when the connection is made, no redirects, a total
 timeout, and a size cap read before the body is kept. ``data:image/`` URLs need no fetch.
@@ -18,9 +18,9 @@ import binascii
 import aiohttp
 
 from agent.contracts.link import CommandErrorCode
-from agent.contracts.ssrf import TargetPolicy, TargetRefused, check_url, client_session
-from agent.errors import CommandError
-from agent.settings import AgentSettings
+from agent.process.errors import CommandError
+from agent.process.settings import AgentSettings
+from meetbot_common.ssrf import TargetPolicy, TargetRefused, check_url, client_session
 
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
 """Largest image accepted (docs/api.md 2.10: avatar image up to 5 MiB)."""

@@ -3,7 +3,7 @@
 :class:`MeetingMedia` wires the audio capture to the transcription pipe and (when
 ``recording_enabled``) to the recorder. Nothing runs before :meth:`MeetingMedia.start` (the bot
 was admitted); until then the settings in effect may change freely (a PATCH of a launched bot,
-:mod:`agent.live_settings`), and the recorder is built at start from the settings then in
+:mod:`agent.meeting.live_settings`), and the recorder is built at start from the settings then in
 effect. After it, the meeting's media follow the rules of :meth:`MeetingMedia.live_refusal`.
 """
 
@@ -12,19 +12,19 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from agent.artifacts import ArtifactUploader
-from agent.audio import SpeakerActivity
 from agent.browser.session import BrowserSession
+from agent.capture.audio import SpeakerActivity
 from agent.capture.pcm import AudioCapture
 from agent.contracts.bot_config import BotSettings
-from agent.events import BotEvents
+from agent.link.artifacts import ArtifactUploader
+from agent.link.events import BotEvents
+from agent.process.settings import AgentSettings
 from agent.recording.pieces import Shipping
 from agent.recording.recorder import MeetingRecorder
 from agent.recording.screen import ScreenSource
 from agent.recording.silence import SilenceCheck, SoundVerdict
-from agent.settings import AgentSettings
 from agent.transcribe.options import TranscribeOptions
-from agent.transcription import TranscriptionPipe
+from agent.transcribe.pipe import TranscriptionPipe
 
 log = logging.getLogger(__name__)
 

@@ -160,7 +160,7 @@ class AgentSettings(BaseSettings):
     viewport_width: int = Field(default=1280, ge=320)
     viewport_height: int = Field(default=720, ge=240)
     # The bot's own display and sound server (images/runtime/): set by the VM's agent unit, or
-    # by ``--display`` from the runtime it starts (agent/runtime.py). With a display and
+    # by ``--display`` from the runtime it starts (agent/process/runtime.py). With a display and
     # headless off, Chromium draws on it, its window covering the screen, and a video recording
     # grabs the screen (ffmpeg x11grab). With a PulseAudio server (``unix:/path/to/native``),
     # Chromium plays the meeting into its ``meeting`` sink, a video recording takes its sound
@@ -234,7 +234,7 @@ class AgentSettings(BaseSettings):
     recording_screen_fps: int = Field(default=15, ge=1, le=60)
 
     # Media the API names by URL (avatar images, screen-share images and pages) is fetched under
-    # the webhook SSRF rules (agent/contracts/ssrf.py): https to global addresses only, unless
+    # the webhook SSRF rules (meetbot_common/ssrf.py): https to global addresses only, unless
     # these allow plain http or private, loopback and link-local addresses (tests, a LAN).
     media_allow_http: bool = False
     media_allow_private: bool = False

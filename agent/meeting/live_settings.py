@@ -24,8 +24,8 @@ from typing import Any
 from agent.contracts.bot_config import BotSettings
 from agent.contracts.link import CommandErrorCode, SettingsChange
 from agent.contracts.status import FINAL_STATUSES, BotStatus
-from agent.errors import CommandError
-from agent.media import MeetingMedia
+from agent.media_in.meeting_media import MeetingMedia
+from agent.process.errors import CommandError
 
 log = logging.getLogger(__name__)
 

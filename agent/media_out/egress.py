@@ -1,7 +1,7 @@
 """The shared page's one way out: a local forward proxy that checks every connection it makes.
 
 A page a ``screen_share`` command names is chosen by an API user and rendered on the bot's
-host, so none of its connections may reach what the SSRF rules (:mod:`agent.contracts.ssrf`)
+host, so none of its connections may reach what the SSRF rules (:mod:`meetbot_common.ssrf`)
 refuse. ``page.route`` cannot guard that: it does not see redirect hops, WebSockets or service
 workers, and the browser resolves names again after a route's check. So the share's browser
 context sends everything through :class:`GuardedProxy` (Playwright's per-context ``proxy``,
@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 
 from playwright.async_api import BrowserContext, ProxySettings
 
-from agent.contracts.ssrf import TargetPolicy, TargetRefused, address_allowed, valid_dns_name
+from meetbot_common.ssrf import TargetPolicy, TargetRefused, address_allowed, valid_dns_name
 
 log = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ from pydantic import ValidationError
 
 from agent.contracts.link import ArtifactKind, CommandErrorCode, UploadRequest, UploadSlot
 from agent.contracts.wire import agent_uploads_path, bearer
-from agent.errors import CommandError
+from agent.process.errors import CommandError
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

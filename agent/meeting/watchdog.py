@@ -1,10 +1,10 @@
 """The page watchdog: ends the bot on any end, denial or not-found screen, or a lost page.
 
-The lifecycle driver (:mod:`agent.bot`) polls the page in its join, admission and meeting loops,
-but between polls it can sit in a long browser call (a page load, a join click, a leave). The
+The lifecycle driver (:mod:`agent.meeting.bot`) polls the page in its join, admission and meeting
+loops, but between polls it can sit in a long browser call (a page load, a join click, a leave). The
 :class:`PageWatchdog` runs beside it from the moment the meeting page opens until the bot starts
 leaving, probes the page every ``watchdog_interval_seconds`` and hands the bot a
-:class:`~agent.errors.MeetingExit` as soon as a terminal screen
+:class:`~agent.process.errors.MeetingExit` as soon as a terminal screen
 (:data:`~agent.platforms.base.TERMINAL_STATES`) shows, wherever the platform shows it (dialog,
 banner, modal, full page), so the bot ends within one interval plus one probe.
 
@@ -30,8 +30,8 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
 
 from agent.contracts.status import StatusReason
-from agent.errors import BrowserError, JoinFailed, MeetingExit, MeetingLeft
 from agent.platforms.base import MeetingState, PlatformAdapter
+from agent.process.errors import BrowserError, JoinFailed, MeetingExit, MeetingLeft
 
 log = logging.getLogger(__name__)
 

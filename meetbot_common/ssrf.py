@@ -1,7 +1,8 @@
-"""The SSRF guard of webhook delivery: which URLs may be called and which addresses reached.
+"""The SSRF rules: which URLs a user may name and which addresses a connection may reach.
 
-A webhook URL is chosen by an API user, so the control plane must not become a way into its own
-network. The rules (docs/api.md 2.8):
+A webhook URL (the control plane) or a media URL and a shared page (the agent) is chosen by an
+API user, so neither side may become a way into its own network. Both enforce these rules, with
+their own ``allow_http``/``allow_private`` settings. The rules (docs/api.md 2.8):
 
 * the scheme is ``https`` (``http`` too when ``webhook_allow_http`` is on);
 * the host is an IP literal or a valid DNS name (letters, digits and hyphens in labels of 1 to

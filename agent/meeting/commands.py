@@ -6,7 +6,7 @@ The link protocol is docs/architecture.md §5.
 (``agent/contracts/link.py``): one handler per command model.
 
 - ``stop``: the bot leaves with the command's ``reason``; result ``{}``.
-- ``screenshot`` (``artifact_id``, ``upload``: an ``UploadSlot``; see ``agent/artifacts.py``):
+- ``screenshot`` (``artifact_id``, ``upload``: an ``UploadSlot``; see ``agent/link/artifacts.py``):
   result
   ``{artifact_id, storage_key, content_type, size_bytes, width, height, captured_at}`` and an
   ``artifact`` event.
@@ -17,11 +17,11 @@ The link protocol is docs/architecture.md §5.
   ``default_avatar_url`` or the service logo): result ``{}``; ``avatar_unavailable`` when the
   image is refused by the SSRF rules, cannot be fetched, is over 5 MiB or does not decode (the
   camera keeps its previous image).
-- ``screen_share`` (``image_url``, ``url`` or ``video_url``; see ``agent/screen_share.py``):
-  result ``{source, width, height}`` (a video adds ``audio``, ``duration``);
-  ``screen_source_unavailable`` for a source that cannot be used. ``stop_screen_share``: result
-  ``{was_sharing}``.
-- ``update_settings`` (``changes``): all or nothing, see ``agent/live_settings.py``; result
+- ``screen_share`` (``image_url``, ``url`` or ``video_url``; see
+  ``agent/media_out/screen_share.py``): result ``{source, width, height}`` (a video adds ``audio``,
+  ``duration``); ``screen_source_unavailable`` for a source that cannot be used.
+  ``stop_screen_share``: result ``{was_sharing}``.
+- ``update_settings`` (``changes``): all or nothing, see ``agent/meeting/live_settings.py``; result
   ``{settings}``; error ``setting_not_live`` with the ``field`` that cannot change now.
 - ``speak`` (``text`` + ``voice`` or ``audio_url``, ``speech_id``, ``interrupt``): queued on the
   bot's :class:`~agent.voice.speaker.Speaker` (or played at once after an interrupt); result
@@ -48,7 +48,6 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from agent.artifacts import ArtifactUploader, StoredArtifact, png_size
 from agent.browser.session import BrowserSession
 from agent.contracts.link import (
     AgentCommand,
@@ -71,16 +70,17 @@ from agent.contracts.link import (
     UpdateSettingsCommand,
     UploadSlot,
 )
-from agent.contracts.ssrf import TargetPolicy
 from agent.contracts.status import BotStatus, StatusReason
-from agent.errors import BrowserError, CapabilityNotSupported, CommandError
-from agent.events import BotEvents, iso
-from agent.live_settings import SettingsApplier
+from agent.link.artifacts import ArtifactUploader, StoredArtifact, png_size
+from agent.link.events import BotEvents, iso
+from agent.media_out.remote_media import image_data_url
+from agent.media_out.screen_share import ScreenShare
+from agent.meeting.live_settings import SettingsApplier
 from agent.platforms.base import PlatformAdapter
-from agent.remote_media import image_data_url
-from agent.screen_share import ScreenShare
+from agent.process.errors import BrowserError, CapabilityNotSupported, CommandError
 from agent.voice.speaker import Speaker, Speech
 from agent.voice.synthesis import VoiceNotAvailable
+from meetbot_common.ssrf import TargetPolicy
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ _STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"m
 
 
 class FieldsFormatter(logging.Formatter):
-    """``2026-11-21T10:00:00 INFO agent.bot bot status status=active status_reason=joined``."""
+    """``2026-11-21T10:00:00 INFO agent.meeting.bot bot status status=active``."""
 
     def format(self, record: logging.LogRecord) -> str:
         """Render the record with its ``extra`` fields as ``key=value`` pairs."""

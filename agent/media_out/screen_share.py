@@ -3,14 +3,14 @@
 The in-page screen stream (``inject.js``) is a 1280x720 canvas captured at 30 fps; this module
 feeds it and drives the platform's share control:
 
-- ``image_url``: fetched under the SSRF rules (:mod:`agent.remote_media`) and drawn on every
-  frame;
+- ``image_url``: fetched under the SSRF rules (:mod:`agent.media_out.remote_media`) and drawn on
+  every frame;
 - ``url``: a web page the bot renders in an isolated browser context (no cookies, init script or
   bindings of the meeting page) of the same size; its frames come from a CDP screencast
   (``Page.startScreencast``, JPEG) and are drawn into the shared stream as they arrive. Every
   connection of that context — navigations, redirect hops, subresources, WebSockets, workers
   and service workers — goes through a guarded egress proxy of its own
-  (:class:`agent.egress.GuardedProxy`) that checks the address it connects to against the
+  (:class:`agent.media_out.egress.GuardedProxy`) that checks the address it connects to against the
   same SSRF rules, so a redirect or a name that changes its answer cannot lead inside; the
   page gets no WebRTC or WebTransport (UDP, which no proxy carries);
 - ``video_url``: fetched under the same rules (at most 50 MiB, ``video/*``) and served to the
@@ -36,11 +36,11 @@ from playwright.async_api import Page, Route
 
 from agent.browser.session import BrowserSession
 from agent.contracts.link import CommandErrorCode, ScreenShareCommand
-from agent.contracts.ssrf import TargetPolicy, TargetRefused, check_url
-from agent.egress import GuardedProxy, share_proxy, without_udp
-from agent.errors import CommandError
+from agent.media_out.egress import GuardedProxy, share_proxy, without_udp
+from agent.media_out.remote_media import MAX_VIDEO_BYTES, fetch_media, image_data_url
 from agent.platforms.base import PlatformAdapter
-from agent.remote_media import MAX_VIDEO_BYTES, fetch_media, image_data_url
+from agent.process.errors import CommandError
+from meetbot_common.ssrf import TargetPolicy, TargetRefused, check_url
 
 log = logging.getLogger(__name__)
 

@@ -2,10 +2,10 @@
 
 :class:`Bot` is the lifecycle driver: it owns the stream log, the link to the control plane,
 the browser, the platform adapter, the status machine and timers, and wires the pieces that do
-the rest: :class:`~agent.media.MeetingMedia` (transcription and recording),
-:class:`~agent.watch.MeetingWatch` (participants, speakers, chat),
-:class:`~agent.commands.CommandHandler` (the command loop) and its
-:class:`~agent.live_settings.SettingsApplier` (``update_settings``).
+the rest: :class:`~agent.media_in.meeting_media.MeetingMedia` (transcription and recording),
+:class:`~agent.meeting.watch.MeetingWatch` (participants, speakers, chat),
+:class:`~agent.meeting.commands.CommandHandler` (the command loop) and its
+:class:`~agent.meeting.live_settings.SettingsApplier` (``update_settings``).
 
 Its :meth:`Bot.run` goes ``joining → (awaiting_admission →) active → stopping → completed|failed``
 and always ends the same way, whatever happened: leave the meeting, close the browser, report
@@ -48,10 +48,8 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
 
 from agent import __version__
-from agent.artifacts import ArtifactUploader
 from agent.browser.session import BrowserSession
 from agent.capture.pcm import AudioCapture
-from agent.commands import CommandHandler
 from agent.contracts.bot_config import BotConfig
 from agent.contracts.link import (
     ArtifactKind,
@@ -60,27 +58,29 @@ from agent.contracts.link import (
     Register,
 )
 from agent.contracts.status import BotStatus, StatusReason
-from agent.errors import BrowserError, CommandError, JoinFailed, MeetingExit, MeetingLeft
-from agent.events import BotEvents, Observer, iso
-from agent.lifecycle import MeetingTimers, StatusMachine, Timeouts
+from agent.link.artifacts import ArtifactUploader
 from agent.link.client import LinkClient, LinkTiming, agent_link_url
+from agent.link.events import BotEvents, Observer, iso
 from agent.link.outbox import Outbox
-from agent.live_settings import SettingsApplier
-from agent.media import MeetingMedia
+from agent.media_in.meeting_media import MeetingMedia
+from agent.media_out.remote_media import fetch_policy, image_data_url
+from agent.meeting.commands import CommandHandler
+from agent.meeting.lifecycle import MeetingTimers, StatusMachine, Timeouts
+from agent.meeting.live_settings import SettingsApplier
+from agent.meeting.watch import QUIET_LOG_S, MeetingWatch, SpeakerSink
+from agent.meeting.watchdog import PageWatchdog, screen_exit
 from agent.memory.budget import read_budget, thresholds_mb
 from agent.memory.guard import MemoryGuard, Relief, Thresholds
 from agent.memory.relief import trim_heap
 from agent.platforms import adapter_for
 from agent.platforms.base import MeetingState, PlatformAdapter
-from agent.remote_media import fetch_policy, image_data_url
-from agent.settings import AgentSettings
+from agent.process.errors import BrowserError, CommandError, JoinFailed, MeetingExit, MeetingLeft
+from agent.process.settings import AgentSettings
 from agent.sse.log import EventLog
 from agent.transcribe.options import TranscribeOptions
 from agent.voice.factory import synthesizer_for
 from agent.voice.microphone import PageMicrophone
 from agent.voice.speaker import Speaker
-from agent.watch import QUIET_LOG_S, MeetingWatch, SpeakerSink
-from agent.watchdog import PageWatchdog, screen_exit
 
 log = logging.getLogger(__name__)
 
@@ -464,7 +464,7 @@ class Bot:
             await task
 
     def _screen_exit(self, state: MeetingState) -> None:
-        """Raise the exit ``state`` means (see :func:`agent.watchdog.screen_exit`)."""
+        """Raise the exit ``state`` means (see :func:`agent.meeting.watchdog.screen_exit`)."""
         exit_ = screen_exit(state, admitted=self.joined_at is not None)
         if exit_ is not None:
             raise exit_
