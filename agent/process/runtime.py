@@ -65,7 +65,7 @@ def scripts_dir(configured: Path | None = None) -> Path:
         if (configured / "xvfb.sh").is_file():
             return configured
         raise RuntimeStartError(f"no runtime scripts (xvfb.sh) in {configured}")
-    checkout = Path(__file__).resolve().parents[1] / "images" / "runtime"
+    checkout = Path(__file__).resolve().parents[2] / "images" / "runtime"
     for candidate in (checkout, INSTALLED_SCRIPTS):
         if (candidate / "xvfb.sh").is_file():
             return candidate
