@@ -25,6 +25,7 @@ from agent.contracts.link import (
     TranscriptSegmentEvent,
 )
 from agent.contracts.status import BotStatus
+from agent.contracts.timestamps import format_utc
 from agent.sse.log import EventLog
 
 FrameSender = Callable[[AgentFrame], Awaitable[None]]
@@ -33,11 +34,6 @@ FrameSender = Callable[[AgentFrame], Awaitable[None]]
 Observer = Callable[[str, dict[str, Any]], None]
 """Sees every event by name and payload (the CLI prints them to the terminal as its output;
 payloads hold transcript and chat text, so observers must not log them)."""
-
-
-def iso(ts: datetime) -> str:
-    """API timestamp format (docs/api.md 2.1): UTC, ``Z`` suffix, no microseconds."""
-    return ts.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class BotEvents:
@@ -77,7 +73,7 @@ class BotEvents:
         payload: dict[str, Any] = {
             "status": frame.status.value,
             "status_reason": frame.status_reason,
-            "timestamp": iso(frame.ts),
+            "timestamp": format_utc(frame.ts),
         }
         if frame.detail:
             # Words on the move when the bot has any (why a platform may hold it in the lobby,
@@ -166,7 +162,7 @@ class BotEvents:
     async def meeting_audio_missing(self, shown_speaking_s: float) -> None:
         """Others were shown speaking but no meeting audio reached the bot (stream only)."""
         payload = {
-            "timestamp": iso(datetime.now(UTC)),
+            "timestamp": format_utc(datetime.now(UTC)),
             "shown_speaking_s": round(shown_speaking_s, 1),
         }
         self._observe("meeting_audio_missing", payload)
@@ -178,7 +174,7 @@ class BotEvents:
         The camera shows the service logo instead; ``detail`` says why (refused, not fetched,
         not an image, over 5 MiB, not decodable).
         """
-        payload = {"timestamp": iso(datetime.now(UTC)), "detail": detail}
+        payload = {"timestamp": format_utc(datetime.now(UTC)), "detail": detail}
         self._observe("avatar_unavailable", payload)
         await self._to_stream("avatar_unavailable", payload)
 

@@ -58,9 +58,10 @@ from agent.contracts.link import (
     Register,
 )
 from agent.contracts.status import BotStatus, StatusReason
+from agent.contracts.timestamps import format_utc
 from agent.link.artifacts import ArtifactUploader
 from agent.link.client import LinkClient, LinkTiming, agent_link_url
-from agent.link.events import BotEvents, Observer, iso
+from agent.link.events import BotEvents, Observer
 from agent.link.outbox import Outbox
 from agent.media_in.meeting_media import MeetingMedia
 from agent.media_out.remote_media import fetch_policy, image_data_url
@@ -178,7 +179,7 @@ class Bot:
             synthesizer_for(settings),
             PageMicrophone(self.browser, self.adapter),
             lambda name, payload: self.events.speech(name, payload),
-            now=lambda: iso(datetime.now(UTC)),
+            now=lambda: format_utc(datetime.now(UTC)),
             media_policy=fetch_policy(settings),
         )
         self.commands = CommandHandler(

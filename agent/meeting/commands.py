@@ -71,8 +71,9 @@ from agent.contracts.link import (
     UploadSlot,
 )
 from agent.contracts.status import BotStatus, StatusReason
+from agent.contracts.timestamps import format_utc
 from agent.link.artifacts import ArtifactUploader, StoredArtifact, png_size
-from agent.link.events import BotEvents, iso
+from agent.link.events import BotEvents
 from agent.media_out.remote_media import image_data_url
 from agent.media_out.screen_share import ScreenShare
 from agent.meeting.live_settings import SettingsApplier
@@ -219,7 +220,7 @@ class CommandHandler:
                 "owner": command.owner,
                 "due": command.due,
                 "segment_ids": list(command.segment_ids),
-                "timestamp": iso(command.timestamp),
+                "timestamp": format_utc(command.timestamp),
             }
         )
         return {}

@@ -20,11 +20,13 @@ the document and the code cannot drift apart.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
+
+from agent.contracts.timestamps import format_utc
 
 
 class EventType(StrEnum):
@@ -82,7 +84,7 @@ class ActionDetected(_Data):
 
     @field_serializer("timestamp")
     def _utc(self, value: datetime) -> str:
-        return format_timestamp(value)
+        return format_utc(value)
 
 
 class ParticipantJoined(_Data):
@@ -131,7 +133,7 @@ class SummaryReady(_Data):
 
     @field_serializer("created_at", "ready_at")
     def _utc(self, value: datetime) -> str:
-        return format_timestamp(value)
+        return format_utc(value)
 
 
 EventData = (
@@ -159,13 +161,6 @@ CATALOGUE: dict[EventType, tuple[type[_Data], str]] = {
 """Event type → (``data`` model, one-line description), the single source of the catalogue."""
 
 EVENT_TYPE_NAMES: frozenset[str] = frozenset(event.value for event in EventType)
-
-
-def format_timestamp(value: datetime) -> str:
-    """ISO 8601 UTC with ``Z`` and no microseconds (docs/api.md 2.1); naive values are UTC."""
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def unknown_event_types(names: list[str]) -> list[str]:
@@ -196,7 +191,7 @@ def build_payload(
     validated = model.model_validate(raw)
     return {
         "type": kind.value,
-        "timestamp": format_timestamp(at),
+        "timestamp": format_utc(at),
         "data": validated.model_dump(mode="json"),
     }
 

@@ -13,8 +13,9 @@ import pytest
 
 from agent.capture.pcm import AudioCapture, rms_dbfs
 from agent.contracts.link import ArtifactEvent, ArtifactKind, Segment
+from agent.contracts.timestamps import format_utc
 from agent.link.artifacts import png_size
-from agent.link.events import BotEvents, iso
+from agent.link.events import BotEvents
 from agent.platforms.google_meet import GoogleMeetAdapter
 from agent.platforms.teams import TeamsAdapter
 from agent.platforms.zoom import ZoomAdapter
@@ -144,4 +145,4 @@ async def test_fan_out_sends_finals_to_the_link_and_everything_to_the_stream() -
     names = [e.event for e in log.snapshot()]
     assert names == ["transcript_segment"] * 3 + ["recording_ready"]
     assert '"recording_id": "r1"' in log.snapshot()[-1].data
-    assert iso(datetime(2026, 1, 2, 3, 4, 5, 999, tzinfo=UTC)) == "2026-01-02T03:04:05Z"
+    assert format_utc(datetime(2026, 1, 2, 3, 4, 5, 999, tzinfo=UTC)) == "2026-01-02T03:04:05Z"

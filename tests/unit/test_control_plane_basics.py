@@ -8,11 +8,12 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
+from agent.contracts.timestamps import format_utc
 from control_plane.auth import api_keys
 from control_plane.auth.ratelimit import RateLimiter
 from control_plane.errors import NotFound, Validation
 from control_plane.logs import JsonFormatter
-from control_plane.timestamps import format_utc, parse_utc
+from control_plane.timestamps import parse_utc
 
 pytestmark = pytest.mark.unit
 
