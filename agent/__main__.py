@@ -34,6 +34,7 @@ from agent.process.handed_settings import unused, with_handed
 from agent.process.logs import configure_logging
 from agent.process.runtime import BotRuntime, RuntimeStartError, scripts_dir
 from agent.process.settings import AgentSettings
+from agent.wiring import assemble
 
 
 async def run_bot(bot: Bot) -> BotStatus:
@@ -108,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     heap.tune()  # fewer malloc arenas, before the decode threads (agent/process/heap.py)
 
     def make_bot(host: AgentSettings) -> Bot:
-        return Bot(config, host)
+        return assemble(config, host)
 
     try:
         if args.display:

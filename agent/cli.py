@@ -35,6 +35,7 @@ from agent.process import heap
 from agent.process.logs import configure_logging
 from agent.process.runtime import RuntimeStartError
 from agent.process.settings import AgentSettings
+from agent.wiring import assemble
 
 
 def _print_event(name: str, payload: dict[str, Any]) -> None:
@@ -110,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
     def make_bot(host: AgentSettings) -> Bot:
-        return Bot(config, host, observer=_print_event)
+        return assemble(config, host, observer=_print_event)
 
     tune_driver_environment(os.environ)
     heap.tune()  # fewer malloc arenas, before the decode threads (agent/process/heap.py)

@@ -51,6 +51,7 @@ from agent.contracts.link import Command, ScreenShareCommand, StopScreenShareCom
 from agent.contracts.status import BotStatus
 from agent.meeting.bot import Bot
 from agent.process.settings import AgentSettings
+from agent.wiring import assemble
 from bench.stats import percentile
 from testmeeting import Room, TestMeetingServer, parse_scenario
 
@@ -201,7 +202,7 @@ async def bench_platform(
         media_allow_http=True,
         media_allow_private=True,
     )
-    bot = Bot(config, settings)
+    bot = assemble(config, settings)
     task = asyncio.create_task(bot.run())
     try:
         await _until_active(bot, task)

@@ -40,8 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from agent.contracts.bot_config import BotConfig, BotSettings
-from agent.meeting.bot import Bot
 from agent.process.settings import AgentSettings
+from agent.wiring import assemble
 from testmeeting import TestMeetingServer, parse_scenario
 from testmeeting.scenario import VARIANTS
 
@@ -233,7 +233,7 @@ async def run_case(
         join_timeout_seconds=20.0,
         models_dir=data_dir / "models",
     )
-    bot = Bot(config, settings, observer=seen.observe)
+    bot = assemble(config, settings, observer=seen.observe)
     task = asyncio.create_task(bot.run())
     deadline = time.monotonic() + 60
     while not task.done() and time.monotonic() < deadline:

@@ -105,6 +105,10 @@ class MeetingMedia:
     def events(self, events: BotEvents) -> None:
         self.transcription.events = events
 
+    def voice_enabled(self) -> bool:
+        """Whether the bot may speak now (``voice_agent_enabled``, which a PATCH may change)."""
+        return self.settings.voice_agent_enabled
+
     @property
     def started(self) -> bool:
         """Whether :meth:`start` ran (the bot was admitted)."""

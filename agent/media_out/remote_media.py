@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import logging
+from collections.abc import Awaitable, Callable
 
 import aiohttp
 
@@ -21,6 +23,8 @@ from agent.contracts.link import CommandErrorCode
 from agent.process.errors import CommandError
 from agent.process.settings import AgentSettings
 from meetbot_common.ssrf import TargetPolicy, TargetRefused, check_url, client_session
+
+log = logging.getLogger(__name__)
 
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
 """Largest image accepted (docs/api.md 2.10: avatar image up to 5 MiB)."""
@@ -58,6 +62,29 @@ async def image_data_url(
         return url
     kind, body = await fetch_media(url, policy, code, field, "image/", MAX_IMAGE_BYTES)
     return f"data:{kind};base64,{base64.b64encode(body).decode()}"
+
+
+async def avatar_image(
+    url: str | None, policy: TargetPolicy, unavailable: Callable[[str], Awaitable[None]]
+) -> str | None:
+    """The camera image a bot joins with: ``url`` fetched, or None for the logo.
+
+    An image that cannot be used is logged and handed to ``unavailable`` (with the refusal's
+    detail) and None returned: the bot still joins, showing the logo.
+
+    Args:
+        url: The bot's ``default_avatar_url``; None or empty: the logo.
+        policy: Which schemes and addresses may be reached.
+        unavailable: Awaited with the detail of an image that cannot be used.
+    """
+    if not url:
+        return None
+    try:
+        return await image_data_url(url, policy, CommandErrorCode.AVATAR_UNAVAILABLE)
+    except CommandError as exc:
+        log.warning("default avatar unavailable, showing the logo", extra={"detail": str(exc)})
+        await unavailable(str(exc))
+        return None
 
 
 async def fetch_media(

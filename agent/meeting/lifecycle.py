@@ -34,6 +34,10 @@ class StatusMachine:
         self.reason: str | None = None
         self.history: list[tuple[BotStatus, str | None]] = []
 
+    def current(self) -> BotStatus:
+        """The status now (for those that read it later, e.g. the command handler)."""
+        return self.status
+
     @property
     def final(self) -> bool:
         """Whether the bot reached ``completed``, ``failed`` or ``cancelled``."""
@@ -100,6 +104,10 @@ class MeetingTimers:
         """The bot is in the meeting (the startup-alone clock starts)."""
         if self.active_since is None:
             self.active_since = now
+
+    def is_admitted(self) -> bool:
+        """Whether the bot got into the meeting (:meth:`admitted` was called)."""
+        return self.active_since is not None
 
     def observe(self, others: int, now: float) -> None:
         """Record how many other participants the bot sees now."""

@@ -32,6 +32,7 @@ from playwright.async_api import Page
 from agent.contracts.status import StatusReason
 from agent.platforms.base import MeetingState, PlatformAdapter
 from agent.process.errors import BrowserError, JoinFailed, MeetingExit, MeetingLeft
+from meetbot_common.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -125,12 +126,31 @@ class PageWatchdog:
         self._on_unknown = on_unknown
         self._reported: set[str] = set()
         self._fired = False
+        self._task: asyncio.Task[None] | None = None
 
     def _fire(self, exit_: MeetingExit) -> None:
         if not self._fired:
             self._fired = True
             log.info("watchdog ends the bot", extra={"status_reason": exit_.reason})
             self._on_exit(exit_)
+
+    def start(self, page: Page, meeting_url: str) -> None:
+        """Attach to ``page`` and probe it in a task this watchdog owns until :meth:`stop`.
+
+        Args:
+            page: The meeting page, just opened.
+            meeting_url: The URL the page goes to; a page off its host counts as unknown.
+        """
+        if self._task is None:
+            self.attach(page)
+            self._task = asyncio.create_task(
+                self.run(page, urlsplit(meeting_url).hostname or ""), name="watchdog"
+            )
+
+    async def stop(self) -> None:
+        """Cancel the probing task and wait for it (nothing if not started)."""
+        task, self._task = self._task, None
+        await cancel_and_wait(task, Exception)
 
     def attach(self, page: Page) -> None:
         """Listen for the page crashing or closing (both end the bot with ``page_lost``)."""

@@ -9,6 +9,7 @@ from typing import Any
 from agent.contracts.bot_config import BotConfig, BotSettings
 from agent.meeting.bot import Bot
 from agent.process.settings import AgentSettings
+from agent.wiring import assemble
 from testmeeting import TestMeetingServer
 from tests.agent.link_peer import LinkPeer
 
@@ -48,4 +49,4 @@ def linked_bot(
         "models_dir": data_dir / "models",
         **agent_settings,
     }
-    return Bot(config, AgentSettings(**host))
+    return assemble(config, AgentSettings(**host))

@@ -21,6 +21,7 @@ from aiohttp.test_utils import TestServer
 from agent.contracts.bot_config import BotConfig, BotSettings, Platform
 from agent.meeting.bot import Bot
 from agent.process.settings import AgentSettings
+from agent.wiring import assemble
 
 pytestmark = pytest.mark.unit
 
@@ -39,7 +40,7 @@ def _bot(avatar: str, data_dir: Path, seen: list[tuple[str, dict[str, Any]]]) ->
         settings=BotSettings(default_avatar_url=avatar),
     )
     host = AgentSettings(data_dir=data_dir, media_allow_http=True, media_allow_private=True)
-    return Bot(config, host, observer=lambda name, payload: seen.append((name, payload)))
+    return assemble(config, host, observer=lambda name, payload: seen.append((name, payload)))
 
 
 async def _logo(request: web.Request) -> web.Response:

@@ -40,6 +40,7 @@ from agent.contracts.bot_config import BotSettings
 from agent.contracts.status import BotStatus
 from agent.meeting.bot import Bot
 from agent.process.settings import AgentSettings
+from agent.wiring import assemble
 from control_plane.bots.config_builder import CONFIG_BUILDER
 from control_plane.db.engine import DB
 from control_plane.db.models.bot import Meeting
@@ -308,7 +309,7 @@ async def _start_bot(
         media_allow_http=True,
         media_allow_private=True,
     )
-    bot = Bot(config, agent_settings)
+    bot = assemble(config, agent_settings)
     live = LiveBot(meeting.bot_id, bot, asyncio.create_task(bot.run()), room, client, owner)
 
     async def active() -> bool:

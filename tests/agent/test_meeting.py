@@ -48,6 +48,7 @@ from agent.link.artifacts import png_size
 from agent.meeting.bot import Bot
 from agent.process.settings import AgentSettings
 from agent.transcribe.normalize import word_error_rate
+from agent.wiring import assemble
 from testmeeting import Room, TestMeetingServer, parse_scenario
 from tests.agent.link_peer import LinkPeer
 
@@ -165,7 +166,7 @@ async def start(
             join_timeout_seconds=20.0,
             models_dir=models_dir,
         )
-        bot = Bot(config, settings)
+        bot = assemble(config, settings)
         run = Run(room, bot, peer, asyncio.create_task(bot.run()))
         runs.append(run)
         return run

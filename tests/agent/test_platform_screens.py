@@ -36,6 +36,7 @@ from agent.contracts.bot_config import BotConfig, BotSettings
 from agent.contracts.status import BotStatus
 from agent.meeting.bot import Bot
 from agent.process.settings import AgentSettings
+from agent.wiring import assemble
 from testmeeting import Room, TestMeetingServer, parse_scenario
 from testmeeting.scenario import VARIANTS
 from tests.agent.link_peer import LinkPeer
@@ -163,7 +164,7 @@ async def start(server: TestMeetingServer, tmp_path: Path) -> AsyncIterator[Star
             models_dir=tmp_path / "models",
             **(host or {}),
         )
-        bot = Bot(config, agent_settings)
+        bot = assemble(config, agent_settings)
         run = Run(room, bot, peer, asyncio.create_task(bot.run()))
         runs.append(run)
         return run

@@ -35,6 +35,7 @@ from agent.meeting.bot import Bot
 from agent.process.runtime import BotRuntime, Runtime, scripts_dir
 from agent.process.settings import AgentSettings
 from agent.transcribe.normalize import word_error_rate
+from agent.wiring import assemble
 from testmeeting import Room, TestMeetingServer, parse_scenario
 from tests.recording.helpers import MAX_WER, codecs, probe, transcribe, wer
 
@@ -114,7 +115,7 @@ end_at: {end_at}
         recording_piece_seconds=piece_seconds,
     )
     seen = Seen()
-    bot = Bot(config, settings, observer=seen)
+    bot = assemble(config, settings, observer=seen)
     status = await asyncio.wait_for(bot.run(), 150)
     return bot, seen, status, room
 

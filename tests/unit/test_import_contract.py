@@ -63,6 +63,7 @@ WRONG_IMPORTS = [
     ("agent/media_out/wrong_up.py", "import agent.meeting.commands", "agent layers"),
     ("agent/link/wrong_up.py", "import agent.transcribe.pipe", "agent layers"),
     ("agent/meeting/watchdog.py", "import agent.meeting.bot", "agent.meeting: the bot over"),
+    ("agent/meeting/wrong_wiring.py", "import agent.wiring", "agent layers"),
     ("agent/process/logs.py", "import agent.process.settings", "agent.process: settings, logs"),
 ]
 
