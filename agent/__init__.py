@@ -4,9 +4,11 @@ The root holds the entry points; the folders are what a bot is made of:
 
 - ``__main__`` / ``cli`` / ``bootstrap`` / ``log_upload``: ``python -m agent --config
   bot.json``, ``meetbot agent``, and the bot machine's grant exchange and log upload.
-- ``meeting``: the life of one bot from launch to exit (:class:`agent.meeting.bot.Bot`), its
-  status machine and timers, what it watches, its page watchdog and the control plane's
-  commands.
+- ``wiring``: :func:`agent.wiring.assemble`, the composition root that builds one bot's parts
+  and ties them together.
+- ``meeting``: the state machine of one meeting (:class:`agent.meeting.bot.Bot`), its status
+  machine and timers, stop signal, passcode answer, what it watches, its page watchdog and the
+  report of unknown screens, and the control plane's commands.
 - ``browser``: Chromium through Playwright, with ``inject.js`` (capture and bot media).
 - ``platforms``: the ``PlatformAdapter`` seam and the Meet, Zoom and Teams adapters.
 - media in: ``capture`` (the page's PCM blocks as :class:`agent.capture.audio.AudioFrame`),
