@@ -75,12 +75,12 @@ from control_plane.metrics import METRICS, Metrics
 from control_plane.settings import SETTINGS, Settings
 from control_plane.token_cipher import TokenCipher
 from control_plane.webhooks import routes as webhooks
-from control_plane.webhooks.ssrf import TargetRefused, check_target
 from control_plane.webhooks.wiring import add_to_openapi, target_policy, webhooks_ctx
 from control_plane.workspaces import routes as workspaces
 from control_plane.zoom import routes as zoom_connections
 from control_plane.zoom.config_step import zoom_token_step
 from control_plane.zoom.wiring import zoom_ctx
+from meetbot_common.ssrf import TargetRefused, check_target
 
 
 def resources() -> tuple[ApiRoutes, ...]:

@@ -5,8 +5,8 @@ by an API user, and the bot fetches it from its own network, so it gets the same
 webhook endpoint: ``https`` (``http`` with ``webhook_allow_http``), no credentials, a valid
 host, and no address that is loopback, private, link-local, shared, multicast, reserved or an
 IPv4-embedding IPv6 form (unless ``webhook_allow_private``). The rules live in
-``control_plane/webhooks/ssrf.py``; this module is the seam through which live routes reach
-them (the composition root sets :data:`URL_GUARD`, since bots and webhooks are sibling layers).
+``meetbot_common/ssrf.py``; this module is the seam through which live routes reach them with
+the webhook settings (the composition root sets :data:`URL_GUARD`).
 """
 
 from __future__ import annotations

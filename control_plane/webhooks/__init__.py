@@ -6,6 +6,6 @@
 * :mod:`~control_plane.webhooks.provider` — the ``WebhookProvider`` seam; implementations
   :mod:`~control_plane.webhooks.embedded` (default, with :mod:`~control_plane.webhooks.delivery`)
   and :mod:`~control_plane.webhooks.svix_provider`.
-* :mod:`~control_plane.webhooks.signing` and :mod:`~control_plane.webhooks.ssrf` — Standard
-  Webhooks signatures and the guard on delivery targets.
+* :mod:`~control_plane.webhooks.signing` — Standard Webhooks signatures; the guard on delivery
+  targets is the SSRF rules of :mod:`meetbot_common.ssrf`, which the agent enforces too.
 """

@@ -30,7 +30,7 @@ from control_plane.token_cipher import TokenCipher
 from control_plane.webhooks.deliveries import DeliveryLedger, Job, Outcome
 from control_plane.webhooks.metrics import WebhookMetrics
 from control_plane.webhooks.signing import signed_headers
-from control_plane.webhooks.ssrf import TargetPolicy, TargetRefused, check_url, client_session
+from meetbot_common.ssrf import TargetPolicy, TargetRefused, check_url, client_session
 
 logger = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from control_plane.webhooks.schemas import (
 )
 from control_plane.webhooks.sealed_secrets import open_secret, seal_secret
 from control_plane.webhooks.signing import new_secret
-from control_plane.webhooks.ssrf import TargetPolicy
+from meetbot_common.ssrf import TargetPolicy
 
 
 def _endpoint(row: WebhookEndpoint) -> Endpoint:

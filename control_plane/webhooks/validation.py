@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from control_plane.webhooks.errors import UnknownEventType, WebhookUrlNotAllowed
 from control_plane.webhooks.events import EVENT_TYPE_NAMES
-from control_plane.webhooks.ssrf import TargetPolicy, TargetRefused, check_url, resolve_checked
+from meetbot_common.ssrf import TargetPolicy, TargetRefused, check_url, resolve_checked
 
 
 def checked_filter_types(names: list[str] | None) -> list[str]:

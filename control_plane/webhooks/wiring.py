@@ -32,8 +32,8 @@ from control_plane.webhooks.metrics import WebhookMetrics
 from control_plane.webhooks.outbox import Outbox
 from control_plane.webhooks.provider import WebhookProvider
 from control_plane.webhooks.sealed_secrets import seal_stored_secrets
-from control_plane.webhooks.ssrf import TargetPolicy
 from control_plane.webhooks.svix_provider import SvixProvider
+from meetbot_common.ssrf import TargetPolicy
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from sqlalchemy import event
 from control_plane.db.engine import DB
 from control_plane.enums import Permission
 from control_plane.settings import Settings
-from control_plane.webhooks.ssrf import TargetPolicy, address_allowed
+from meetbot_common.ssrf import TargetPolicy, address_allowed
 from tests.plugins.api_app import KEY_PREFIX, Caller, Tenants
 
 pytestmark = pytest.mark.api

@@ -10,7 +10,8 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from control_plane.webhooks.errors import WebhookUrlNotAllowed
-from control_plane.webhooks.ssrf import (
+from control_plane.webhooks.validation import checked_url
+from meetbot_common.ssrf import (
     TargetPolicy,
     TargetRefused,
     address_allowed,
@@ -19,7 +20,6 @@ from control_plane.webhooks.ssrf import (
     client_session,
     valid_dns_name,
 )
-from control_plane.webhooks.validation import checked_url
 
 pytestmark = pytest.mark.unit
 
