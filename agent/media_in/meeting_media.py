@@ -35,7 +35,7 @@ class MeetingMedia:
     Args:
         capture: The bot's audio capture.
         browser: The bot's browser (view frames of a video recording).
-        events: Where segments and the recording's artifact go (replace with ``events``).
+        events: Where segments and the recording's artifact go.
         settings: The bot's settings at launch (``settings`` holds the ones in effect).
         host: The agent host's settings (models, data folder, recording knobs).
         options: Transcription model knobs.
@@ -100,10 +100,6 @@ class MeetingMedia:
     def events(self) -> BotEvents:
         """Where segments go."""
         return self.transcription.events
-
-    @events.setter
-    def events(self, events: BotEvents) -> None:
-        self.transcription.events = events
 
     def voice_enabled(self) -> bool:
         """Whether the bot may speak now (``voice_agent_enabled``, which a PATCH may change)."""
