@@ -32,7 +32,8 @@ import signal
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
+
+from meetbot_common.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -126,13 +127,8 @@ class BotRuntime:
             await self.stop()
             raise
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
+    async def __aexit__(self, *_: object) -> None:
+        await self.stop()  # whether or not the block raised
 
     async def start(self) -> Runtime:
         """Start Xvfb, then PulseAudio with its default devices set; returns where they are.
@@ -193,13 +189,9 @@ class BotRuntime:
             )
             done, _ = await asyncio.wait({waiter, checker}, return_when=asyncio.FIRST_COMPLETED)
             if checker in done and checker.exception() is None:
-                waiter.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await waiter
+                await cancel_and_wait(waiter)
                 return display
-            checker.cancel()
-            with contextlib.suppress(asyncio.CancelledError, RuntimeStartError):
-                await checker
+            await cancel_and_wait(checker, RuntimeStartError)
             if xvfb.returncode is None:
                 await _stop(xvfb)
                 raise RuntimeStartError(f"Xvfb {display} did not answer in {self._timeout:.0f} s")

@@ -30,6 +30,7 @@ from agent.transcribe.base import Transcriber
 from agent.transcribe.errors import TranscribeError, TranscriberFailed
 from agent.transcribe.factory import open_transcriber
 from agent.transcribe.options import TranscribeOptions
+from meetbot_common.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -209,9 +210,7 @@ class TranscriptionPipe:
         # The feeder, if it waits in ``feed``, is first in line: frames keep their order.
         while not self._capture.frames.empty():
             await transcriber.feed(self._capture.frames.get_nowait())
-        self._feeder.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._feeder
+        await cancel_and_wait(self._feeder)
 
     async def _emit(self, transcriber: Transcriber) -> None:
         async for segment in transcriber.segments():
@@ -256,9 +255,7 @@ class TranscriptionPipe:
         finally:
             for task in (self._feeder, self._emitter):
                 if task is not None and not task.done():
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
+                    await cancel_and_wait(task)
             if self._transcriber is not transcriber and self._transcriber is not None:
                 # A replacement opened while this one was being closed: it heard nothing.
                 await self._transcriber.abort()
