@@ -77,10 +77,8 @@ class StopSignal:
             await cancel_and_wait(stopped)
             if not attend.done():
                 cut_short = True
-                attend.cancel()
                 # Its own outcome is moot once a stop (or the owner) cut it short.
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await attend
+                await cancel_and_wait(attend, Exception)
         if cut_short:
             raise self.exit()
         attend.result()

@@ -225,10 +225,7 @@ class Speaker:
         else:
             await self._finished(speech)
         finally:
-            if not unmute.done():
-                unmute.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await unmute
+            await cancel_and_wait(unmute, Exception)
 
     async def _played(self) -> None:
         """Return once the page played everything queued (its audio clock is the only signal)."""
