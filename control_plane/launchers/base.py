@@ -29,7 +29,14 @@ class LaunchError(Exception):
 
 
 class BotLauncher(Protocol):
-    """Starts and stops bots. Implementations: ``local`` (subprocess), ``memory`` (tests)."""
+    """Starts and stops bots.
+
+    Implementations (:data:`control_plane.launchers.LAUNCHER_MODULES`): ``local`` (an agent
+    subprocess on this machine), ``qemu`` (a VM per bot from the bot image), ``ec2`` (an
+    instance per bot), ``kubernetes`` (a Pod per bot), ``memory`` (tests). Those that boot a
+    machine also implement :class:`Bootstrapping`; those that can list their machines,
+    :class:`Listing` (docs/architecture.md §4, §16).
+    """
 
     async def launch(self, config: BotConfig) -> LaunchHandle:
         """Start a bot with ``config``; returns once the VM/process is started.
