@@ -217,7 +217,7 @@ class AgentSettings(BaseSettings):
     # this many seconds of it the rest waits on disk under data_dir (agent/transcribe/backlog.py).
     transcribe_backlog_memory_seconds: float = Field(default=120.0, gt=0)
     # Beam of the realtime finals; unset: 5 when the decoder probes fast enough at start, else
-    # greedy, and greedy while it is slower than the audio (agent/transcribe/decoding.py).
+    # greedy, and greedy while it is slower than the audio (agent/transcribe/passes.py).
     transcribe_final_beam_size: int | None = Field(default=None, ge=1, le=10)
 
     # Recording (agent/recording): screenshots per second of the bot's view when the bot
