@@ -65,6 +65,7 @@ WRONG_IMPORTS = [
     ("agent/meeting/watchdog.py", "import agent.meeting.bot", "agent.meeting: the bot over"),
     ("agent/meeting/wrong_wiring.py", "import agent.wiring", "agent layers"),
     ("agent/process/logs.py", "import agent.process.settings", "agent.process: settings, logs"),
+    ("agent/platforms/driver.py", "import agent.platforms.roster", "agent.platforms: the adapters"),
 ]
 
 
