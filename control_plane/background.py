@@ -25,6 +25,8 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 
+from meetbot_common.tasks import cancel_and_wait
+
 log = logging.getLogger(__name__)
 
 Step = Callable[[], Awaitable[object]]
@@ -116,9 +118,7 @@ class BackgroundLoop:
             log.warning(
                 "background step did not finish in time; cancelling it", extra={"loop": self.name}
             )
-            task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await cancel_and_wait(task)  # cancels only a step still running after the grace
 
     @property
     def stopping(self) -> bool:

@@ -12,7 +12,6 @@ Order is kept: everything leaves in the order it was queued.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from uuid import UUID
 
 from agent.contracts.link import StreamItem
 from control_plane.agent_hub.relay import MAX_PAYLOAD_BYTES, CommandRelay
+from meetbot_common.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 
@@ -154,8 +154,5 @@ class StreamPublisher:
 
     async def aclose(self) -> None:
         """Stop publishing (what is still queued is dropped) and await the task."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None

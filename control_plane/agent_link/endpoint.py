@@ -18,7 +18,6 @@ upgrade. Local storage's upload and download routes are the storage's
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 import uuid
@@ -58,6 +57,7 @@ from control_plane.launchers.loopback import off_loopback
 from control_plane.settings import SETTINGS
 from control_plane.storage.base import artifact_key
 from control_plane.webhooks.wiring import OUTBOX
+from meetbot_common.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 
@@ -136,10 +136,8 @@ async def agent_link(request: web.Request) -> web.StreamResponse:
                 break
             received.put_nowait((frame, time.perf_counter()))
     finally:
-        storing.cancel()
         # An ack that found the socket gone ended the storing task: the agent resends.
-        with contextlib.suppress(asyncio.CancelledError, ConnectionError):
-            await storing
+        await cancel_and_wait(storing, ConnectionError)
         hub.detach(bot_id, ws)
         logger.info("agent link closed", extra={"bot_id": str(bot_id)})
     return ws

@@ -66,6 +66,7 @@ from control_plane.intelligence.halting import Halted, unless_halted
 from control_plane.intelligence.window_store import MeetingView, StoredAction, WindowStore
 from control_plane.intelligence.windows import Window, next_window
 from control_plane.webhooks.outbox import Outbox
+from meetbot_common.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 
@@ -293,9 +294,7 @@ class DetectionWorker:
             except _WindowFailed as exc:
                 failed = exc
             finally:
-                keeper.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await keeper
+                await cancel_and_wait(keeper)
         stored = await self._store.store(
             view,
             window,
