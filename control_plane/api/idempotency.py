@@ -31,10 +31,9 @@ from typing import Any
 
 from aiohttp import web
 from sqlalchemy import ColumnElement, Row, Select, and_, delete, select
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from control_plane.db.inserts import dialect_insert
 from control_plane.db.models.idempotency import IdempotencyRecord
 from control_plane.errors import ErrorItem, Validation
 
@@ -157,15 +156,13 @@ class Idempotency:
                 request's answer with :meth:`find_replay`).
         """
         now = datetime.now(UTC)
-        dialect = session.get_bind().dialect.name
-        insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
         values = {
             "request_digest": digest,
             "response_status": status,
             "response_body": body,
             "created_at": now,
         }
-        row = insert(IdempotencyRecord).values(
+        row = dialect_insert(session, IdempotencyRecord).values(
             api_key_id=self.api_key_id, route=self.route, idempotency_key=self.key, **values
         )
         upsert = row.on_conflict_do_update(
