@@ -58,11 +58,13 @@ def _plain_wav(path: Path, rate: int) -> bytes | None:
         return None
     try:
         with wave.open(str(path), "rb") as wav:
-            if (wav.getnchannels(), wav.getsampwidth(), wav.getframerate()) == (1, 2, rate):
-                return wav.readframes(wav.getnframes())
+            if (wav.getnchannels(), wav.getsampwidth(), wav.getframerate()) != (1, 2, rate):
+                return None
+            return wav.readframes(wav.getnframes())
     except (wave.Error, EOFError):
-        pass  # not a plain PCM WAV: ffmpeg reads it
-    return None
+        # A WAV the wave module cannot parse (float samples, WAVE_FORMAT_EXTENSIBLE, a cut
+        # header): the caller hands it to ffmpeg, which reads those.
+        return None
 
 
 def read_pcm(path: Path, *, rate: int, timeout: float | None = None) -> bytes:
