@@ -66,6 +66,14 @@ class ArtifactUploader:
         self._agent_token = agent_token
         self._local_dir = local_dir
 
+    def _headers(self, slot: UploadSlot, content_type: str) -> dict[str, str]:
+        """The slot's headers, the content type unless it names one, the bearer when asked."""
+        headers = dict(slot.headers)
+        headers.setdefault("Content-Type", content_type)
+        if slot.agent_auth and self._agent_token:
+            headers.update(bearer(self._agent_token))
+        return headers
+
     async def store(
         self, data: bytes, content_type: str, name: str, slot: UploadSlot | None
     ) -> StoredArtifact:
@@ -78,10 +86,7 @@ class ArtifactUploader:
             path = self._local_dir / name
             await asyncio.to_thread(self._write, path, data)
             return StoredArtifact(storage_key=name, local_path=path)
-        headers = dict(slot.headers)
-        headers.setdefault("Content-Type", content_type)
-        if slot.agent_auth and self._agent_token:
-            headers.update(bearer(self._agent_token))
+        headers = self._headers(slot, content_type)
         timeout = aiohttp.ClientTimeout(total=60)
         try:
             async with (
@@ -148,10 +153,7 @@ class ArtifactUploader:
             target = self._local_dir / name
             await asyncio.to_thread(self._move, path, target)
             return StoredArtifact(storage_key=name, local_path=target)
-        headers = dict(slot.headers)
-        headers.setdefault("Content-Type", content_type)
-        if slot.agent_auth and self._agent_token:
-            headers.update(bearer(self._agent_token))
+        headers = self._headers(slot, content_type)
         size = (await asyncio.to_thread(path.stat)).st_size
         headers["Content-Length"] = str(size)
         # Generous: a long meeting's recording over a slow uplink.
