@@ -168,7 +168,9 @@ async def test_launch_watch_speak_stop_then_replay_the_meeting(stack: Stack) -> 
     await page.get_by_role("button", name="Take screenshot").click()
     shot = page.locator("#screenshot img")
     await expect(shot).to_be_visible(timeout=30_000)
-    assert await shot.evaluate("img => img.complete && img.naturalWidth > 0")
+    # The <img> has its width and height, so it is visible before its bytes arrive:
+    # decode() waits for them, and rejects if the picture's URL does not serve an image.
+    assert await shot.evaluate("img => img.decode().then(() => img.naturalWidth)") > 0
 
     # By now two people have spoken: the lines name them (the speaker the platform showed;
     # "Unknown speaker" where it showed none).
@@ -265,7 +267,7 @@ async def test_launch_watch_speak_stop_then_replay_the_meeting(stack: Stack) -> 
     await expect(page.locator("#stored-transcript .who").first).to_be_visible()
     stored_shot = page.locator("img.shot").first  # the screenshot taken above
     await expect(stored_shot).to_be_visible()
-    assert await stored_shot.evaluate("img => img.complete && img.naturalWidth > 0")
+    assert await stored_shot.evaluate("img => img.decode().then(() => img.naturalWidth)") > 0
     async with page.expect_download() as waiting:
         await page.get_by_role("button", name="txt", exact=True).click()
     download = await waiting.value
