@@ -18,7 +18,6 @@ from importlib import metadata
 from aiohttp import web
 
 from control_plane.action_prompts import routes as action_prompts
-from control_plane.action_prompts.service import prompt_step
 from control_plane.agent_hub.bootstrap_tokens import BOOTSTRAP_TOKENS, BootstrapTokens
 from control_plane.agent_hub.keys import AGENT_HUB, STORAGE, STREAM_SIGNER
 from control_plane.agent_link.config_step import agent_token_step, machine_link_step
@@ -163,7 +162,6 @@ def bot_config_builder(app: web.Application) -> BotConfigBuilder:
         network_steps=(NetworkStep("zoom_obf_token", zoom_token_step(app[ZOOM_TOKENS])),),
         transaction_steps=(
             TransactionStep("transcription_models", transcription_step(settings)),
-            TransactionStep("action_prompt", prompt_step),
             link_step,
         ),
     )

@@ -98,16 +98,6 @@ class BotSettings(BaseModel):
     )
 
 
-class ActionPrompt(BaseModel):
-    """The action-detection prompt resolved for this bot (docs/api.md 2.9)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    id: str
-    instructions: str
-    model: str | None = None
-
-
 class BotConfig(BaseModel):
     """Everything an agent needs to run one bot; written as JSON by the launcher.
 
@@ -124,7 +114,6 @@ class BotConfig(BaseModel):
         control_plane_url: Base URL of the control plane (``http://host:port``); the agent link
             is ``{control_plane_url}/internal/v1/agents/{bot_id}`` as a WebSocket.
         agent_token: Bearer token of this bot's agent link.
-        action_prompt: Resolved prompt when ``settings.enable_actions`` is on.
         transcription_model: Whisper model of the realtime tier (a registry name of
             ``agent.contracts.whisper_models`` or a local CTranslate2 directory); None leaves
             the choice to the agent host's ``MEETBOT_AGENT_TRANSCRIBE_MODEL``.
@@ -151,7 +140,6 @@ class BotConfig(BaseModel):
     settings: BotSettings = BotSettings()
     control_plane_url: str | None = None
     agent_token: str | None = None
-    action_prompt: ActionPrompt | None = None
     transcription_model: str | None = None
     deferred_transcription_model: str | None = None
     refine_after_meeting: bool = False

@@ -1,28 +1,42 @@
 """Action prompts: versioned per workspace, and which one a bot uses (docs/api.md 2.9).
 
 A bot's prompt is its ``prompt_version_id`` when that names a version of its workspace, else
-the workspace's ``default_prompt_version_id``, else :data:`SYSTEM_PROMPT`. The resolved prompt
-travels to the agent in ``BotConfig.action_prompt`` (filled by :func:`prompt_step`, only when
-``enable_actions`` is on — with it off no language-model call is made, so no prompt is sent).
+the workspace's ``default_prompt_version_id``, else :data:`SYSTEM_PROMPT`. The control plane's
+detection worker (:mod:`control_plane.intelligence.worker`) resolves it for each window with
+:func:`resolve`; it never travels to the bot, whose machine runs no model.
 """
 
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from agent.contracts.bot_config import ActionPrompt as ResolvedPrompt
-from agent.contracts.bot_config import BotConfig
 from control_plane.db.engine import Database
 from control_plane.db.models.action_prompt import ActionPrompt
-from control_plane.db.models.bot import Meeting
 from control_plane.db.models.workspace import Workspace
 from control_plane.errors import Conflict
 from control_plane.quotas import enforce_quota
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedPrompt:
+    """The prompt a bot's meeting is analysed with: a stored version's, or the system one.
+
+    Attributes:
+        id: The version's id, or ``system``.
+        instructions: What precedes the built-in answer format.
+        model: The model that answers the windows; None: the replica's configured one.
+    """
+
+    id: str
+    instructions: str
+    model: str | None = None
+
 
 SYSTEM_PROMPT = ResolvedPrompt(
     id="system",
@@ -146,14 +160,3 @@ async def resolve(
                 id=prompt.id, instructions=prompt.instructions, model=prompt.model
             )
     return SYSTEM_PROMPT
-
-
-async def prompt_step(session: AsyncSession, meeting: Meeting, config: BotConfig) -> BotConfig:
-    """The ``action_prompt`` config step: the resolved prompt into ``BotConfig.action_prompt``.
-
-    Only with ``enable_actions``; the prompt is read in the launch batch's ``session``.
-    """
-    if not config.settings.enable_actions:
-        return config
-    prompt = await resolve(session, meeting.workspace_id, config.settings.prompt_version_id)
-    return config.model_copy(update={"action_prompt": prompt})

@@ -7,7 +7,6 @@ once (``control_plane.app.bot_config_steps``):
 * ``zoom_obf_token`` — a network step: a zoom bot's OBF token, its given one (stored sealed) or
   one minted from its stored Zoom connection;
 * ``transcription_models`` — the Whisper models the bots run;
-* ``action_prompt`` — the resolved prompt version or the system prompt;
 * ``agent_token`` — a local agent's token, minted into its config (its digest stored); for a
   bot machine ``agent_link`` instead: its link row only (its bootstrap exchange mints the token).
 

@@ -1,20 +1,21 @@
 """Action prompts: versions per name, listing, and the bot's prompt resolution chain
-(bot's version → workspace default → system prompt), as the config builder's ``action_prompt``
-step applies it."""
+(bot's version → workspace default → system prompt), as the control plane's detection worker
+applies it; the prompt never goes into the config a bot is launched with."""
 
 from __future__ import annotations
 
-import uuid
+import asyncio
 
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
+from pydantic import ValidationError
 
-from agent.contracts.bot_config import BotConfig, BotSettings, Platform
-from control_plane.action_prompts.service import SYSTEM_PROMPT, prompt_step
+from agent.contracts.bot_config import BotConfig
+from control_plane.action_prompts.service import SYSTEM_PROMPT, resolve
 from control_plane.bots.config_builder import CONFIG_BUILDER
 from control_plane.db.engine import DB
-from control_plane.db.models.bot import Meeting
+from control_plane.launchers.memory import MemoryLauncher
 from tests.plugins.api_app import Caller, Tenants
 
 pytestmark = pytest.mark.api
@@ -65,39 +66,25 @@ async def test_same_name_makes_next_version_and_list_is_per_workspace(
     assert typo.status == 422
 
 
-async def test_prompt_step_resolves_bot_then_workspace_then_system(
+async def test_the_prompt_resolves_bot_then_workspace_then_system(
     client: Client, owner: Caller, tenants: Tenants
 ) -> None:
     assert owner.workspace_id is not None
+    workspace_id = owner.workspace_id
     bot_prompt = await _create(client, owner, "bot", "bot instructions")
     default = await _create(client, owner, "default", "workspace instructions")
     other = await tenants.workspace("Other")
     foreign = await _create(client, other, "foreign", "not yours")
-    # The app lists the step; the other steps need a stored meeting, so call ours alone.
-    steps = client.app[CONFIG_BUILDER].transaction_steps
-    assert [step.run for step in steps if step.name == "action_prompt"] == [prompt_step]
-    meeting = Meeting(workspace_id=owner.workspace_id)
 
-    async def resolved(prompt_version_id: object, *, enable_actions: bool = True) -> object:
-        config = BotConfig(
-            bot_id=uuid.uuid4(),
-            meeting_id=1,
-            platform=Platform.GOOGLE_MEET,
-            meeting_url="https://meet.google.com/abc-defg-hij",
-            native_meeting_id="abc-defg-hij",
-            settings=BotSettings(
-                enable_actions=enable_actions,
-                prompt_version_id=None if prompt_version_id is None else str(prompt_version_id),
-            ),
-        )
-        async with client.app[DB].sessions() as session:
-            return (await prompt_step(session, meeting, config)).action_prompt
+    async def resolved(prompt_version_id: object) -> object:
+        version = None if prompt_version_id is None else str(prompt_version_id)
+        async with client.app[DB].reads() as session:
+            return await resolve(session, workspace_id, version)
 
     assert await resolved(None) == SYSTEM_PROMPT
     assert await resolved(foreign["id"]) == SYSTEM_PROMPT
     chosen = await resolved(bot_prompt["id"])
     assert getattr(chosen, "instructions", None) == "bot instructions"
-    assert await resolved(bot_prompt["id"], enable_actions=False) is None
 
     await client.patch(
         f"/api/v1/workspaces/{owner.workspace_id}",
@@ -107,3 +94,34 @@ async def test_prompt_step_resolves_bot_then_workspace_then_system(
     fallback = await resolved(None)
     assert getattr(fallback, "id", None) == default["id"]
     assert getattr(await resolved(bot_prompt["id"]), "id", None) == bot_prompt["id"]
+
+
+async def test_a_bot_with_actions_is_launched_without_a_prompt(
+    client: Client, owner: Caller, launcher: MemoryLauncher
+) -> None:
+    # Detection runs in the control plane; a prompt in the bot's config would be dead weight
+    # an older agent still accepts (and a newer one refuses: the contract forbids extras).
+    prompt = await _create(client, owner, "mine", "look for tasks")
+    steps = [step.name for step in client.app[CONFIG_BUILDER].transaction_steps]
+    assert "action_prompt" not in steps
+    response = await client.post(
+        "/api/v1/bots",
+        json={
+            "platform": "google_meet",
+            "native_meeting_id": "abc-defg-hij",
+            "enable_actions": True,
+            "prompt_version_id": prompt["id"],
+        },
+        headers=owner.headers,
+    )
+    assert response.status == 201, await response.text()
+    for _ in range(400):
+        if launcher.launches:
+            break
+        await asyncio.sleep(0.01)
+    config = launcher.launches[0]
+    assert config.settings.enable_actions and config.settings.prompt_version_id == prompt["id"]
+    sent = config.model_dump(mode="json")
+    assert "action_prompt" not in sent
+    with pytest.raises(ValidationError):
+        BotConfig.model_validate({**sent, "action_prompt": {"id": "x", "instructions": "y"}})
