@@ -6,8 +6,11 @@ half): ``meetbot serve`` (SQLite, the local launcher, started with the demo's ow
 real recorded speech, :func:`meetbot.demo.scenario.build_scenario`, but a meeting that lasts
 until the bot is stopped), two workspaces (``meetbot admin bootstrap`` twice) and Debian's
 Chromium driven by Playwright. Everything the user does goes through the page: sign in, the
-launch form, the bot's page (live transcript with names, screenshot, speak, stop), the meeting's
-page (recording played, transcript downloaded); a read key finds edit controls disabled with a
+launch form, the bot's page (live transcript with names, screenshot, speak, stop, then the
+meeting summary from the stream's ``summary_ready``), the meeting's page (recording played,
+transcript downloaded, the summary); the control plane's language model is a real
+OpenAI-compatible server on loopback answering by script (:mod:`tests.intelligence.chat_server`);
+a read key finds edit controls disabled with a
 reason; another workspace's bot is "not found"; axe-core finds no serious or critical issue.
 """
 
@@ -33,6 +36,7 @@ from playwright.async_api import Browser, Page, async_playwright, expect
 from meetbot.demo.scenario import MEETING_IDS, build_scenario
 from meetbot.demo.services import ControlPlane, bootstrap, control_plane_env, free_port
 from testmeeting import TestMeetingServer
+from tests.intelligence.chat_server import serve as chat_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="module")]
 
@@ -47,6 +51,8 @@ PIXEL = (
     "+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 )
 """A 1x1 PNG: the avatar and the shared image (data: URLs need no server)."""
+SUMMARY = "The team walked through the demo and agreed on the next steps."
+"""What the scripted model answers for the meeting summary."""
 SHOTS_ENV = "MEETBOT_DASHBOARD_SHOTS"
 """A folder to save screenshots of the pages in (docs/dashboard/ holds the committed ones)."""
 
@@ -57,6 +63,17 @@ async def _snap(page: Page, name: str) -> None:
     if folder:
         await page.evaluate("window.scrollTo(0, 0)")
         await page.screenshot(path=str(Path(folder) / f"{name}.png"))
+
+
+def _model_answer(body: dict[str, Any]) -> str:
+    """The scripted model: no live actions; the summary cites the transcript's first line."""
+    schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
+    if schema == "meeting_summary":
+        decision = {"text": "Share the notes after the demo", "lines": [1]}
+        return json.dumps({"summary": SUMMARY, "decisions": [decision], "action_items": []})
+    if schema == "meeting_summary_merge":
+        return json.dumps({"summary": SUMMARY})
+    return json.dumps({"actions": []})
 
 
 async def _assert_accessible(page: Page) -> None:
@@ -118,8 +135,20 @@ async def stack(tmp_path_factory: pytest.TempPathFactory, speech: Path) -> Async
         server = TestMeetingServer(scenario, port=0, speech_dir=speech)
         await server.start()
         stack.push_async_callback(server.stop)
+        model = await stack.enter_async_context(chat_server())
+        model.script = _model_answer
         port = free_port()
         env = control_plane_env(data_dir, port, server.browser_args())
+        env.update(
+            {
+                "MEETBOT_INTELLIGENCE_PROVIDER": "openai",
+                "MEETBOT_INTELLIGENCE_BASE_URL": model.base_url,
+                "MEETBOT_INTELLIGENCE_API_KEY": "test",
+                "MEETBOT_INTELLIGENCE_MODEL": "scripted",
+                "MEETBOT_INTELLIGENCE_SUMMARY_SETTLE_SECONDS": "0",
+                "MEETBOT_INTELLIGENCE_SUMMARY_POLL_SECONDS": "0.5",
+            }
+        )
         owner_key = await bootstrap(env, "owner@example.org")
         other_key = await bootstrap(env, "stranger@example.org")
         control_plane = ControlPlane(data_dir, env, port)
@@ -147,6 +176,7 @@ async def test_launch_watch_speak_stop_then_replay_the_meeting(stack: Stack) -> 
     await launch.get_by_label("Bot name").fill("Dashbot")
     await launch.get_by_label("Recording", exact=True).select_option("true")
     await launch.get_by_label("Left-alone timeout (s)").fill("5")
+    await launch.get_by_label("Detect actions").check()
     await launch.get_by_role("button", name="Launch bot").click()
     problem = launch.locator('[data-error-for="left_alone_timeout_seconds"]')
     await expect(problem).to_contain_text("validation_error")
@@ -159,6 +189,8 @@ async def test_launch_watch_speak_stop_then_replay_the_meeting(stack: Stack) -> 
     # The bot's page: it goes active and the transcript shows names as people speak.
     await expect(page.locator("h1")).to_contain_text("Dashbot")
     await expect(page.locator("h1 .status")).to_have_text("active", timeout=LIVE_WAIT_MS)
+    meeting_summary = page.locator("#meeting-summary")
+    await expect(meeting_summary).to_contain_text("Written after the meeting ends")
     await expect(page.locator("#timeline")).to_contain_text("joined")
     lines = page.locator("#transcript .line:not(.partial) .who")
     await expect(lines.first).to_be_visible(timeout=LIVE_WAIT_MS)
@@ -237,6 +269,12 @@ async def test_launch_watch_speak_stop_then_replay_the_meeting(stack: Stack) -> 
     )
     assert ids and len(ids) == len(set(ids)), ids
     await expect(page.locator("#transcript .line.partial")).to_have_count(0)
+    # The meeting summary comes on the stream (summary_ready) once written, with its link.
+    await expect(meeting_summary).to_contain_text(SUMMARY, timeout=LIVE_WAIT_MS)
+    await expect(meeting_summary).to_contain_text("Share the notes after the demo")
+    await expect(page.locator("#summary-link")).to_have_attribute(
+        "href", re.compile(r"^#/meetings/\d+$")
+    )
 
     # The meeting: its recording plays in the page and the transcript downloads.
     await expect(page.locator("#meeting-link")).to_have_attribute(
@@ -265,6 +303,7 @@ async def test_launch_watch_speak_stop_then_replay_the_meeting(stack: Stack) -> 
     )
     assert played["error"] is None and played["time"] > 0.5, played
     await expect(page.locator("#stored-transcript .who").first).to_be_visible()
+    await expect(page.locator("#stored-summary")).to_contain_text(SUMMARY)
     stored_shot = page.locator("img.shot").first  # the screenshot taken above
     await expect(stored_shot).to_be_visible()
     assert await stored_shot.evaluate("img => img.decode().then(() => img.naturalWidth)") > 0

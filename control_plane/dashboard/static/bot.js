@@ -1,11 +1,13 @@
-// A bot's page: status timeline, participants, the live transcript, detected actions, chat,
-// and the live commands (docs/api.md 2.5); everything the bot cannot do now is disabled with
-// the reason. Live data comes from the stream relay (stream.js), replayed from the start.
+// A bot's page: status timeline, participants, the live transcript, detected actions, the
+// meeting summary, chat, and the live commands (docs/api.md 2.5); everything the bot cannot do
+// now is disabled with the reason. Live data comes from the stream relay (stream.js), replayed
+// from the start; the summary arrives on it as `summary_ready` after the meeting (2.7, 2.14).
 
 import { api, ApiError } from "./api.js";
 import { clear, clock, control, field, h, statusBadge, when } from "./dom.js";
 import { bodyOf, clearProblems, formMessage, showProblem } from "./forms.js";
 import { follow, isLive } from "./stream.js";
+import { summaryNodes } from "./summary.js";
 import { transcriptPane } from "./transcript.js";
 
 const FINAL = new Set(["completed", "failed", "cancelled"]);
@@ -30,6 +32,10 @@ export async function botView(view, ctx, botId) {
   const timeline = h("ol.timeline#timeline", { "aria-label": "Status timeline" });
   const people = h("ul#participants");
   const actions = h("ul#actions", {}, h("li.muted.none", {}, "None yet."));
+  const meetingSummary = h("div#meeting-summary", { "aria-live": "polite" },
+    h("p.muted", {}, bot.settings?.enable_actions
+      ? "Written after the meeting ends; it appears here when it is ready."
+      : "None: the bot does not detect actions (enable_actions off)."));
   const controls = h("div#controls");
   const shot = h("div#screenshot", { "aria-live": "polite" });
   const streamState = h("span.muted#stream-state", { role: "status" });
@@ -177,6 +183,8 @@ export async function botView(view, ctx, botId) {
         h("section.panel", { "aria-labelledby": "tl-h" }, h("h2#tl-h", {}, "Status"), timeline),
         h("section.panel", { "aria-labelledby": "pp-h" }, h("h2#pp-h", {}, "Participants"), people),
         h("section.panel", { "aria-labelledby": "ac-h" }, h("h2#ac-h", {}, "Detected actions"), actions),
+        h("section.panel", { "aria-labelledby": "su-h" }, h("h2#su-h", {}, "Meeting summary"),
+          meetingSummary),
         h("section.panel", { "aria-labelledby": "ch-h" }, h("h2#ch-h", {}, "Chat"), chat.node))));
   update();
 
@@ -184,6 +192,11 @@ export async function botView(view, ctx, botId) {
     clear(people, names.length ? names.map((n) => h("li", {}, n)) : h("li.muted", {}, "nobody yet"));
   }
   api("GET", `/bots/${botId}/participants`).then((p) => showPeople(p.participants)).catch(() => {});
+
+  function showSummary(written) {
+    clear(meetingSummary, summaryNodes(written), h("p", {},
+      h("a#summary-link", { href: `#/meetings/${bot.id}` }, "The summary on the meeting record")));
+  }
 
   const onEvent = (name, data) => {
     if (name === "transcript_segment") transcript.segment(data);
@@ -195,7 +208,8 @@ export async function botView(view, ctx, botId) {
       actions.querySelector(".none")?.remove();
       actions.append(h("li", {}, h("strong", {}, data.type.replace("_", " ")), ": ", data.text,
         data.owner ? ` (owner ${data.owner})` : "", data.due ? `, due ${data.due}` : ""));
-    } else if (name === "recording_ready") {
+    } else if (name === "summary_ready") showSummary(data);
+    else if (name === "recording_ready") {
       transcript.note(`Recording ready (${data.format}, ${clock(data.duration_s)})`);
     } else if (name === "speak_started" || name === "speak_finished") {
       const what = name === "speak_started" ? "The bot started speaking"

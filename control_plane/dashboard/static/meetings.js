@@ -1,10 +1,11 @@
 // Meetings: search (name, status, dates, ids) and a meeting's page: the stored transcript with
-// downloads (txt/srt/vtt/json), recordings played in the page, screenshots, actions, agent logs
-// and purge behind a confirmation (docs/api.md 2.6).
+// downloads (txt/srt/vtt/json), recordings played in the page, screenshots, actions, the
+// meeting summary, agent logs and purge behind a confirmation (docs/api.md 2.6).
 
 import { api, apiText, ApiError } from "./api.js";
 import { clear, clock, control, h, statusBadge, when } from "./dom.js";
 import { filterQuery, listFilters } from "./filters.js";
+import { summaryNodes } from "./summary.js";
 
 export async function meetingsView(view, ctx) {
   const table = h("tbody");
@@ -119,6 +120,8 @@ export async function meetingView(view, ctx, meetingId) {
       meeting.actions.length ? h("ul", {}, meeting.actions.map((a) => h("li", {},
         h("strong", {}, a.type.replace("_", " ")), ": ", a.text, a.owner ? ` (owner ${a.owner})` : "",
         a.due ? `, due ${a.due}` : ""))) : h("p.muted", {}, "No actions detected.")),
+    h("section.panel", { "aria-labelledby": "ms-h" }, h("h2#ms-h", {}, "Summary"),
+      h("div#stored-summary", {}, summaryNodes(meeting.summary))),
     meeting.logs.length ? h("section.panel", {}, h("h2", {}, "Agent log"),
       meeting.logs.map((l) => h("a", { href: l.url }, `agent log (${l.size_bytes} bytes)`))) : null,
     h("section.panel", { "aria-labelledby": "pg-h" }, h("h2#pg-h", {}, "Purge"), purgeSlot));
