@@ -241,13 +241,16 @@ class Settings(BaseSettings):
 
     # The summary at the end of a meeting (docs/api.md 2.14; control_plane/intelligence/
     # summary_worker.py), for bots with enable_actions: first due ..._SETTLE_SECONDS after the
-    # bot is final; claimed under a lease of ..._LEASE_SECONDS; ..._MAX_ATTEMPTS tries, waiting
+    # bot is final, once the agent said its transcript is complete (transcription_ready, after
+    # its last final) or, when it never says so, ..._TRANSCRIPT_WAIT_SECONDS after the end;
+    # claimed under a lease of ..._LEASE_SECONDS; ..._MAX_ATTEMPTS tries, waiting
     # ..._RETRY_BASE_SECONDS doubling to ..._RETRY_MAX_SECONDS between them; the transcript goes
     # to the model in parts of ..._CHUNK_CHARS characters (map, then reduce), each answer at most
     # ..._MAX_TOKENS tokens (3840 characters, about 1300 tokens, fit the embedded model's 2048-token
     # context beside a 512-token answer; raise it for a larger model, e.g. 48000 for gpt-4o-mini);
     # an idle worker looks for due summaries every ..._POLL_SECONDS.
     intelligence_summary_settle_seconds: float = Field(default=30.0, ge=0)
+    intelligence_summary_transcript_wait_seconds: float = Field(default=300.0, ge=0)
     intelligence_summary_lease_seconds: float = Field(default=600.0, gt=0)
     intelligence_summary_max_attempts: int = Field(default=5, ge=1, le=50)
     intelligence_summary_retry_base_seconds: float = Field(default=10.0, gt=0)

@@ -19,10 +19,11 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel
+from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agent.contracts.link import (
@@ -161,6 +162,14 @@ class FrameEffects:
                 await self._emit(session, event_type, data, frame.ts)
 
     async def _transcription_ready(self, session: AsyncSession, frame: TranscriptionReady) -> None:
+        # Every final the agent sent before this frame is stored (a link's frames are stored in
+        # order): the meeting's transcript is complete, and its summary need wait no longer.
+        await session.execute(
+            update(Meeting)
+            .where(Meeting.id == self._identity.meeting_id, Meeting.transcript_ready_at.is_(None))
+            .values(transcript_ready_at=datetime.now(UTC))
+            .execution_options(synchronize_session=False)
+        )
         await self._emit(
             session,
             events.EventType.TRANSCRIPTION_READY,

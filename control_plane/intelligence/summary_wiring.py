@@ -38,6 +38,7 @@ def summary_policy(settings: Settings) -> SummaryPolicy:
     """The worker's policy from the ``MEETBOT_INTELLIGENCE_SUMMARY_*`` settings."""
     return SummaryPolicy(
         lease=timedelta(seconds=settings.intelligence_summary_lease_seconds),
+        transcript_wait=timedelta(seconds=settings.intelligence_summary_transcript_wait_seconds),
         max_attempts=settings.intelligence_summary_max_attempts,
         retry_base=settings.intelligence_summary_retry_base_seconds,
         retry_max=settings.intelligence_summary_retry_max_seconds,

@@ -3,7 +3,16 @@
 Source: docs/api.md 2.14, docs/architecture.md §6. Rows of ``meeting_summaries`` are created
 ``pending`` by :func:`~control_plane.intelligence.summary_store.summary_status_hook` when a bot
 with ``enable_actions`` true becomes final, with ``next_attempt_at`` = the end plus the settle
-delay (segments the agent still delivers after its final status land first).
+delay.
+
+A summary waits for the meeting's whole transcript: a row is due only once its meeting's
+transcript is complete (``meetings.transcript_ready_at``, set when the agent's
+``transcription_ready`` is stored, which comes after its last final: a link's frames are stored
+in order), or nothing was ever transcribed (the bot never became active, or transcription was
+off), or ``transcript_wait`` has passed since the end (an agent lost with finals still in its
+outbox may never deliver them; the summary is then written from what is stored). So finals that
+arrive after the bot is final, e.g. from an agent that reconnects after the reaper made it
+``agent_lost``, are in the summary.
 
 A step claims one due row (``pending``, ``next_attempt_at`` passed, no live lease): PostgreSQL
 ``SELECT … FOR UPDATE SKIP LOCKED``, SQLite one conditional ``UPDATE … RETURNING`` (its writes
@@ -41,7 +50,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import ColumnElement, or_, select, update
+from sqlalchemy import ColumnElement, exists, or_, select, true, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from control_plane.background import BackgroundLoop
@@ -74,6 +83,8 @@ class SummaryPolicy:
 
     Attributes:
         lease: How long a claim holds before another worker may take the meeting again.
+        transcript_wait: Longest wait after the end for the agent's word that the transcript is
+            complete (then the summary is written from the segments stored).
         max_attempts: Attempts before the summary is ``failed`` (at least 1).
         retry_base: Seconds before the second attempt; doubles with each further one.
         retry_max: Longest wait between attempts, seconds.
@@ -82,6 +93,7 @@ class SummaryPolicy:
     """
 
     lease: timedelta = timedelta(minutes=10)
+    transcript_wait: timedelta = timedelta(minutes=5)
     max_attempts: int = 5
     retry_base: float = 10.0
     retry_max: float = 600.0
@@ -158,12 +170,21 @@ class SummaryWorker:
         await self.work(claimed)
         return True
 
-    @staticmethod
-    def _due(now: datetime) -> tuple[ColumnElement[bool], ...]:
+    def _due(self, now: datetime) -> tuple[ColumnElement[bool], ...]:
+        transcribed = Meeting.settings["transcribe_enabled"].as_boolean() == true()
+        complete = exists().where(
+            Meeting.id == MeetingSummary.meeting_id,
+            or_(
+                Meeting.transcript_ready_at.is_not(None),
+                Meeting.start_time.is_(None),
+                ~transcribed,
+            ),
+        )
         return (
             MeetingSummary.status == SummaryStatus.PENDING.value,
             MeetingSummary.next_attempt_at <= now,
             or_(MeetingSummary.lease_until.is_(None), MeetingSummary.lease_until < now),
+            or_(complete, MeetingSummary.created_at <= now - self.policy.transcript_wait),
         )
 
     async def claim(self, now: datetime) -> int | None:

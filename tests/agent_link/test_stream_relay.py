@@ -400,8 +400,9 @@ async def summary_model() -> AsyncIterator[ChatServer]:
 
 
 async def _meeting_ends(client: Client, bot: LaunchedBot) -> None:
-    """One line said, then the bot completed, stored as its agent's reports are (through the
-    status hooks: a bot with ``enable_actions`` gets its pending summary there)."""
+    """One line said and the transcript complete (what the agent's ``transcription_ready``
+    stores), then the bot completed, stored as its agent's reports are (through the status
+    hooks: a bot with ``enable_actions`` gets its pending summary there)."""
     async with client.app[DB].sessions.begin() as session:
         session.add(
             Segment(
@@ -421,6 +422,7 @@ async def _meeting_ends(client: Client, bot: LaunchedBot) -> None:
     async with client.app[DB].sessions.begin() as session:
         meeting = await lock_meeting(session, bot_id=bot.bot_id)
         assert meeting is not None
+        meeting.transcript_ready_at = datetime.now(UTC)
         hooks: list[StatusHook] = client.app[STATUS_HOOKS]
         for status in (BotStatus.STOPPING, BotStatus.COMPLETED):
             await change_status(session, meeting, status, "meeting_ended", hooks=hooks)

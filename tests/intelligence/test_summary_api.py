@@ -1,6 +1,8 @@
 """The summary at the end of a meeting (docs/api.md 2.14) through the real app and database:
 the route and the full record, the ``summary.ready`` webhook, purge, ``enable_actions`` false,
-exactly one summary across two workers, retries and failure. The model is a real
+exactly one summary across two workers, retries and failure, and the wait for the transcript:
+finals the agent delivers after the bot is final are in the summary, and a summary whose
+finals never come is written after the wait limit. The model is a real
 OpenAI-compatible server whose answers the test scripts (:mod:`tests.intelligence.summary_llm`).
 """
 
@@ -20,10 +22,14 @@ from aiohttp.test_utils import TestClient
 from prometheus_client import CollectorRegistry
 from sqlalchemy import func, select
 
+from agent.contracts.link import Segment as SegmentOut
+from agent.contracts.link import TranscriptionReady, TranscriptSegmentEvent
 from agent.contracts.status import BotStatus
+from control_plane.agent_hub.keys import AGENT_HUB
+from control_plane.agent_link.frame_effects import LinkIdentity
+from control_plane.agent_link.frames import FrameStore
 from control_plane.bots.status import change_status, lock_meeting
 from control_plane.db.engine import DB
-from control_plane.db.models.segment import Segment
 from control_plane.db.models.summary import MeetingSummary
 from control_plane.db.models.webhook import WebhookMessage
 from control_plane.hooks import STATUS_HOOKS, StatusHook
@@ -32,9 +38,10 @@ from control_plane.intelligence.summary_metrics import SummaryMetrics
 from control_plane.intelligence.summary_worker import SummaryPolicy, SummaryWorker
 from control_plane.settings import Settings
 from control_plane.webhooks.outbox import Outbox
+from control_plane.webhooks.wiring import OUTBOX
 from tests.api.test_bots import MEET, launch
 from tests.intelligence.chat_server import ChatServer
-from tests.intelligence.summary_llm import chat_of, scripted_server
+from tests.intelligence.summary_llm import chat_of, scripted_server, user_text
 from tests.plugins.api_app import Caller, Tenants
 
 pytestmark = pytest.mark.api
@@ -90,26 +97,44 @@ def worker(client: Client, server: ChatServer, **policy: Any) -> SummaryWorker:
     )
 
 
-async def ended_meeting(client: Client, who: Caller, *, enable_actions: bool = True) -> int:
-    """A bot whose meeting said :data:`SAID` and that then completed, as its agent reports."""
+def link_of(client: Client, who: Caller, bot: dict[str, Any]) -> FrameStore:
+    """The control plane's half of the bot's agent link: frames stored as the link stores them."""
+    app = client.app
+    assert who.workspace_id is not None
+    identity = LinkIdentity(
+        meeting_id=int(bot["id"]), bot_id=uuid.UUID(bot["bot_id"]), workspace_id=who.workspace_id
+    )
+    return FrameStore(app[DB], app[AGENT_HUB], identity, app[STATUS_HOOKS], app[OUTBOX])
+
+
+def final(index: int, speaker: str, text: str) -> TranscriptSegmentEvent:
+    """The link frame of the meeting's ``index``-th final segment (3 s apart)."""
+    return TranscriptSegmentEvent(
+        segment=SegmentOut(
+            id=f"seg-{index}",
+            start=index * 3.0,
+            end=index * 3.0 + 2.0,
+            absolute_start_time=T0 + timedelta(seconds=index * 3),
+            absolute_end_time=T0 + timedelta(seconds=index * 3 + 2),
+            text=text,
+            speaker=speaker,
+            language="en",
+        )
+    )
+
+
+async def ended_meeting(
+    client: Client, who: Caller, *, enable_actions: bool = True, transcript_ready: bool = True
+) -> int:
+    """A bot whose meeting said :data:`SAID` and that then completed, as its agent reports:
+    the finals, ``transcription_ready`` (unless ``transcript_ready`` is false: the agent was
+    lost before it), then the statuses (the last ones through the status hooks)."""
     bot = await launch(client, who, **MEET, enable_actions=enable_actions)
-    async with client.app[DB].sessions.begin() as session:
-        for index, (speaker, text) in enumerate(SAID):
-            session.add(
-                Segment(
-                    meeting_id=bot["id"],
-                    segment_id=f"seg-{index}",
-                    start=index * 3.0,
-                    end=index * 3.0 + 2.0,
-                    absolute_start_time=T0 + timedelta(seconds=index * 3),
-                    absolute_end_time=T0 + timedelta(seconds=index * 3 + 2),
-                    text=text,
-                    speaker=speaker,
-                    language="en",
-                    completed=True,
-                    tier="realtime",
-                )
-            )
+    link = link_of(client, who, bot)
+    for index, (speaker, text) in enumerate(SAID):
+        assert await link.apply(final(index, speaker, text))
+    if transcript_ready:
+        assert await link.apply(TranscriptionReady(tier="realtime", segment_count=len(SAID)))
     async with client.app[DB].sessions.begin() as session:
         meeting = await lock_meeting(session, bot_id=uuid.UUID(bot["bot_id"]))
         assert meeting is not None
@@ -345,3 +370,73 @@ async def test_a_stop_abandons_the_call_in_flight_and_gives_the_meeting_back_at_
     finally:
         await summaries.chat.aclose()
     assert (stalled.ready, stalled.retried, stalled.failed, summaries.ready) == (0, 0, 0, 1)
+
+
+async def test_finals_that_arrive_after_the_end_are_in_the_summary(
+    client: Client, owner: Caller, server: ChatServer
+) -> None:
+    # The reaper made the bot final while its agent still held finals (agent_lost); the agent
+    # reconnects and delivers them, then its transcription_ready.
+    meeting_id = await ended_meeting(client, owner, transcript_ready=False)
+    summaries = worker(client, server)
+    try:
+        assert await summaries.step() is False  # the transcript is not complete yet
+        record = await (
+            await client.get(f"/api/v1/meetings/{meeting_id}", headers=owner.headers)
+        ).json()
+        link = link_of(client, owner, record)
+        late = "Carol, please book a room for the launch."
+        assert await link.apply(final(len(SAID), "Ada", late))
+        assert await summaries.step() is False  # a final came, but is it the last?
+        assert await link.apply(TranscriptionReady(tier="realtime", segment_count=len(SAID) + 1))
+        assert await summaries.step() is True
+    finally:
+        await summaries.chat.aclose()
+    [request] = server.requests
+    assert late in user_text(request)
+    body = await (
+        await client.get(f"/api/v1/meetings/{meeting_id}/summary", headers=owner.headers)
+    ).json()
+    assert body["status"] == "ready"
+
+
+async def test_a_summary_whose_finals_never_come_is_written_after_the_wait_limit(
+    client: Client, owner: Caller, server: ChatServer
+) -> None:
+    meeting_id = await ended_meeting(client, owner, transcript_ready=False)
+    summaries = worker(client, server)  # the default wait: 5 minutes after the end
+    async with client.app[DB].reads() as session:
+        row = await session.get(MeetingSummary, meeting_id)
+        assert row is not None
+        ended = row.created_at
+    try:
+        assert await summaries.claim(ended + timedelta(minutes=4, seconds=59)) is None
+        assert await summaries.claim(ended + timedelta(minutes=5, seconds=1)) == meeting_id
+        await summaries.work(meeting_id)
+    finally:
+        await summaries.chat.aclose()
+    [request] = server.requests
+    assert all(text in user_text(request) for _, text in SAID)  # what was stored
+    body = await (
+        await client.get(f"/api/v1/meetings/{meeting_id}/summary", headers=owner.headers)
+    ).json()
+    assert body["status"] == "ready" and body["summary"] == ANSWER["summary"]
+
+
+async def test_a_bot_that_never_transcribed_is_summarised_without_waiting(
+    client: Client, owner: Caller, server: ChatServer
+) -> None:
+    # Nothing to wait for: transcription off, so no transcription_ready will ever come.
+    bot = await launch(client, owner, **MEET, enable_actions=True, transcribe_enabled=False)
+    async with client.app[DB].sessions.begin() as session:
+        meeting = await lock_meeting(session, bot_id=uuid.UUID(bot["bot_id"]))
+        assert meeting is not None
+        hooks: list[StatusHook] = client.app[STATUS_HOOKS]
+        for status in (BotStatus.JOINING, BotStatus.ACTIVE, BotStatus.STOPPING):
+            await change_status(session, meeting, status, "test", hooks=hooks)
+        await change_status(session, meeting, BotStatus.COMPLETED, "test", hooks=hooks)
+    summaries = worker(client, server)
+    try:
+        assert await summaries.claim(datetime.now(UTC)) == bot["id"]
+    finally:
+        await summaries.chat.aclose()

@@ -85,6 +85,8 @@ class Meeting(Base):
     bot_container_id: Mapped[str | None] = mapped_column(String(256), default=None)
     start_time: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
     end_time: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
+    # When the agent's transcription_ready was stored: every final it sent is stored (0023).
+    transcript_ready_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
     name: Mapped[str | None] = mapped_column(String(300), default=None)
     participants: Mapped[list[str]] = mapped_column(JSON, default=list)
     redacted: Mapped[bool] = mapped_column(Boolean, default=False)
