@@ -2,13 +2,18 @@
 
 The window's segments are numbered ``[1]``, ``[2]``… in the prompt and the model cites those
 numbers; :func:`parse_answer` maps them back to segment ids and drops any number outside the
-window, so an action can only rest on segments of the window (never on the context).
+window, so an action can only rest on segments of the window (never on the context). Two
+worked windows (:data:`EXAMPLES`) go before the real one as earlier turns: the small default
+model follows an example far better than a definition, and one of them is small talk answered
+with nothing. With a longer list of items in one example it tends to repeat that list's
+sequence of types; examples with one item each did worse on bench/actions.py (issue 34).
 
 Owner and due are then grounded in the lines the action rests on (:func:`ground`): small
-models leave the owner of "I'll …" empty and invent deadlines ("2023-03-05" for "by Friday").
-An ``action_item`` without owner gets the speaker of a cited line that commits in the first
-person ("I'll", "I will", "let me" …) or the participant a cited line addresses by name
-("Bob, can you …"); a ``due`` none of whose words occur in the cited lines is dropped.
+models name the wrong speaker as owner and invent deadlines ("2023-03-05" for "by Friday").
+An ``action_item`` gets the speaker of a cited line that commits in the first person ("I'll",
+"I will", "let me" …), else the participant a cited line asks by name ("Bob, can you …",
+"so Bob will …"), else the owner the model named; a ``due`` none of whose words occur in the
+cited lines is dropped. A speaker's name copied in front of the text is removed.
 
 Moved from the agent's ``agent/actions/prompt.py`` (issue 34); the answer now arrives as a
 decoded JSON object from a :class:`.chat.ChatModel`.
@@ -27,17 +32,58 @@ from control_plane.intelligence.action_model import DetectedAction, DetectionReq
 from control_plane.intelligence.chat import ChatAnswerInvalid, ChatMessage
 
 SYSTEM_PROMPT = """\
-List what this meeting transcript produced, as JSON.
-Types: action_item = a task someone will do; decision = something the group settled;
-question = a question left unanswered; follow_up = a topic or meeting to revisit later.
-Skip small talk. text: a short sentence using the speakers' words. owner: the person doing an
-action_item (a speaker saying "I'll" owns it), else null. due: the deadline as said, else
-null. lines: numbers of the lines it comes from. Nothing found: {"actions": []}"""
+List what this meeting transcript produced, as JSON. Types:
+action_item = someone says they will do a task ("I'll send it") or accepts one they are asked for.
+decision = the group agrees on a choice ("let's go with X", "agreed").
+question = a question that nobody answers in these lines; an answered one is not listed.
+follow_up = a topic or meeting to come back to later ("let's revisit it next week").
+Greetings, small talk, status reports and opinions are not listed. Most windows hold 0 to 2
+items, never more than 5. text: the item in a few words, without the speaker's name. owner:
+who does the action_item (the speaker saying "I'll", or the person asked), else null. due:
+the deadline as said, else null. lines: numbers of the lines it comes from. Nothing found:
+{"actions": []}"""
+
+_EXAMPLE_LINES = """\
+Transcript lines:
+[1] Sam: morning all, how was the weekend
+[2] Kim: good, bit rainy. so the invoice export is still broken
+[3] Sam: I'll look at the export tonight and ping you when it works
+[4] Kim: great. do we keep the csv format or move to excel?
+[5] Sam: keep csv, customers load it into everything
+[6] Kim: agreed, csv stays. Ana, can you ask finance if they need the tax column by friday
+[7] Ana: sure
+[8] Kim: and who presents at the all-hands next month?"""
+
+_EXAMPLE_ANSWER = (
+    '{"actions": ['
+    '{"type": "action_item", "text": "fix the invoice export", "owner": "Sam", '
+    '"due": "tonight", "lines": [3]}, '
+    '{"type": "decision", "text": "keep the csv format", "owner": null, "due": null, '
+    '"lines": [5, 6]}, '
+    '{"type": "action_item", "text": "ask finance if they need the tax column", '
+    '"owner": "Ana", "due": "by friday", "lines": [6, 7]}, '
+    '{"type": "question", "text": "who presents at the all-hands next month", '
+    '"owner": null, "due": null, "lines": [8]}]}'
+)
+
+_EXAMPLE_SMALL_TALK = """\
+Transcript lines:
+[1] Lee: can you see my screen?
+[2] Max: yes, all good. that demo yesterday was great by the way
+[3] Lee: thanks, it took a while. the numbers look better this month"""
+
+EXAMPLES: tuple[ChatMessage, ...] = (
+    ChatMessage("user", _EXAMPLE_LINES),
+    ChatMessage("assistant", _EXAMPLE_ANSWER),
+    ChatMessage("user", _EXAMPLE_SMALL_TALK),
+    ChatMessage("assistant", '{"actions": []}'),
+)
+"""Two worked windows sent before the real one: what is listed, and small talk that is not."""
 
 SCHEMA_NAME = "meeting_actions"
 """``schema_name`` of :data:`ANSWER_SCHEMA` (OpenAI's ``json_schema.name``)."""
 
-_MAX_ITEMS = 8
+_MAX_ITEMS = 5
 
 ANSWER_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -49,7 +95,7 @@ ANSWER_SCHEMA: dict[str, Any] = {
                 "type": "object",
                 "properties": {
                     "type": {"type": "string", "enum": [t.value for t in ActionType]},
-                    "text": {"type": "string", "maxLength": 200},
+                    "text": {"type": "string", "maxLength": 100},
                     "owner": {"type": ["string", "null"], "maxLength": 60},
                     "due": {"type": ["string", "null"], "maxLength": 60},
                     "lines": {
@@ -114,7 +160,7 @@ def build_messages(request: DetectionRequest) -> list[ChatMessage]:
         parts.append(f"Earlier in the meeting (context only, do not list):\n{earlier}\n")
     numbered = "\n".join(_line(line, i) for i, line in enumerate(request.lines, start=1))
     parts.append(f"Transcript lines:\n{numbered}")
-    return [ChatMessage("system", system), ChatMessage("user", "\n".join(parts))]
+    return [ChatMessage("system", system), *EXAMPLES, ChatMessage("user", "\n".join(parts))]
 
 
 def _clean(value: str | None, limit: int = 100) -> str | None:
@@ -137,19 +183,24 @@ _FIRST_PERSON = re.compile(
     r"\b(i'll|i will|i can|i'm going to|i am going to|i'll take|let me|i'll do|i'll handle)\b",
     re.IGNORECASE,
 )
-_ADDRESSED = re.compile(r"^\s*(?:ok(?:ay)?[,.]?\s+|so[,.]?\s+)?([A-Z][\w'-]*)\s*,\s*(.*)$")
-_REQUEST = re.compile(r"^(?:can|could|would|will|please)\b", re.IGNORECASE)
+_ADDRESSED = re.compile(r"\b([\w'-]+),?\s+(?:can|could|would|will|please)\b", re.IGNORECASE)
 
 
 def _owner_from_lines(lines: list[WindowLine], speakers: set[str]) -> str | None:
-    """Who the cited lines say takes the task, when they say it plainly."""
+    """Who the cited lines say takes the task, when they say it plainly.
+
+    The speaker of a line that commits in the first person, else a participant a line
+    addresses by name with a request ("Lena, can you …", "… so Raj will …").
+    """
     for line in lines:
         if line.speaker and _FIRST_PERSON.search(line.text):
             return line.speaker
+    by_name = {speaker.casefold(): speaker for speaker in speakers}
     for line in lines:
-        addressed = _ADDRESSED.match(line.text)
-        if addressed and addressed.group(1) in speakers and _REQUEST.match(addressed.group(2)):
-            return addressed.group(1)
+        for addressed in _ADDRESSED.finditer(line.text):
+            name = by_name.get(addressed.group(1).casefold())
+            if name is not None and name != line.speaker:
+                return name
     return None
 
 
@@ -167,14 +218,21 @@ def ground(action: DetectedAction, request: DetectionRequest) -> DetectedAction:
     """``action`` with its owner and due grounded in its lines (see the module docstring)."""
     cited = [line for line in request.lines if line.segment_id in action.segment_ids]
     owner, due = action.owner, action.due
-    if owner is None and action.action_type is ActionType.ACTION_ITEM:
+    if action.action_type is ActionType.ACTION_ITEM:
         speakers = {line.speaker for line in (*request.context, *request.lines) if line.speaker}
-        owner = _owner_from_lines(cited, speakers)
+        owner = _owner_from_lines(cited, speakers) or owner
     if due is not None and not _said(due, cited):
         due = None
     if (owner, due) == (action.owner, action.due):
         return action
     return action.model_copy(update={"owner": owner, "due": due})
+
+
+def _without_speaker(text: str, request: DetectionRequest) -> str:
+    """``text`` without a leading ``Speaker:`` copied from the transcript's lines."""
+    head, colon, rest = text.partition(":")
+    speakers = {line.speaker for line in (*request.context, *request.lines) if line.speaker}
+    return rest.strip() if colon and head.strip() in speakers and rest.strip() else text
 
 
 def parse_answer(
@@ -215,7 +273,7 @@ def parse_answer(
                 if n is not None and 1 <= n <= len(request.lines)
             )
         )
-        text = " ".join(item.text.split())
+        text = _without_speaker(" ".join(item.text.split()), request)
         if kind not in valid_types or not text or not ids:
             dropped += 1
             continue

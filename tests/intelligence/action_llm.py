@@ -29,8 +29,9 @@ _NUMBERED = re.compile(r"^\[(\d+)\] ([^:]+): (.*)$")
 
 
 def window_of(body: dict[str, Any]) -> str:
-    """The numbered window of a detection request (its user message after "Transcript lines:")."""
-    user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+    """The numbered window of a detection request (its last user message after "Transcript
+    lines:"; the user messages before it are the prompt's worked examples)."""
+    user = [m["content"] for m in body["messages"] if m["role"] == "user"][-1]
     return str(user).split("Transcript lines:\n", 1)[1]
 
 

@@ -26,9 +26,12 @@ def _request() -> DetectionRequest:
 
 
 def test_messages_number_the_window_and_show_context_unnumbered() -> None:
-    system, user = build_messages(_request())
+    messages = build_messages(_request())
+    system, user = messages[0], messages[-1]
     assert system.role == "system" and system.content.startswith("Be terse.")
     assert user.role == "user"
+    # Worked examples sit between them, as user/assistant turns the model answers like.
+    assert [m.role for m in messages[1:-1]] == ["user", "assistant"] * (len(messages) // 2 - 1)
     assert "Unknown: hello everyone" in user.content
     assert "[1] Anna: we ship the beta on friday" in user.content
     assert "[2] Bob: I'll write" in user.content
@@ -121,14 +124,22 @@ def test_owner_and_due_are_grounded_in_the_cited_lines() -> None:
             {**item, "text": "Update the pricing page", "due": "Friday", "lines": [2]},
             {**item, "text": "Fix the build", "lines": [3]},
             {**item, "text": "Send it", "owner": "Eli", "due": "by Friday", "lines": [1]},
+            {**item, "text": "Fix it", "owner": "Eli", "lines": [3]},
+            {**item, "text": "Dana: write the notes", "owner": None, "lines": [4]},
         ]
     }
-    actions, _ = parse_answer(answer, DetectionRequest(lines))
-    # The invented date goes, the said one stays; "I will" is the speaker's, "Dana, can you"
-    # is Dana's; an owner the model named is kept; nobody owns the build.
+    asked = WindowLine("s4", "Eli", None, 6.5, 8.0, "great. so dana will write the notes?")
+    actions, _ = parse_answer(answer, DetectionRequest((*lines, asked)))
+    # The invented date goes, the said one stays; "I will" is the speaker's even when the
+    # model named someone else, "Dana, can you" and "dana will" are Dana's; an owner the
+    # model named is kept when the lines name nobody; nobody owns the build.
     assert [(a.owner, a.due) for a in actions] == [
         ("Dana", None),
         ("Dana", None),
         (None, None),
-        ("Eli", "by Friday"),
+        ("Dana", "by Friday"),
+        ("Eli", None),
+        ("Dana", None),
     ]
+    # A speaker's name copied in front of the text is not part of the action.
+    assert actions[5].text == "write the notes"

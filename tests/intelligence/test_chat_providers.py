@@ -64,7 +64,10 @@ async def test_schema_first_then_json_object_then_plain_and_the_mode_is_kept() -
     assert first["model"] == "m" and first["temperature"] == 0 and first["max_tokens"] == 64
     assert first["response_format"]["json_schema"]["name"] == SCHEMA_NAME
     assert first["response_format"]["json_schema"]["schema"] == ANSWER_SCHEMA
-    assert [m["role"] for m in first["messages"]] == ["system", "user"]
+    roles = [m["role"] for m in first["messages"]]
+    # The system prompt, the worked examples as earlier turns, then the window.
+    assert roles[0] == "system" and roles[-1] == "user"
+    assert roles[1:-1] == ["user", "assistant"] * ((len(roles) - 2) // 2)
     assert [a.segment_ids for a in detection.actions] == [("seg-1",)]
     assert detection.prompt_tokens == 100 and detection.completion_tokens == 20
     assert again.actions == detection.actions

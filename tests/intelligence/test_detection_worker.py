@@ -111,8 +111,9 @@ async def test_windows_close_at_a_pause_and_at_the_end_with_the_previous_one_as_
     # Both windows' latencies are measured from the end of their last speech.
     assert registry.get_sample_value("meetbot_action_latency_seconds_count") == 2
     assert registry.get_sample_value("meetbot_action_windows_total", {"outcome": "done"}) == 2
+    # The window is the last user message; those before it are the prompt's worked examples.
     windows = [
-        next(m["content"] for m in body["messages"] if m["role"] == "user")
+        [m["content"] for m in body["messages"] if m["role"] == "user"][-1]
         for body in server.requests
     ]
     assert len(windows) == 2
@@ -244,7 +245,7 @@ def window_speaker(body: dict[str, object]) -> str:
     """The speaker of the one line of a window sent to the model."""
     messages = body["messages"]
     assert isinstance(messages, list)
-    user = next(m["content"] for m in messages if m["role"] == "user")
+    user = [m["content"] for m in messages if m["role"] == "user"][-1]
     return str(user.split("Transcript lines:\n")[1].split(":")[0].split("] ")[1])
 
 
