@@ -60,7 +60,7 @@ from control_plane.hooks import (
     ZOOM_TOKENS,
 )
 from control_plane.intelligence.chat_wiring import CHAT_MODEL, chat_model_ctx
-from control_plane.intelligence.detection_wiring import detection_ctx
+from control_plane.intelligence.detection_wiring import detection_ctx, setup_detection
 from control_plane.intelligence.stream_offer import hub_publisher
 from control_plane.intelligence.summary_wiring import setup_summaries, summary_ctx
 from control_plane.invitations import routes as invitations
@@ -256,6 +256,7 @@ def create_app(settings: Settings, *, launcher: BotLauncher | None = None) -> we
     app[STATUS_HOOKS].append(app[METRICS].count_status_change)
     app[PURGE_HOOKS] = []
     setup_summaries(app)
+    setup_detection(app)
     all_routes = resources()
     for res in all_routes:
         app.router.add_routes(res.table)

@@ -240,4 +240,5 @@ class FrameEffects:
             kind=frame.action_type.value,
             action=frame,
             at=frame.ts,
+            streamed=True,  # the old agent detected it and put it on its own stream
         )

@@ -13,20 +13,25 @@ holds it). A ``: ping`` comment goes out every ``stream_ping_seconds``. The agen
 with its ``stream_end`` (its final status sent and its outbox delivered), or once the bot has been
 final for ``stream_end_check_seconds`` without a stream event (the agent was lost).
 
-Then the response ends, except for a bot with ``enable_actions`` (issue #34): its meeting's
-summary is written at the earliest ``intelligence_summary_settle_seconds`` after the end, when
-the agent is long gone, so the control plane itself keeps the response open (pings go on) until
-the meeting's ``meeting_summaries`` row is ``ready`` or ``failed``, or for at most
-``stream_summary_wait_seconds`` (0: no wait). When ready it sends one ``summary_ready`` event,
-``id`` the agent's last plus one, ``data`` the object ``GET …/meetings/{id}/summary`` answers
-(serialised by the summary's own code, :data:`STREAM_SUMMARY`), and ends. The wait polls the row
-by its primary key every :data:`SUMMARY_POLL_S`: the row is in the shared database, so any
-replica serving the stream sees it, and the relay has no cross-replica signal for it (its NOTIFY
-channel carries commands and stream frames between replicas holding links; the summary worker
-writes the row from whichever replica claimed it, outside any link). The id is the last one this
-replica relayed plus one, the same on every replica, so it is sent only when this replica knows
-where the agent's stream stands (a client reconnecting after the end to a replica that never
-relayed the bot reads the summary through the API).
+Then the response ends, except for a bot with ``enable_actions`` (issue #34): the actions of its
+meeting's last window are detected after the agent left, and its summary is written at the
+earliest ``intelligence_summary_settle_seconds`` after the end, so the control plane itself
+keeps the response open (pings go on), for at most ``stream_summary_wait_seconds`` (0: no
+wait). Once the meeting's action detection is finished it sends, as ``action_detected``, every
+stored action the agent did not say it streamed (the last window's; every one when the agent's
+image predates ``announce_action``), in the order stored, data serialised by the actions' own
+code (:data:`STREAM_ACTIONS`); then, once the meeting's ``meeting_summaries`` row is ``ready``,
+one ``summary_ready`` event, ``data`` the object ``GET …/meetings/{id}/summary`` answers
+(:data:`STREAM_SUMMARY`), and ends (a ``failed`` summary ends it without). Their ids follow the
+agent's last one by one: the list is read only when detection is finished, so it is the same
+for every reader and every replica. The wait polls both by the meeting's key every
+:data:`SUMMARY_POLL_S`: the rows are in the shared database, so any replica serving the stream
+sees them, and the relay has no cross-replica signal for them (its NOTIFY channel carries
+commands and stream frames between replicas holding links; the workers write the rows from
+whichever replica claimed the meeting, outside any link). The ids count from the last one this
+replica relayed, the same on every replica, so they are sent only when this replica knows where
+the agent's stream stands (a client reconnecting after the end to a replica that never relayed
+the bot reads the actions and the summary through the API).
 """
 
 from __future__ import annotations
@@ -66,8 +71,10 @@ STREAM_ROUTE = "/api/v1/bots/{bot_id}/stream"
 _FETCH_ATTEMPTS = 3
 SUMMARY_EVENT = "summary_ready"
 """The event a bot with ``enable_actions`` sends after the agent's last (docs/api.md 2.7)."""
+ACTION_EVENT = "action_detected"
+"""The event of an action the agent did not stream, sent after the agent's last event."""
 SUMMARY_POLL_S = 1.0
-"""How often a stream waiting for its meeting's summary reads the summary's row."""
+"""How often a stream waiting after the agent's end reads the meeting's actions and summary."""
 
 SummaryLookup = Callable[[AsyncSession, int], Awaitable[tuple[str, str | None] | None]]
 """``await lookup(session, meeting_id)``: None when the meeting has no summary row, else its
@@ -75,6 +82,13 @@ SummaryLookup = Callable[[AsyncSession, int], Awaitable[tuple[str, str | None] |
 ``GET /api/v1/meetings/{meeting_id}/summary`` answers."""
 STREAM_SUMMARY: web.AppKey[SummaryLookup] = web.AppKey("stream_summary")
 """The summary's lookup for streams (set by ``control_plane.intelligence.summary_wiring``)."""
+
+ActionsLookup = Callable[[AsyncSession, int], Awaitable[list[str] | None]]
+"""``await lookup(session, meeting_id)``: None while the meeting's action detection is not
+finished, else the JSON text of each action the agent did not stream, in the order stored."""
+STREAM_ACTIONS: web.AppKey[ActionsLookup] = web.AppKey("stream_actions")
+"""The actions' lookup for streams (set by ``control_plane.intelligence.detection_wiring``;
+absent: no action is sent after the agent's end)."""
 
 TOKEN_ERROR = {
     "description": "Missing, malformed, expired or other-bot stream token",
@@ -225,16 +239,17 @@ class _Pump:
             await window.wait(self.cursor, SUB_RENEW_S)
         return False
 
-    async def summary(self) -> None:
-        """After the agent's stream: wait for the meeting's summary and send it (module doc).
+    async def after_agent(self) -> None:
+        """After the agent's stream: the actions it did not carry, then the summary (module doc).
 
-        Only for a bot with ``enable_actions``, when this replica knows the agent's last id
-        and the client has not had the summary yet; never while the replica shuts down.
+        Only for a bot with ``enable_actions``, when this replica knows the agent's last id;
+        never while the replica shuts down. Events the client has (by ``Last-Event-ID``) are
+        not sent again.
         """
         limit = self._app[SETTINGS].stream_summary_wait_seconds
         window = self._feed.window
-        event_id = window.last + 1
-        if limit <= 0 or not window.known or self.cursor >= event_id or self._streams.closing:
+        base = window.last
+        if limit <= 0 or not window.known or self._streams.closing:
             return
         database = self._app[DB]
         async with database.reads() as session:
@@ -245,31 +260,51 @@ class _Pump:
             ).one_or_none()
         if row is None or not BotSettings.model_validate(row.settings).enable_actions:
             return
-        lookup = self._app[STREAM_SUMMARY]
+        summary_lookup = self._app[STREAM_SUMMARY]
+        actions_lookup = self._app.get(STREAM_ACTIONS)
+        actions: list[str] | None = None if actions_lookup is not None else []
+        sent_actions = False
         extra = {"bot_id": str(self._bot_id), "meeting_id": row.id}
-        logger.info("stream waits for the meeting's summary", extra=extra)
+        logger.info("stream waits for the meeting's last actions and summary", extra=extra)
         deadline = time.monotonic() + limit
         while self._response.is_connected() and not self._streams.closing:
             async with database.reads() as session:
-                found = await lookup(session, row.id)
+                if actions is None and actions_lookup is not None:
+                    actions = await actions_lookup(session, row.id)
+                found = await summary_lookup(session, row.id)
                 status = None if found is not None else await _status_of(session, row.id)
+            if actions is not None and not sent_actions:
+                for offset, action in enumerate(actions, start=1):
+                    await self._event(base + offset, ACTION_EVENT, action)
+                sent_actions = True
+                if actions:
+                    logger.info(
+                        "stream sent the actions the agent did not",
+                        extra={**extra, "actions": len(actions)},
+                    )
             if found is None:
                 if status is None or status in FINAL_STATUSES:
                     return  # none will come: purged, or ended before summaries were written
-            else:
+            elif actions is not None:
                 state, data = found
                 if data is not None:
-                    await self._response.send(data, id=str(event_id), event=SUMMARY_EVENT)
-                    self.cursor = event_id
+                    await self._event(base + len(actions) + 1, SUMMARY_EVENT, data)
                     logger.info("stream sent the meeting's summary", extra=extra)
                     return
                 if state != "pending":
                     return  # failed: the summary route and the webhook say so
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                logger.info("stream stopped waiting for the meeting's summary", extra=extra)
+                logger.info("stream stopped waiting after the agent's end", extra=extra)
                 return
             await asyncio.sleep(min(SUMMARY_POLL_S, remaining))
+
+    async def _event(self, event_id: int, name: str, data: str) -> None:
+        """Send one event of the control plane's own unless the client has it already."""
+        if event_id <= self.cursor:
+            return
+        await self._response.send(data, id=str(event_id), event=name)
+        self.cursor = event_id
 
 
 async def _status_of(session: AsyncSession, meeting_id: int) -> BotStatus | None:
@@ -295,8 +330,9 @@ async def stream(request: web.Request) -> web.StreamResponse:
     ``avatar_unavailable``, and ``summary_ready`` (the object ``GET
     /api/v1/meetings/{meeting_id}/summary`` answers, after the agent's last event);
     ``: ping`` every 15 s. The stream ends when the bot's agent exits; for a bot with
-    ``enable_actions``, once its meeting's summary is ready (sent as ``summary_ready``) or
-    failed, or after ``MEETBOT_STREAM_SUMMARY_WAIT_SECONDS`` (600 s).
+    ``enable_actions``, once its meeting's detection is finished (the actions the agent did
+    not stream follow its last event as ``action_detected``) and its summary is ready (sent as
+    ``summary_ready``) or failed, or after ``MEETBOT_STREAM_SUMMARY_WAIT_SECONDS`` (600 s).
     """
     checked = await _bot_of(request)
     if isinstance(checked, web.Response):
@@ -316,7 +352,7 @@ async def stream(request: web.Request) -> web.StreamResponse:
             pump = _Pump(app, bot_id, feed, response, cursor)
             with contextlib.suppress(ConnectionError):  # the client went away
                 if await pump.run():
-                    await pump.summary()
+                    await pump.after_agent()
             extra["last"] = pump.cursor
     finally:
         streams.close(bot_id, feed)

@@ -64,8 +64,8 @@ class DetectionMetrics:
         )
         self.stream_offers_failed = Counter(
             "meetbot_action_stream_offers_failed_total",
-            "Stored actions that could not be put on their bot's stream (webhook and record "
-            "have them).",
+            "Stored actions their bot's agent did not put on its stream (the control plane's "
+            "stream sends them after the agent's end; webhook and record have them).",
             registry=registry,
         )
         self.latency = Histogram(

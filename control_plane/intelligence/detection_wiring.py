@@ -5,7 +5,8 @@
 :class:`~control_plane.intelligence.chat.ChatModel` (``chat_key``): its claim loop and one
 loop per meeting it holds, stopped by the app's one rule (the window in progress finishes,
 then the leases are released). Stored actions are offered to their bot's stream through the
-agent hub (``announce_action``), when the app has one.
+agent hub (``announce_action``), when the app has one; :func:`setup_detection` gives the bots'
+streams the actions the agent did not stream, to send after its end.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from collections.abc import AsyncIterator, Callable
 
 from aiohttp import web
 
+from control_plane.bots.stream import STREAM_ACTIONS
 from control_plane.db.engine import DB
 from control_plane.intelligence.chat import ChatModel
 from control_plane.intelligence.detection_metrics import DetectionMetrics
+from control_plane.intelligence.window_store import unstreamed_actions
 from control_plane.intelligence.worker import DetectionOptions, DetectionWorker, PublishAction
 from control_plane.metrics import METRICS
 from control_plane.settings import SETTINGS, Settings
@@ -75,3 +78,8 @@ def detection_ctx(
             yield
 
     return ctx
+
+
+def setup_detection(app: web.Application) -> None:
+    """Give the bots' streams the lookup of the actions their agents did not stream."""
+    app[STREAM_ACTIONS] = unstreamed_actions

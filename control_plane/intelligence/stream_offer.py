@@ -2,8 +2,17 @@
 
 The stream is the agent's (its ids, its replay), so the control plane asks the agent to put
 the action on it: an ``announce_action`` command through the agent hub, to the link on this
-replica or, through the relay, on another. An agent that is gone (the meeting ended) cannot
-stream it; the webhook and the meeting record carry the action all the same.
+replica or, through the relay, on another, and waits for the agent's answer. Only an answer
+with success marks the action streamed (the worker then records ``streamed_at``). Whatever
+else happens the action is not lost to the stream: the control plane's stream sends every
+action not marked streamed after the agent's last event (``control_plane.bots.stream``):
+
+- no replica holds the bot's link (the agent left; the meeting's last window is detected
+  after the end): :class:`AgentGone`;
+- the agent refuses, e.g. ``unknown_command`` from a bot image older than the command (its
+  link client answers any command it cannot parse so): :class:`AnnounceRefused`, with the code;
+- no answer in time: the hub's ``CommandTimedOut`` (the agent may still have streamed it: the
+  stream may then carry it twice, with the same ``id``).
 """
 
 from __future__ import annotations
@@ -13,20 +22,30 @@ import uuid
 from aiohttp import web
 
 from agent.contracts.link import AnnounceActionCommand
-from control_plane.agent_hub.hub import AgentHub
+from control_plane.agent_hub.hub import AgentHub, AgentNotConnected
 from control_plane.agent_hub.keys import AGENT_HUB
 from control_plane.intelligence.window_store import StoredAction
 from control_plane.intelligence.worker import PublishAction
+from control_plane.settings import SETTINGS
 
 
 class AgentGone(Exception):
     """No replica holds a link to the bot's agent: the action is not on its stream."""
 
 
-def announce_through(hub: AgentHub) -> PublishAction:
+class AnnounceRefused(Exception):
+    """The agent answered ``announce_action`` with an error (``code``, e.g. ``unknown_command``)."""
+
+    def __init__(self, code: str, detail: str | None) -> None:
+        super().__init__(f"{code}: {detail or 'no detail'}")
+        self.code = code
+
+
+def announce_through(hub: AgentHub, within_seconds: float = 20.0) -> PublishAction:
     """What offers a stored action to its bot's stream through ``hub``.
 
-    The publisher raises :class:`AgentGone` when no replica holds the bot's link.
+    The publisher returns once the agent answered with success; it raises :class:`AgentGone`,
+    :class:`AnnounceRefused` or the hub's ``CommandTimedOut`` (``within_seconds``) otherwise.
     """
 
     async def publish(bot_id: uuid.UUID, stored: StoredAction) -> None:
@@ -40,13 +59,23 @@ def announce_through(hub: AgentHub) -> PublishAction:
             segment_ids=list(action.segment_ids),
             timestamp=stored.detected_at,
         )
-        if not await hub.notify(bot_id, command):
-            raise AgentGone(str(bot_id))
+        try:
+            result = await hub.command(bot_id, command, within_seconds=within_seconds)
+        except AgentNotConnected as exc:
+            raise AgentGone(str(bot_id)) from exc
+        if not result.ok:
+            code = result.error.value if result.error is not None else "error"
+            raise AnnounceRefused(code, result.detail)
 
     return publish
 
 
 def hub_publisher(app: web.Application) -> PublishAction | None:
-    """:func:`announce_through` the started app's agent hub; None when it has none."""
+    """:func:`announce_through` the started app's agent hub; None when it has none.
+
+    The agent's answer is awaited as long as a live command's (``agent_command_timeout_seconds``).
+    """
     hub = app.get(AGENT_HUB)
-    return None if hub is None else announce_through(hub)
+    if hub is None:
+        return None
+    return announce_through(hub, app[SETTINGS].agent_command_timeout_seconds)

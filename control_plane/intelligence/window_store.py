@@ -9,6 +9,9 @@ worker still owns the meeting), the actions are added (those repeating an action
 are dropped) and each one's ``action.detected`` webhook goes into the outbox, exactly as the
 agent's ``action`` frames were stored (docs/api.md 2.9, 2.11). A window analysed twice (its
 first owner died before the commit) is stored once: the second commit finds the cursor moved.
+:meth:`WindowStore.streamed` marks an action the bot's agent put on its stream;
+:func:`unstreamed_actions` gives the bot's stream the others once detection of the meeting is
+finished (docs/api.md 2.7).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Literal, Protocol, cast
 
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -35,6 +38,8 @@ from control_plane.intelligence.detection import DetectedAction, WindowLine
 from control_plane.intelligence.windows import StoredLine, Window, action_id
 from control_plane.webhooks import events
 from control_plane.webhooks.outbox import Outbox
+
+_ActionType = Literal["action_item", "decision", "question", "follow_up"]
 
 
 class ActionFields(Protocol):
@@ -263,6 +268,20 @@ class WindowStore:
         except _CursorMoved:
             return None
 
+    async def streamed(self, meeting_id: int, identifier: str, at: datetime) -> None:
+        """Record that the bot's agent put action ``identifier`` on its stream (at ``at``)."""
+        async with self.database.sessions.begin() as session:
+            await session.execute(
+                update(MeetingAction)
+                .where(
+                    MeetingAction.meeting_id == meeting_id,
+                    MeetingAction.action_id == identifier,
+                    MeetingAction.streamed_at.is_(None),
+                )
+                .values(streamed_at=at)
+                .execution_options(synchronize_session=False)
+            )
+
     async def _add(
         self,
         session: AsyncSession,
@@ -316,6 +335,7 @@ async def add_action(
     kind: str,
     action: ActionFields,
     at: datetime,
+    streamed: bool = False,
 ) -> bool:
     """Store one action and its ``action.detected`` webhook in ``session``, once by its id.
 
@@ -333,6 +353,9 @@ async def add_action(
         kind: ``action_item``, ``decision``, ``question`` or ``follow_up``.
         action: Its ``text``, ``owner``, ``due`` and ``segment_ids``.
         at: When it was stored (the row's ``detected_at`` and the event's ``timestamp``).
+        streamed: Whether it is on the bot's stream already (an old agent's own action); else
+            it waits for the agent's word (:meth:`WindowStore.streamed`) or is sent by the
+            stream after the agent's last event.
 
     Returns:
         Whether the action was new (False: stored before, nothing written).
@@ -349,6 +372,7 @@ async def add_action(
             "due": action.due,
             "segment_ids": list(action.segment_ids),
             "detected_at": at,
+            "streamed_at": at if streamed else None,
         },
         key=("meeting_id", "action_id"),
     )
@@ -372,3 +396,38 @@ async def add_action(
         at=at,
     )
     return True
+
+
+async def unstreamed_actions(session: AsyncSession, meeting_id: int) -> list[str] | None:
+    """The meeting's actions the agent's stream did not carry, as the stream sends them.
+
+    None while detection of the meeting is not finished (its cursor has no ``finished_at``):
+    more may come, and the list must not change once a stream has sent part of it. Then the
+    JSON text of each action without ``streamed_at`` (``{id, type, text, owner, due,
+    segment_ids, timestamp}``, the ``action_detected`` event's data, docs/api.md 2.7), in the
+    order they were stored.
+    """
+    finished = await session.scalar(
+        select(ActionCursor.finished_at).where(ActionCursor.meeting_id == meeting_id)
+    )
+    if finished is None:
+        return None
+    rows = await session.scalars(
+        select(MeetingAction)
+        .where(MeetingAction.meeting_id == meeting_id, MeetingAction.streamed_at.is_(None))
+        .order_by(MeetingAction.id)
+    )
+    return [
+        events.ActionDetected(
+            bot_id="",
+            meeting_id=meeting_id,
+            id=row.action_id,
+            type=cast(_ActionType, row.type),
+            text=row.text,
+            owner=row.owner,
+            due=row.due,
+            segment_ids=list(row.segment_ids or []),
+            timestamp=row.detected_at,
+        ).model_dump_json(exclude={"bot_id", "meeting_id"})
+        for row in rows
+    ]

@@ -18,8 +18,11 @@ serve`` replica, sharing the replica's one :class:`~control_plane.intelligence.c
   (:class:`~.chat.ChatUnavailable`, timeouts) are tried again with exponential backoff up to
   ``window_attempts`` tries. Then the cursor moves and the actions are stored in ONE
   transaction; a repeat of a stored action is dropped. After the commit each action is
-  offered to the bot's stream (``action_detected``; best effort: the webhook and the
-  record carry it whatever happens).
+  offered to the bot's stream (``action_detected``, through its agent); when the agent says it
+  streamed it, the action is marked streamed. One it did not stream (the agent left, or it is
+  from an image that answers ``unknown_command``) is sent by the control plane's stream after
+  the agent's last event, once this meeting's detection is finished; the webhook and the
+  record carry it in any case.
 - A window given up on (tries spent, an answer that is not the JSON asked for, any other
   :class:`~.chat.ChatError`, e.g. a prompt's ``model`` the provider does not serve) is logged
   once as a warning with the meeting, the window's rows, the error and the prompt's model,
@@ -331,19 +334,25 @@ class DetectionWorker:
         self._metrics.actions.labels("stored").inc(len(stored.actions))
         self._metrics.actions.labels("repeat").inc(stored.repeats)
         for action in stored.actions:
-            await self._offer(view.bot_id, action)
+            await self._offer(view.meeting_id, view.bot_id, action)
 
-    async def _offer(self, bot_id: uuid.UUID, stored: StoredAction) -> None:
+    async def _offer(self, meeting_id: int, bot_id: uuid.UUID, stored: StoredAction) -> None:
         if self._publish is None:
             return
         try:
             await self._publish(bot_id, stored)
-        except Exception as exc:  # the webhook and the record carry it whatever happens here
+        except Exception as exc:  # the stream sends it after the agent's last event instead
             self._metrics.stream_offers_failed.inc()
             logger.info(
-                "action not offered to the stream",
-                extra={"bot_id": str(bot_id), "action_id": stored.id, "error": str(exc)},
+                "action not streamed by the agent; the stream sends it after the agent's end",
+                extra={
+                    "bot_id": str(bot_id),
+                    "action_id": stored.id,
+                    "error": f"{type(exc).__name__}: {exc}",
+                },
             )
+            return
+        await self._store.streamed(meeting_id, stored.id, datetime.now(UTC))
 
     async def _detect(self, view: MeetingView, window: Window) -> Detection:
         async with self._database.reads() as session:

@@ -39,6 +39,7 @@ from control_plane.agent_hub.keys import AGENT_HUB, STREAM_SIGNER
 from control_plane.app import create_app
 from control_plane.bots.status import change_status, lock_meeting
 from control_plane.db.engine import DB
+from control_plane.db.models.action_cursor import ActionCursor
 from control_plane.db.models.bot import Meeting
 from control_plane.db.models.segment import Segment
 from control_plane.hooks import STATUS_HOOKS, StatusHook
@@ -402,7 +403,8 @@ async def summary_model() -> AsyncIterator[ChatServer]:
 async def _meeting_ends(client: Client, bot: LaunchedBot) -> None:
     """One line said and the transcript complete (what the agent's ``transcription_ready``
     stores), then the bot completed, stored as its agent's reports are (through the status
-    hooks: a bot with ``enable_actions`` gets its pending summary there)."""
+    hooks: a bot with ``enable_actions`` gets its pending summary there), and the meeting's
+    action detection finished with no action found (what the detection worker stores)."""
     async with client.app[DB].sessions.begin() as session:
         session.add(
             Segment(
@@ -426,6 +428,7 @@ async def _meeting_ends(client: Client, bot: LaunchedBot) -> None:
         hooks: list[StatusHook] = client.app[STATUS_HOOKS]
         for status in (BotStatus.STOPPING, BotStatus.COMPLETED):
             await change_status(session, meeting, status, "meeting_ended", hooks=hooks)
+        session.add(ActionCursor(meeting_id=bot.meeting_id, finished_at=datetime.now(UTC)))
 
 
 async def _summary_after_the_end(

@@ -21,7 +21,9 @@ class MeetingAction(Base):
     ``action_id`` is the stable id (the API's ``id``); ``type`` one of
     ``action_item``, ``decision``, ``question``, ``follow_up``; ``owner`` and ``due`` as said in
     the meeting (null when not said); ``segment_ids`` the ids of the segments it rests on;
-    ``detected_at`` when it was detected.
+    ``detected_at`` when it was detected; ``streamed_at`` when the bot's agent said it put the
+    action on its stream (null: the control plane's stream sends it after the agent's last
+    event, docs/api.md 2.7; migration 0024).
     """
 
     __tablename__ = "meeting_actions"
@@ -39,3 +41,4 @@ class MeetingAction(Base):
     due: Mapped[str | None] = mapped_column(String(100), default=None)
     segment_ids: Mapped[list[str]] = mapped_column(JSON, default=list)
     detected_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    streamed_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
