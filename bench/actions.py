@@ -11,7 +11,9 @@ written by hand in the style of realtime transcripts (``origin: written``) and w
 meetbot's own realtime transcripts (``bench/action_transcripts.py``; ``origin`` names the
 recording), each with its expected actions, labelled by hand. Every window goes to the
 detector once, with the previous window of the same meeting as context, exactly as the
-control plane's detection worker sends them (``control_plane.intelligence.worker``). Figures
+control plane's detection worker sends them (``control_plane.intelligence.worker``), with the
+built-in instructions a bot without its own prompt version gets (``SYSTEM_PROMPT``; figures
+before 2026-11-29 evening were measured without them). Figures
 are given overall and, with the suffix ``_written`` / ``_transcript``, per origin.
 
 A predicted action matches an unmatched labelled one of the same window when the type is the
@@ -72,6 +74,7 @@ import yaml
 
 from agent.contracts.link import ActionType
 from bench.stats import free_port, percentile
+from control_plane.action_prompts.service import SYSTEM_PROMPT
 from control_plane.intelligence.chat import ChatAnswerInvalid, ChatError, ChatModel
 from control_plane.intelligence.dedupe import normalise_text
 from control_plane.intelligence.detection import (
@@ -155,7 +158,10 @@ def load_cases(path: Path = DATA) -> list[Case]:
                 )
                 for label in window["labels"]
             )
-            request = DetectionRequest(lines=tuple(lines), context=previous)
+            # The instructions a bot without its own prompt version gets (the worker's).
+            request = DetectionRequest(
+                lines=tuple(lines), context=previous, instructions=SYSTEM_PROMPT.instructions
+            )
             cases.append(
                 Case(
                     f"{meeting['id']}-w{w}",

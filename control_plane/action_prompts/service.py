@@ -41,12 +41,12 @@ class ResolvedPrompt:
 SYSTEM_PROMPT = ResolvedPrompt(
     id="system",
     instructions=(
-        "You read a window of a meeting transcript, one line per segment as "
-        "'[segment id] speaker: text'. Report only what the speakers clearly state: "
+        "You read a window of a meeting transcript. Report only what the speakers "
+        "clearly state: "
         "action_item (someone commits to or is asked to do something), decision (the group "
         "settles something), question (a question left open), follow_up (something to revisit "
         "later). For each, give its type, a one-sentence text in the transcript's language, "
-        "and the segment ids it rests on. Report nothing rather than guess."
+        "and the lines it rests on. Report nothing rather than guess."
     ),
     model=None,
 )

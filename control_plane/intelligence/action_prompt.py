@@ -113,7 +113,7 @@ ANSWER_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 """JSON schema of the answer: ``{"actions": [{type, text, owner, due, lines}]}``, at most
-8 actions, ``lines`` being 1-based numbers of the window's lines."""
+5 actions (``_MAX_ITEMS``), ``lines`` being 1-based numbers of the window's lines."""
 
 
 class _AnswerItem(BaseModel):

@@ -55,6 +55,7 @@ from datetime import UTC, datetime, timedelta
 from control_plane.action_prompts.service import resolve
 from control_plane.background import BackgroundLoop
 from control_plane.db.engine import Database
+from control_plane.intelligence.action_prompt import build_messages
 from control_plane.intelligence.budget import WorkspaceBudgets
 from control_plane.intelligence.chat import ChatAnswerInvalid, ChatError, ChatModel, ChatUnavailable
 from control_plane.intelligence.cursors import CursorLeases
@@ -410,9 +411,12 @@ class DetectionWorker:
         )
 
     def _estimate(self, request: DetectionRequest) -> int:
-        """Tokens a call may cost before the server counts them (4 characters a token)."""
-        chars = sum(len(line.text) + 20 for line in (*request.lines, *request.context))
-        chars += len(request.instructions or "") + 1200
+        """Tokens a call may cost before the server counts them (4 characters a token).
+
+        Counted on the messages the call sends (instructions, worked examples, the window),
+        so a longer prompt is budgeted as what it is.
+        """
+        chars = sum(len(message.content) + 8 for message in build_messages(request))
         return chars // 4 + self.options.max_tokens
 
     async def _pause(self, seconds: float) -> None:
