@@ -16,7 +16,8 @@ control-plane restart the process object is gone, so :meth:`terminate` then find
 by pid and checks with psutil that the pid still runs a bot config before signalling it.
 
 Launch is idempotent by bot id: the pid of each started agent is written to ``agent.pid`` in
-the bot's folder right after the start, and a launch of a bot whose agent still runs returns
+the bot's folder right after the start (written aside and renamed, so a crash never leaves
+it half written), and a launch of a bot whose agent still runs returns
 that agent's handle instead of starting a second one (the scheduler relaunches a bot whose
 claim lapsed because the control plane died between its claim and storing the handle). For
 the instant between the start and the pid file, a ``launching`` marker is written before the
@@ -141,13 +142,15 @@ class LocalLauncher:
         try:
             pid_text = (folder / "agent.pid").read_text(encoding="ascii").strip()
         except FileNotFoundError:
+            pid_text = ""
+        if not pid_text.isdigit():
+            # No pid file yet, or (from a version that wrote it in place) one a crash left
+            # empty: an agent may have started all the same.
             if not (folder / "launching").exists():
                 return None
             for process in psutil.process_iter(["pid", "cmdline"]):
                 if config_path in (process.info["cmdline"] or []):
                     return int(process.info["pid"])
-            return None
-        if not pid_text.isdigit():
             return None
         agent = self._orphan(f"{CONTAINER_PREFIX}{pid_text}")
         if agent is None or config_path not in agent.cmdline():
@@ -183,9 +186,7 @@ class LocalLauncher:
             )
         finally:
             log_file.close()  # the child holds its own copy of the descriptor
-        await asyncio.to_thread(
-            config_path.with_name("agent.pid").write_text, str(process.pid), "ascii"
-        )
+        await asyncio.to_thread(_write_whole, config_path.with_name("agent.pid"), str(process.pid))
         await asyncio.to_thread(_record_process, config_path.parent, process.pid, config.bot_id)
         container_id = f"{CONTAINER_PREFIX}{process.pid}"
         self._processes[container_id] = process
@@ -276,6 +277,18 @@ class LocalLauncher:
         await asyncio.gather(*(self.terminate(LaunchHandle(id=item)) for item in ids))
 
 
+def _write_whole(path: Path, text: str) -> None:
+    """Write ``path`` so that a reader (or a crash) never meets it half written.
+
+    A SIGKILL between ``write_text``'s truncating open and its write left an empty
+    ``agent.pid`` beside a running agent, and the relaunch after the crash started a second
+    agent for the bot (tests/api/test_scheduler_crash.py, seen twice in full runs).
+    """
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(text, encoding="ascii")
+    os.replace(partial, path)
+
+
 def _record_process(folder: Path, pid: int, bot_id: UUID) -> None:
     """Write ``agent.process.json``: which process runs the bot, told apart from a recycled pid."""
     try:
@@ -283,7 +296,7 @@ def _record_process(folder: Path, pid: int, bot_id: UUID) -> None:
     except psutil.NoSuchProcess:  # it ended at once; nothing is left to list
         return
     record = {"pid": pid, "started_at": started_at, "bot_id": str(bot_id)}
-    (folder / PROCESS_FILE).write_text(json.dumps(record), "utf-8")
+    _write_whole(folder / PROCESS_FILE, json.dumps(record))
 
 
 def _recorded_agent(folder: Path) -> tuple[int, UUID] | None:

@@ -114,6 +114,33 @@ async def test_a_new_launcher_stops_an_agent_started_before_a_restart(tmp_path: 
     assert not psutil.pid_exists(pid)
 
 
+async def test_a_relaunch_after_a_crash_that_left_an_empty_pid_file_finds_the_agent(
+    tmp_path: Path,
+) -> None:
+    """A control plane killed while it wrote ``agent.pid`` (a version that truncated, then
+    wrote) left it empty beside a running agent; the relaunch of its lapsed claim must find
+    that agent instead of starting a second one."""
+    first = LocalLauncher(tmp_path, command=[sys.executable, str(STAND_IN)])
+    config = _config()
+    handle = await first.launch(config)
+    folder = tmp_path / "bots" / str(config.bot_id)
+    await _wait_for(folder / "started")
+    assert not list(folder.glob(".*.partial"))  # the pid file is written whole
+    (folder / "agent.pid").write_text("", "ascii")  # what the crash left
+
+    second = LocalLauncher(tmp_path, command=[sys.executable, str(STAND_IN)], grace_seconds=5)
+    try:
+        assert await second.launch(config) == handle
+        config_path = str(folder / "bot.json")
+        agents = [
+            p for p in psutil.process_iter(["cmdline"]) if config_path in (p.info["cmdline"] or [])
+        ]
+        assert len(agents) == 1, agents
+    finally:
+        await second.terminate(handle)
+        await first.aclose()
+
+
 async def test_terminate_ignores_unknown_and_foreign_ids(tmp_path: Path) -> None:
     launcher = LocalLauncher(tmp_path)
     await launcher.terminate(LaunchHandle(id="local-not-a-pid"))
