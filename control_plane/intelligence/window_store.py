@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal, Protocol, cast
+from typing import Protocol
 
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -29,7 +29,7 @@ from agent.contracts.status import FINAL_STATUSES, BotStatus
 from control_plane.bots.status import lock_meeting
 from control_plane.db.engine import Database
 from control_plane.db.inserts import insert_once
-from control_plane.db.models.action import MeetingAction
+from control_plane.db.models.action import MeetingAction, action_body
 from control_plane.db.models.action_cursor import ActionCursor
 from control_plane.db.models.bot import Meeting
 from control_plane.db.models.segment import Segment
@@ -38,8 +38,6 @@ from control_plane.intelligence.detection import DetectedAction, WindowLine
 from control_plane.intelligence.windows import StoredLine, Window, action_id
 from control_plane.webhooks import events
 from control_plane.webhooks.outbox import Outbox
-
-_ActionType = Literal["action_item", "decision", "question", "follow_up"]
 
 
 class ActionFields(Protocol):
@@ -418,16 +416,8 @@ async def unstreamed_actions(session: AsyncSession, meeting_id: int) -> list[str
         .order_by(MeetingAction.id)
     )
     return [
-        events.ActionDetected(
-            bot_id="",
-            meeting_id=meeting_id,
-            id=row.action_id,
-            type=cast(_ActionType, row.type),
-            text=row.text,
-            owner=row.owner,
-            due=row.due,
-            segment_ids=list(row.segment_ids or []),
-            timestamp=row.detected_at,
-        ).model_dump_json(exclude={"bot_id", "meeting_id"})
+        events.ActionDetected(bot_id="", meeting_id=meeting_id, **action_body(row)).model_dump_json(
+            exclude={"bot_id", "meeting_id"}
+        )
         for row in rows
     ]

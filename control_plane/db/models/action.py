@@ -3,11 +3,14 @@
 One row per action, keyed by its stable id: written by the control plane's detection worker
 (:mod:`control_plane.intelligence.window_store`, ids derived from the window) and, from agents
 older than that, by ``action`` link frames (a frame resent after a reconnect stores nothing twice).
+:func:`action_body` is the one reading of a row as the action every reader shows (the API's
+list, the stream's ``action_detected`` the control plane sends after the agent's end).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal, TypedDict, cast
 
 from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
@@ -42,3 +45,37 @@ class MeetingAction(Base):
     segment_ids: Mapped[list[str]] = mapped_column(JSON, default=list)
     detected_at: Mapped[datetime] = mapped_column(UtcDateTime)
     streamed_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
+
+
+ActionTypeName = Literal["action_item", "decision", "question", "follow_up"]
+"""A stored action's ``type``."""
+
+
+class ActionBody(TypedDict):
+    """An action as the API, the stream and the webhook show it (docs/api.md 2.9).
+
+    ``{id, type, text, owner, due, segment_ids, timestamp}``: the fields of
+    ``GET …/actions``' items, of the ``action_detected`` stream event and of the
+    ``action.detected`` webhook's ``data`` (without its ``bot_id``/``meeting_id``).
+    """
+
+    id: str
+    type: ActionTypeName
+    text: str
+    owner: str | None
+    due: str | None
+    segment_ids: list[str]
+    timestamp: datetime
+
+
+def action_body(row: MeetingAction) -> ActionBody:
+    """``row`` as its readers show it: the stable id as ``id``, ``detected_at`` as ``timestamp``."""
+    return ActionBody(
+        id=row.action_id,
+        type=cast(ActionTypeName, row.type),
+        text=row.text,
+        owner=row.owner,
+        due=row.due,
+        segment_ids=list(row.segment_ids or []),
+        timestamp=row.detected_at,
+    )
