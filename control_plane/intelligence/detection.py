@@ -8,6 +8,8 @@ detection worker) owns windowing, budgets, retries, deduplication and events.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from control_plane.intelligence.action_model import (
     DetectedAction,
     Detection,
@@ -20,7 +22,7 @@ from control_plane.intelligence.action_prompt import (
     build_messages,
     parse_answer,
 )
-from control_plane.intelligence.chat import ChatModel
+from control_plane.intelligence.chat import ChatMessage, ChatModel
 
 __all__ = [
     "DetectedAction",
@@ -32,7 +34,12 @@ __all__ = [
 
 
 async def detect_actions(
-    chat: ChatModel, request: DetectionRequest, *, max_tokens: int, model: str | None = None
+    chat: ChatModel,
+    request: DetectionRequest,
+    *,
+    max_tokens: int,
+    model: str | None = None,
+    messages: Sequence[ChatMessage] | None = None,
 ) -> Detection:
     """Ask ``chat`` for the actions of one window.
 
@@ -42,6 +49,8 @@ async def detect_actions(
         max_tokens: Longest answer, in tokens.
         model: The model the bot's action prompt names; None for the provider's configured
             model (see :meth:`.chat.ChatModel.complete_json`).
+        messages: ``build_messages(request)`` when the caller built them already (the worker
+            budgets a window on them, then sends them on every try); None builds them here.
 
     Returns:
         The valid actions (each resting on segments of ``request.lines``, owner and due
@@ -54,7 +63,7 @@ async def detect_actions(
         ChatError: Any other failure of the call (a ``model`` the provider does not serve).
     """
     answer = await chat.complete_json(
-        build_messages(request),
+        build_messages(request) if messages is None else messages,
         ANSWER_SCHEMA,
         schema_name=SCHEMA_NAME,
         max_tokens=max_tokens,

@@ -57,7 +57,13 @@ from control_plane.background import BackgroundLoop
 from control_plane.db.engine import Database
 from control_plane.intelligence.action_prompt import build_messages
 from control_plane.intelligence.budget import WorkspaceBudgets
-from control_plane.intelligence.chat import ChatAnswerInvalid, ChatError, ChatModel, ChatUnavailable
+from control_plane.intelligence.chat import (
+    ChatAnswerInvalid,
+    ChatError,
+    ChatMessage,
+    ChatModel,
+    ChatUnavailable,
+)
 from control_plane.intelligence.cursors import CursorLeases
 from control_plane.intelligence.detection import (
     DetectedAction,
@@ -360,8 +366,9 @@ class DetectionWorker:
             prompt = await resolve(session, view.workspace_id, view.prompt_version_id)
         context = await self._store.context(view)
         request = DetectionRequest(window.lines, context, prompt.instructions)
+        messages = build_messages(request)  # once per window: budgeted, then sent on each try
         budget = self._budgets.of(view.workspace_id)
-        estimate = self._estimate(request)
+        estimate = self._estimate(messages)
         error: BaseException = ChatUnavailable("no try made")
         for attempt in range(self.options.window_attempts):
             if attempt:
@@ -374,7 +381,7 @@ class DetectionWorker:
             entry = budget.spend(estimate)
             self._metrics.calls.inc()
             try:
-                detection = await self._call(request, prompt.model)
+                detection = await self._call(request, messages, prompt.model)
             except TimeoutError:
                 error = ChatUnavailable(f"no answer within {self.options.window_timeout} s")
                 continue
@@ -393,16 +400,23 @@ class DetectionWorker:
             return detection
         raise _WindowFailed("unavailable", error, prompt.model)
 
-    async def _call(self, request: DetectionRequest, model: str | None) -> Detection:
-        """One try within ``window_timeout`` by ``model``; a stop abandons it (:class:`Halted`).
+    async def _call(
+        self, request: DetectionRequest, messages: list[ChatMessage], model: str | None
+    ) -> Detection:
+        """One try of ``messages`` within ``window_timeout`` by ``model``; a stop abandons it.
 
+        ``messages`` are ``request``'s, built once for the window. A stop raises :class:`Halted`.
         No transaction is open during the call, so abandoning it loses nothing: the window is
         analysed again by the meeting's next owner.
         """
         return await unless_halted(
             asyncio.wait_for(
                 detect_actions(
-                    self._chat, request, max_tokens=self.options.max_tokens, model=model
+                    self._chat,
+                    request,
+                    max_tokens=self.options.max_tokens,
+                    model=model,
+                    messages=messages,
                 ),
                 self.options.window_timeout,
             ),
@@ -410,13 +424,13 @@ class DetectionWorker:
             name="action-detection-call",
         )
 
-    def _estimate(self, request: DetectionRequest) -> int:
+    def _estimate(self, messages: list[ChatMessage]) -> int:
         """Tokens a call may cost before the server counts them (4 characters a token).
 
         Counted on the messages the call sends (instructions, worked examples, the window),
         so a longer prompt is budgeted as what it is.
         """
-        chars = sum(len(message.content) + 8 for message in build_messages(request))
+        chars = sum(len(message.content) + 8 for message in messages)
         return chars // 4 + self.options.max_tokens
 
     async def _pause(self, seconds: float) -> None:

@@ -20,6 +20,9 @@ from control_plane.action_prompts.service import create_version
 from control_plane.db.engine import Database, create_database
 from control_plane.db.models.action_cursor import ActionCursor
 from control_plane.db.models.workspace import Workspace
+from control_plane.intelligence.action_prompt import build_messages
+from control_plane.intelligence.chat import ChatMessage
+from control_plane.intelligence.detection import DetectionRequest
 from control_plane.intelligence.detection_metrics import DetectionMetrics
 from control_plane.intelligence.worker import DetectionOptions, DetectionWorker
 from control_plane.webhooks.outbox import Outbox
@@ -175,6 +178,30 @@ async def test_a_window_that_keeps_failing_is_reported_once_and_skipped(
     cursor = await cursor_of(database, meeting)
     assert cursor is not None
     assert (cursor.windows, cursor.windows_failed) == (2, 1)
+
+
+async def test_a_windows_messages_are_built_once_for_its_budget_and_all_its_tries(
+    database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built: list[str] = []
+
+    def counted(request: DetectionRequest) -> list[ChatMessage]:
+        built.append(request.lines[0].text)
+        return build_messages(request)
+
+    # Wherever the worker's path builds them: its estimate, and detect_actions when not given.
+    monkeypatch.setattr("control_plane.intelligence.worker.build_messages", counted)
+    monkeypatch.setattr("control_plane.intelligence.detection.build_messages", counted)
+    meeting = await live_meeting(database)
+    await say(database, meeting, [("Alice", "I'll draft the plan", 0.0, 2.0)])
+    async with serve_actions() as server:
+        server.fail_statuses = [503, 503]
+        async with running_worker(database, server):
+            await end_meeting(database, meeting)
+            await until(lambda: finished(database, meeting))
+    assert len(server.requests) == 3  # two transient failures, then the answer
+    assert built == ["I'll draft the plan"]
+    assert all(body["messages"] == server.requests[0]["messages"] for body in server.requests)
 
 
 async def prompt_with_model(database: Database, meeting: LiveMeeting, model: str) -> None:
