@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -132,6 +133,60 @@ async def _play(agent: Agent, *, knows_announce: bool) -> None:
         await agent.link.send(CommandResult(ref_id=command.id, ok=True))
 
 
+@dataclass(frozen=True, slots=True)
+class Live:
+    """A bot in its meeting: its agent (answering commands as it plays) and one stream of it."""
+
+    bot: LaunchedBot
+    agent: Agent
+    reader: Reader
+
+
+StartLive = Callable[[Callable[[Agent], Awaitable[None]]], Awaitable[Live]]
+
+
+@pytest.fixture
+async def live_bot(
+    client: Client,
+    owner: Caller,
+    launch_bot: LaunchBot,
+    agents: list[Agent],
+    tmp_path: Path,
+) -> AsyncIterator[StartLive]:
+    """``await live_bot(play)``: an active bot with ``enable_actions``, its agent linked and
+    handling commands by ``play`` until the test ends, and the owner's stream of it, read past
+    the agent's first event (its ``active`` status, id 1)."""
+    players: list[asyncio.Task[None]] = []
+
+    async def start(play: Callable[[Agent], Awaitable[None]]) -> Live:
+        bot = await launch_bot(BotStatus.ACTIVE, settings=BotSettings(enable_actions=True))
+        agent = await _start_agent(client, bot, tmp_path, agents)
+        players.append(asyncio.ensure_future(play(agent)))
+        path, token = await _subscribe(client, owner, bot)
+        reader = await _open(client, path, token)
+        await agent.log.append("bot_status", {"status": "active", "status_reason": "admitted"})
+        assert [event[0] for event in await reader.take(1)] == [1]
+        return Live(bot, agent, reader)
+
+    yield start
+    for player in players:
+        player.cancel()
+    await asyncio.gather(*players, return_exceptions=True)
+
+
+async def _agent_leaves(client: Client, live: Live) -> tuple[int, str]:
+    """The meeting ends (transcript complete), the agent streams ``completed`` and exits; the
+    id and name of the stream's next event (that status)."""
+    await _ends(client, live.bot)
+    await live.agent.log.append(
+        "bot_status", {"status": "completed", "status_reason": "meeting_ended"}
+    )
+    await live.agent.exit()
+    event = await live.reader.next()
+    assert event is not None
+    return event[0], event[1]
+
+
 async def _said(client: Client, bot: LaunchedBot, index: int, text: str) -> None:
     async with client.app[DB].sessions.begin() as session:
         session.add(
@@ -221,46 +276,30 @@ async def _summary_event(client: Client, owner: Caller, bot: LaunchedBot, reader
 async def test_the_last_windows_actions_follow_the_agents_last_event(
     client: Client,
     owner: Caller,
-    launch_bot: LaunchBot,
-    agents: list[Agent],
-    tmp_path: Path,
+    live_bot: StartLive,
     model: ChatServer,
     chat: OpenAIChatModel,
 ) -> None:
-    bot = await launch_bot(BotStatus.ACTIVE, settings=BotSettings(enable_actions=True))
-    agent = await _start_agent(client, bot, tmp_path, agents)
-    player = asyncio.create_task(_play(agent, knows_announce=True))
-    path, token = await _subscribe(client, owner, bot)
-    reader = await _open(client, path, token)
-    await agent.log.append("bot_status", {"status": "active", "status_reason": "admitted"})
-    assert [event[0] for event in await reader.take(1)] == [1]
+    live = await live_bot(lambda agent: _play(agent, knows_announce=True))
+    bot, reader = live.bot, live.reader
     registry = CollectorRegistry()
-    try:
-        # During the meeting: the window's action goes on the stream through the agent.
-        await _said(client, bot, 0, "Bob, please send the notes.")
-        during = _detection(client, chat, CollectorRegistry())
-        async with during.running():
-            event = await reader.next()
-            assert event is not None and event[:2] == (2, "action_detected")
-            first = event[2]
-            await _until(lambda: _now_streamed(client, bot, first["id"]), "streamed mark")
-        # The last words, then the end: the agent leaves before the last window is analysed.
-        await _said(client, bot, 1, "Carol, share the agenda.")
-        await _ends(client, bot)
-        await agent.log.append(
-            "bot_status", {"status": "completed", "status_reason": "meeting_ended"}
-        )
-        await agent.exit()
-        assert [event[:2] for event in await reader.take(1)] == [(3, "bot_status")]
-        after = _detection(client, chat, registry)
-        async with after.running():
-            # The stream sends it once detection of the meeting is finished: the next id.
-            event = await reader.next()
-        assert event is not None and event[:2] == (4, "action_detected")
-        last = event[2]
-    finally:
-        player.cancel()
-        await asyncio.gather(player, return_exceptions=True)
+    # During the meeting: the window's action goes on the stream through the agent.
+    await _said(client, bot, 0, "Bob, please send the notes.")
+    during = _detection(client, chat, CollectorRegistry())
+    async with during.running():
+        event = await reader.next()
+        assert event is not None and event[:2] == (2, "action_detected")
+        first = event[2]
+        await _until(lambda: _now_streamed(client, bot, first["id"]), "streamed mark")
+    # The last words, then the end: the agent leaves before the last window is analysed.
+    await _said(client, bot, 1, "Carol, share the agenda.")
+    assert await _agent_leaves(client, live) == (3, "bot_status")
+    after = _detection(client, chat, registry)
+    async with after.running():
+        # The stream sends it once detection of the meeting is finished: the next id.
+        event = await reader.next()
+    assert event is not None and event[:2] == (4, "action_detected")
+    last = event[2]
     assert last["text"] == "share the agenda"
     assert await _actions(client, owner, bot) == [first, last]  # as the API serves them
     assert await _streamed(client, bot) == {first["id"]: True, last["id"]: False}
@@ -277,42 +316,26 @@ async def _now_streamed(client: Client, bot: LaunchedBot, action_id: str) -> boo
 async def test_an_agent_that_predates_announce_action_gets_its_actions_after_its_end(
     client: Client,
     owner: Caller,
-    launch_bot: LaunchBot,
-    agents: list[Agent],
-    tmp_path: Path,
+    live_bot: StartLive,
     model: ChatServer,
     chat: OpenAIChatModel,
 ) -> None:
-    bot = await launch_bot(BotStatus.ACTIVE, settings=BotSettings(enable_actions=True))
-    agent = await _start_agent(client, bot, tmp_path, agents)
-    player = asyncio.create_task(_play(agent, knows_announce=False))
-    path, token = await _subscribe(client, owner, bot)
-    reader = await _open(client, path, token)
-    await agent.log.append("bot_status", {"status": "active", "status_reason": "admitted"})
-    assert [event[0] for event in await reader.take(1)] == [1]
+    live = await live_bot(lambda agent: _play(agent, knows_announce=False))
+    bot, reader = live.bot, live.reader
     registry = CollectorRegistry()
 
     async def refused() -> bool:
         value = registry.get_sample_value("meetbot_action_stream_offers_failed_total")
         return value == 1.0
 
-    try:
-        await _said(client, bot, 0, "Bob, please send the notes.")
-        detection = _detection(client, chat, registry)
-        async with detection.running():
-            # The old agent answers unknown_command: counted, not marked, nothing streamed.
-            await _until(refused, "refused offer")
-            assert list((await _streamed(client, bot)).values()) == [False]
-            await _ends(client, bot)
-            await agent.log.append(
-                "bot_status", {"status": "completed", "status_reason": "meeting_ended"}
-            )
-            await agent.exit()
-            assert [event[:2] for event in await reader.take(1)] == [(2, "bot_status")]
-            event = await reader.next()
-    finally:
-        player.cancel()
-        await asyncio.gather(player, return_exceptions=True)
+    await _said(client, bot, 0, "Bob, please send the notes.")
+    detection = _detection(client, chat, registry)
+    async with detection.running():
+        # The old agent answers unknown_command: counted, not marked, nothing streamed.
+        await _until(refused, "refused offer")
+        assert list((await _streamed(client, bot)).values()) == [False]
+        assert await _agent_leaves(client, live) == (2, "bot_status")
+        event = await reader.next()
     assert event is not None and event[:2] == (3, "action_detected")
     assert await _actions(client, owner, bot) == [event[2]]
     await _summary_written(client, model)
