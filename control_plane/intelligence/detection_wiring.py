@@ -45,6 +45,7 @@ def detection_options(settings: Settings) -> DetectionOptions:
         retry_base=settings.intelligence_retry_base_seconds,
         retry_max=settings.intelligence_retry_max_seconds,
         max_tokens=settings.intelligence_action_max_tokens,
+        offer_timeout=settings.agent_command_timeout_seconds,
         dedupe_similarity=settings.intelligence_dedupe_similarity,
     )
 

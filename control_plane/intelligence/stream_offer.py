@@ -12,7 +12,8 @@ action not marked streamed after the agent's last event (``control_plane.bots.st
 - the agent refuses, e.g. ``unknown_command`` from a bot image older than the command (its
   link client answers any command it cannot parse so): :class:`AnnounceRefused`, with the code;
 - no answer in time: the hub's ``CommandTimedOut`` (the agent may still have streamed it: the
-  stream may then carry it twice, with the same ``id``).
+  stream may then carry it twice, with the same ``id``). How long is the worker's to say: one
+  window's offers share one live command's timeout (``DetectionOptions.offer_timeout``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from control_plane.agent_hub.hub import AgentHub, AgentNotConnected
 from control_plane.agent_hub.keys import AGENT_HUB
 from control_plane.intelligence.window_store import StoredAction
 from control_plane.intelligence.worker import PublishAction
-from control_plane.settings import SETTINGS
 
 
 class AgentGone(Exception):
@@ -41,14 +41,15 @@ class AnnounceRefused(Exception):
         self.code = code
 
 
-def announce_through(hub: AgentHub, within_seconds: float = 20.0) -> PublishAction:
+def announce_through(hub: AgentHub) -> PublishAction:
     """What offers a stored action to its bot's stream through ``hub``.
 
     The publisher returns once the agent answered with success; it raises :class:`AgentGone`,
-    :class:`AnnounceRefused` or the hub's ``CommandTimedOut`` (``within_seconds``) otherwise.
+    :class:`AnnounceRefused` or the hub's ``CommandTimedOut`` (no answer within the
+    ``within_seconds`` it is given) otherwise.
     """
 
-    async def publish(bot_id: uuid.UUID, stored: StoredAction) -> None:
+    async def publish(bot_id: uuid.UUID, stored: StoredAction, within_seconds: float) -> None:
         action = stored.action
         command = AnnounceActionCommand(
             id=stored.id,
@@ -73,9 +74,10 @@ def announce_through(hub: AgentHub, within_seconds: float = 20.0) -> PublishActi
 def hub_publisher(app: web.Application) -> PublishAction | None:
     """:func:`announce_through` the started app's agent hub; None when it has none.
 
-    The agent's answer is awaited as long as a live command's (``agent_command_timeout_seconds``).
+    The worker gives a window's offers one live command's timeout in all
+    (``agent_command_timeout_seconds``, its ``offer_timeout``).
     """
     hub = app.get(AGENT_HUB)
     if hub is None:
         return None
-    return announce_through(hub, app[SETTINGS].agent_command_timeout_seconds)
+    return announce_through(hub)

@@ -17,12 +17,15 @@ serve`` replica, sharing the replica's one :class:`~control_plane.intelligence.c
   limited to ``window_timeout``; transient failures
   (:class:`~.chat.ChatUnavailable`, timeouts) are tried again with exponential backoff up to
   ``window_attempts`` tries. Then the cursor moves and the actions are stored in ONE
-  transaction; a repeat of a stored action is dropped. After the commit each action is
-  offered to the bot's stream (``action_detected``, through its agent); when the agent says it
-  streamed it, the action is marked streamed. One it did not stream (the agent left, or it is
-  from an image that answers ``unknown_command``) is sent by the control plane's stream after
-  the agent's last event, once this meeting's detection is finished; the webhook and the
-  record carry it in any case.
+  transaction; a repeat of a stored action is dropped. After the commit the window's actions
+  are offered to the bot's stream (``action_detected``, through its agent), one after the
+  other in stored order and all within ONE ``offer_timeout`` (each waits for the agent's answer
+  only as long as the window has left, so a stalled agent holds the meeting's next window up
+  for one timeout, not one per action); when the agent says it streamed one, it is marked
+  streamed. One it did not stream (the agent left, it is from an image that answers
+  ``unknown_command``, no answer in time, or not offered because the window's time was spent)
+  is counted and sent by the control plane's stream after the agent's last event, once this
+  meeting's detection is finished; the webhook and the record carry it in any case.
 - A window given up on (tries spent, an answer that is not the JSON asked for, any other
   :class:`~.chat.ChatError`, e.g. a prompt's ``model`` the provider does not serve) is logged
   once as a warning with the meeting, the window's rows, the error and the prompt's model,
@@ -48,7 +51,7 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -80,9 +83,12 @@ from meetbot_common.tasks import cancel_and_wait
 
 logger = logging.getLogger(__name__)
 
-PublishAction = Callable[[uuid.UUID, StoredAction], Awaitable[None]]
-"""``await publish(bot_id, action)``: offers ``action_detected`` to the bot's stream (raises
-when it could not)."""
+_OFFER_LEAST_S = 0.1
+"""Less time than this left of a window's offers is none (a timer may fire a hair early)."""
+
+PublishAction = Callable[[uuid.UUID, StoredAction, float], Awaitable[None]]
+"""``await publish(bot_id, action, within_seconds)``: offers ``action_detected`` to the bot's
+stream, waiting up to ``within_seconds`` for the agent's answer (raises when it could not)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +108,8 @@ class DetectionOptions:
         retry_base: First backoff, doubling per try.
         retry_max: Longest backoff.
         max_tokens: Longest answer, in tokens.
+        offer_timeout: How long one window's offers to the bot's stream wait for the agent's
+            answers, all of them together (a live command's timeout).
         dedupe_similarity: Text similarity (0-1) at which an action repeats a stored one.
         budget_period: Seconds of the rolling budgets (60; shorter only in tests).
     """
@@ -118,6 +126,7 @@ class DetectionOptions:
     retry_base: float = 1.0
     retry_max: float = 30.0
     max_tokens: int = 384
+    offer_timeout: float = 20.0
     dedupe_similarity: float = 0.8
     budget_period: float = 60.0
 
@@ -340,26 +349,43 @@ class DetectionWorker:
             self._metrics.windows.labels("skipped").inc()
         self._metrics.actions.labels("stored").inc(len(stored.actions))
         self._metrics.actions.labels("repeat").inc(stored.repeats)
-        for action in stored.actions:
-            await self._offer(view.meeting_id, view.bot_id, action)
+        await self._offer(view, stored.actions)
 
-    async def _offer(self, meeting_id: int, bot_id: uuid.UUID, stored: StoredAction) -> None:
+    async def _offer(self, view: MeetingView, actions: Sequence[StoredAction]) -> None:
+        """Offer a window's ``actions`` to the bot's stream in order, within one ``offer_timeout``.
+
+        Each offer waits for the agent's answer only as long as the window has left; once that
+        is spent (an agent that does not answer spends it on the first) the rest are not
+        offered. Every action not streamed is counted and logged with why; the stream sends it
+        after the agent's last event instead.
+        """
         if self._publish is None:
             return
-        try:
-            await self._publish(bot_id, stored)
-        except Exception as exc:  # the stream sends it after the agent's last event instead
-            self._metrics.stream_offers_failed.inc()
-            logger.info(
-                "action not streamed by the agent; the stream sends it after the agent's end",
-                extra={
-                    "bot_id": str(bot_id),
-                    "action_id": stored.id,
-                    "error": f"{type(exc).__name__}: {exc}",
-                },
-            )
-            return
-        await self._store.streamed(meeting_id, stored.id, datetime.now(UTC))
+        deadline = time.monotonic() + self.options.offer_timeout
+        for index, stored in enumerate(actions):
+            left = deadline - time.monotonic()
+            if left < _OFFER_LEAST_S:
+                spent = f"not offered: the window's {self.options.offer_timeout} s were spent"
+                for unoffered in actions[index:]:
+                    self._not_streamed(view.bot_id, unoffered, spent)
+                return
+            try:
+                async with asyncio.timeout(left):  # delivery through the relay included
+                    await self._publish(view.bot_id, stored, left)
+            except TimeoutError:
+                self._not_streamed(view.bot_id, stored, f"no answer within the {left:.1f} s left")
+                continue
+            except Exception as exc:  # the stream sends it after the agent's last event instead
+                self._not_streamed(view.bot_id, stored, f"{type(exc).__name__}: {exc}")
+                continue
+            await self._store.streamed(view.meeting_id, stored.id, datetime.now(UTC))
+
+    def _not_streamed(self, bot_id: uuid.UUID, stored: StoredAction, why: str) -> None:
+        self._metrics.stream_offers_failed.inc()
+        logger.info(
+            "action not streamed by the agent; the stream sends it after the agent's end",
+            extra={"bot_id": str(bot_id), "action_id": stored.id, "error": why},
+        )
 
     async def _detect(self, view: MeetingView, window: Window) -> Detection:
         async with self._database.reads() as session:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -93,16 +94,18 @@ async def chat(model: ChatServer) -> AsyncIterator[OpenAIChatModel]:
 
 
 def _detection(
-    client: Client, chat: OpenAIChatModel, registry: CollectorRegistry
+    client: Client, chat: OpenAIChatModel, registry: CollectorRegistry, offer_timeout: float = 5.0
 ) -> DetectionWorker:
-    """The app's detection worker as the app builds it, windows closing after 0.3 s of quiet."""
+    """The app's detection worker as the app builds it, windows closing after 0.3 s of quiet,
+    a window's offers to the stream waiting ``offer_timeout`` in all for the agent's answers."""
+    options = DetectionOptions(window_pause=0.3, poll=0.05, lease=30.0, offer_timeout=offer_timeout)
     return DetectionWorker(
         database=client.app[DB],
         chat=chat,
         outbox=client.app[OUTBOX],
-        options=DetectionOptions(window_pause=0.3, poll=0.05, lease=30.0),
+        options=options,
         metrics=DetectionMetrics(registry),
-        publish=announce_through(client.app[AGENT_HUB], 5.0),
+        publish=announce_through(client.app[AGENT_HUB]),
     )
 
 
@@ -340,3 +343,61 @@ async def test_an_agent_that_predates_announce_action_gets_its_actions_after_its
     assert await _actions(client, owner, bot) == [event[2]]
     await _summary_written(client, model)
     assert await _summary_event(client, owner, bot, reader) == 4
+
+
+OFFER_S = 3.0
+"""The stalled agent's test: one window's offers wait this long in all (before: each did)."""
+
+
+async def test_an_agent_that_stalls_holds_a_windows_offers_for_one_timeout_not_one_each(
+    client: Client,
+    owner: Caller,
+    live_bot: StartLive,
+    model: ChatServer,
+    chat: OpenAIChatModel,
+) -> None:
+    texts = ["send the notes", "book the room", "call the vendor"]
+    items = [
+        {"type": "action_item", "text": text, "owner": None, "due": None, "lines": [1]}
+        for text in texts
+    ]
+
+    def three_actions(body: dict[str, Any]) -> str:
+        """The model: the three actions for any window, the summary's answer as before."""
+        name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name", "")
+        return (
+            _answer(body) if name.startswith("meeting_summary") else json.dumps({"actions": items})
+        )
+
+    model.script = three_actions
+    offered: list[tuple[float, str]] = []
+
+    async def stall(agent: Agent) -> None:
+        """Takes each command and never answers (a wedged page, a lost link not yet noticed)."""
+        while True:
+            command = await agent.link.commands.get()
+            assert isinstance(command.command, AnnounceActionCommand)
+            offered.append((time.monotonic(), command.command.text))
+
+    live = await live_bot(stall)
+    registry = CollectorRegistry()
+
+    async def all_failed() -> bool:
+        value = registry.get_sample_value("meetbot_action_stream_offers_failed_total")
+        return value == len(texts)
+
+    await _said(client, live.bot, 0, "Bob, send the notes, book the room and call the vendor.")
+    async with _detection(client, chat, registry, offer_timeout=OFFER_S).running():
+        await _until(all_failed, "failed offers")
+        done = time.monotonic()
+        # The first offer spent the window's time: the others were counted, not offered, and
+        # the window's offers ended one timeout after the first went out (before: one each).
+        assert [text for _, text in offered] == texts[:1]
+        assert done - offered[0][0] < 2 * OFFER_S
+        assert list((await _streamed(client, live.bot)).values()) == [False] * len(texts)
+        assert await _agent_leaves(client, live) == (2, "bot_status")
+        # All three go out after the agent's end, in stored order, as the API serves them.
+        events = await live.reader.take(len(texts))
+    assert [event[:2] for event in events] == [(3 + i, "action_detected") for i in range(3)]
+    assert [event[2]["text"] for event in events] == texts
+    assert await _actions(client, owner, live.bot) == [event[2] for event in events]
