@@ -410,6 +410,17 @@ def grid(
     return cases
 
 
+def sequence(
+    name: str, kind: str, clips: Sequence[tuple[Clip, float]], gaps: Sequence[float]
+) -> Case:
+    """One case of ``clips`` (each with its level change, dB) one after the other on a track.
+
+    Laid out and levelled as the grid's cases are (voice-to-voice ``gaps``, seconds; one fewer
+    than the clips), for tests that pick their own clips.
+    """
+    return _lay_out(name, kind, [_prepare(clip, level) for clip, level in clips], gaps)
+
+
 def _voiced_seconds(clip: Clip) -> float:
     first, last = voiced_span(clip.samples)
     return last - first

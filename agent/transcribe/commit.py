@@ -100,7 +100,12 @@ class SegmentCommitter:
 
     async def partial(self, utt: Utterance, result: DecodeResult) -> None:
         """Emit a partial hypothesis unless it is no speech, unchanged, or the consumer lags."""
-        verdict = judge(drop_repeated(result.text, utt.repeated), result.stats, voiced_s=1.0)
+        verdict = judge(
+            drop_repeated(result.text, utt.repeated),
+            result.stats,
+            voiced_s=1.0,
+            by_level=utt.by_level,
+        )
         if verdict.dropped or verdict.text == utt.partial_text:
             return
         segment = self._segment(utt, verdict.text, result, completed=False)
@@ -117,7 +122,9 @@ class SegmentCommitter:
         assert utt.ended is not None  # noqa: S101 - finals exist only for ended utterances
         evidence_s = utt.ended.evidence_s
         text = drop_repeated(result.text, utt.repeated)
-        verdict = judge(text, result.stats, utt.ended.voiced_s, evidence_s)
+        verdict = judge(
+            text, result.stats, utt.ended.voiced_s, evidence_s, by_level=utt.ended.by_level
+        )
         # Voice evidence that did not become text is counted with the rule that lost it.
         n_words = len(verdict.text.split()) if not verdict.dropped else 0
         covered = n_words / _WORDS_PER_EVIDENCE_S

@@ -67,6 +67,11 @@ _DOUBT_NO_SPEECH = 0.5
 _DOUBT_LOGPROB = -0.9
 # Less voice than this (seconds) is no voice: whatever was decoded from it is invented.
 _NO_VOICE_S = 0.1
+# An utterance the level opened while the VAD scored it as silence is speech only when the
+# model is sure of it. tiny.en on MFA's whispered and falsetto clips: no-speech 0.04-0.29,
+# log-prob -0.16…-0.83.
+_LEVEL_NO_SPEECH = 0.5
+_LEVEL_LOGPROB = -1.0
 TRUSTED_VOICE_S = 1.0
 """Seconds of voice evidence above which doubt alone drops nothing (module docstring)."""
 
@@ -128,15 +133,27 @@ def repeats_a_phrase(text: str, min_words: int = 4) -> bool:
     return False
 
 
-def judge(text: str, stats: DecodeStats, voiced_s: float, evidence_s: float = 0.0) -> Verdict:
+def judge(
+    text: str,
+    stats: DecodeStats,
+    voiced_s: float,
+    evidence_s: float = 0.0,
+    *,
+    by_level: bool = False,
+) -> Verdict:
     """Decide whether a decoded text is speech worth keeping.
 
     Args:
         text: The decoded text.
         stats: The decode's confidence figures.
-        voiced_s: Seconds the VAD judged voiced in the decoded audio.
+        voiced_s: Seconds the VAD judged voiced in the decoded audio (for ``by_level``, the
+            seconds its level held the utterance open).
         evidence_s: Seconds of independent voice evidence in it; from ``TRUSTED_VOICE_S``
             on, the model's doubt alone drops nothing (module docstring).
+        by_level: The level opened the utterance, not the VAD (whispered or falsetto speech
+            that Silero scores as silence, ``agent.transcribe.segmenter``): with less than
+            ``TRUSTED_VOICE_S`` of evidence only a confident decode is kept, and a known
+            hallucination never.
 
     Returns:
         A :class:`Verdict`; ``dropped`` names the rule (``empty``, ``no_voice``,
@@ -150,6 +167,13 @@ def judge(text: str, stats: DecodeStats, voiced_s: float, evidence_s: float = 0.
         return Verdict("", "no_voice")
     if evidence_s >= TRUSTED_VOICE_S:
         return Verdict(collapse_repetitions(cleaned))
+    if by_level:
+        if stats.no_speech_prob > _LEVEL_NO_SPEECH:
+            return Verdict("", "no_speech")
+        if stats.avg_logprob < _LEVEL_LOGPROB:
+            return Verdict("", "low_confidence")
+        if normalize_text(cleaned) in KNOWN_HALLUCINATIONS:
+            return Verdict("", "known_hallucination")
     if stats.no_speech_prob > 0.6 and stats.avg_logprob < -1.0:
         return Verdict("", "no_speech")
     if stats.avg_logprob < -1.5:

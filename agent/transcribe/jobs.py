@@ -146,6 +146,7 @@ class DecodeQueue:
                     start_sample=event.start_sample,
                     speaker_hint=self._track_speakers.get(track_id),
                     repeated=self._committed_tail.pop(track_id, ()),
+                    by_level=event.by_level,
                 )
             elif isinstance(event, Speculate):
                 utt = utterances.get(event.utterance)
@@ -331,5 +332,6 @@ class DecodeQueue:
             evidence_s=sum(utt.ended.evidence_s for utt in merged if utt.ended is not None),
             lead=first.ended.lead,
             trail=last.ended.trail,
+            by_level=all(utt.ended.by_level for utt in merged if utt.ended is not None),
         )
         return dataclasses.replace(first, ended=ended, end_wall=last.end_wall)

@@ -43,6 +43,20 @@ A run bridges gaps of up to ``UNHEARD_BRIDGE_S``: whispered speech reaches the e
 threshold in scattered windows only (MFA's whispered "Montreal forced aligner", which tiny.en
 transcribes whole, after a second of silence: 18 of its 115 windows, in runs of one to five),
 and counted by unbroken runs it vanished without a trace (issue 32).
+
+Level start: Silero scores some voices as silence although they are loud. MFA's whispered and
+falsetto clips, in the conversational set, had no window at 0.5 and 5–29 % at 0.15, with
+64–85 % of their windows 12 dB above the noise floor, so no utterance opened and tiny.en,
+which transcribes them whole, never saw them. A run of loud windows (gaps of up to
+``UNHEARD_BRIDGE_S`` bridged) of ``level_open_s`` or more that holds ``level_open_evidence``
+windows of voice evidence opens an utterance (:class:`Started` ``by_level``) with the run
+(up to about 2 s) and the pre-roll before it; a loud stretch the VAD scores as silence
+throughout (white or brown noise, a hum, typing: at most 0.11) opens nothing. Such an
+utterance is held open by its loud windows as well as by the VAD, and its texts are kept only
+when the model is sure of them (``agent.transcribe.filters.judge``). A VAD start that would be
+discarded as too short while the level still hears a voice goes on as a level start (a
+whispered sentence that opened on two windows at 0.5); a level start the VAD then hears as
+speech (``_LEVEL_TO_VAD_WINDOWS``) follows the VAD's pauses again.
 """
 
 from __future__ import annotations
@@ -63,6 +77,16 @@ _UNHEARD_MIN_WINDOWS = round(UNHEARD_MIN_S * SAMPLE_RATE / WINDOW)
 UNHEARD_BRIDGE_S = 0.13
 """Longest gap without evidence inside one run of unheard voice evidence (4 windows)."""
 _UNHEARD_BRIDGE_WINDOWS = round(UNHEARD_BRIDGE_S * SAMPLE_RATE / WINDOW)
+_LEVEL_RUN_MAX_WINDOWS = 62
+# An utterance the level opened follows the VAD again once this many of its last
+# ``_LEVEL_TO_VAD_SPAN`` windows (0.48 s of about 1 s) reach the VAD's threshold: speech the
+# level opened in a noisy lead-in (JFK's inaugural, the crowd under it) does so at once, and
+# the level, which stays up in that noise, no longer holds its pauses (it made the whole clip
+# one 10.6 s utterance); a whisper reaches 0.5 in short bursts only (MFA's whisper_sentence
+# 1 s after a loud reader: 11 windows in a row, then none).
+_LEVEL_TO_VAD_WINDOWS = 15
+_LEVEL_TO_VAD_SPAN = 30
+"""Longest loud run (about 2 s) a level start takes in (see ``SegmenterOptions.level_open_s``)."""
 
 
 class SegmenterOptions(BaseModel):
@@ -80,14 +104,23 @@ class SegmenterOptions(BaseModel):
     max_utterance_s: float = Field(default=15.0, gt=2, le=29.5)
     split_search_s: float = Field(default=5.0, gt=0)
     evidence_threshold: float = Field(default=0.15, gt=0, lt=1)
+    # The level start (module docstring): least loud run, and least windows of voice evidence
+    # in it; None: only the VAD opens utterances.
+    level_open_s: float | None = Field(default=0.25, gt=0, le=1.0)
+    level_open_evidence: int = Field(default=3, ge=1)
 
 
 @dataclass(frozen=True, slots=True)
 class Started:
-    """Speech began: ``start_sample`` counts samples since the track's first one."""
+    """Speech began: ``start_sample`` counts samples since the track's first one.
+
+    ``by_level`` is True when the level opened it, not the VAD (module docstring): its texts
+    must be confident to be kept (``agent.transcribe.filters.judge``).
+    """
 
     utterance: int
     start_sample: int
+    by_level: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +152,8 @@ class Ended:
         lead: Samples of pre-roll before the first voiced window.
         trail: Samples of silence kept after the last voiced window.
         evidence_s: Seconds of voice evidence in ``audio`` (module docstring).
+        by_level: The level opened it, not the VAD (:class:`Started`); ``voiced_s`` is then
+            the seconds the level held it open.
     """
 
     utterance: int
@@ -129,6 +164,7 @@ class Ended:
     lead: int = 0
     trail: int = 0
     evidence_s: float = 0.0
+    by_level: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,15 +188,20 @@ class _Open:
     chunks: list[npt.NDArray[np.float32]] = field(default_factory=list)
     probs: list[float] = field(default_factory=list)
     evidence: list[bool] = field(default_factory=list)
+    loud: list[bool] = field(default_factory=list)
     length: int = 0
     lead: int = 0
     silence_windows: int = 0
     speculated_length: int | None = None
+    by_level: bool = False
 
-    def append(self, window: npt.NDArray[np.float32], prob: float, evidence: bool) -> None:
+    def append(
+        self, window: npt.NDArray[np.float32], prob: float, evidence: bool, loud: bool = False
+    ) -> None:
         self.chunks.append(window)
         self.probs.append(prob)
         self.evidence.append(evidence)
+        self.loud.append(loud)
         self.length += len(window)
 
     def evidence_s(self, windows: int | None = None) -> float:
@@ -177,8 +218,21 @@ class UtteranceSegmenter:
 
     def __init__(self, options: SegmenterOptions | None = None) -> None:
         self._opts = options or SegmenterOptions()
-        self._pre_roll: deque[tuple[npt.NDArray[np.float32], bool]] = deque()
+        # Windows before any utterance: (samples, voice evidence, loud). The pre-roll of a VAD
+        # start is the last ``_pre_roll_windows``; a level start takes its loud run as well,
+        # so up to ``_LEVEL_RUN_MAX_WINDOWS`` more are held before they count as unheard.
+        self._pre_roll: deque[tuple[npt.NDArray[np.float32], bool, bool]] = deque()
         self._pre_roll_windows = max(0, round(self._opts.pre_roll_s * SAMPLE_RATE / WINDOW))
+        level_s = self._opts.level_open_s
+        self._level_open_windows = (
+            None if level_s is None else max(1, round(level_s * SAMPLE_RATE / WINDOW))
+        )
+        self._held_windows = self._pre_roll_windows + (
+            0 if level_s is None else _LEVEL_RUN_MAX_WINDOWS
+        )
+        self._loud_run = 0  # windows from the current loud run's first loud window…
+        self._loud_gap = 0  # …and since its last loud one
+        self._recent_evidence: deque[bool] = deque(maxlen=_LEVEL_RUN_MAX_WINDOWS)
         self._unheard_windows = 0
         self._unheard_run = 0  # evidence windows in the current run…
         self._unheard_gap = 0  # …and windows without evidence since its last one
@@ -250,16 +304,56 @@ class UtteranceSegmenter:
         events: list[SegmenterEvent] = []
         threshold = self._opts.evidence_threshold
         for i, prob in enumerate(probs.tolist()):
-            evidence = prob >= threshold and (loud is None or bool(loud[i]))
+            is_loud = loud is None or bool(loud[i])
+            evidence = prob >= threshold and is_loud
             self._evidence_windows += evidence
-            self._window(data[i * WINDOW : (i + 1) * WINDOW], prob, evidence, events)
+            self._window(
+                data[i * WINDOW : (i + 1) * WINDOW],
+                prob,
+                evidence,
+                loud is not None and is_loud,
+                events,
+            )
         return events
 
-    def _remember(self, window: npt.NDArray[np.float32], evidence: bool) -> None:
+    def _remember(self, window: npt.NDArray[np.float32], evidence: bool, loud: bool) -> None:
         """Keep a window as pre-roll; evidence pushed out of it was never heard."""
-        self._pre_roll.append((window, evidence))
-        while len(self._pre_roll) > self._pre_roll_windows:
+        self._pre_roll.append((window, evidence, loud))
+        while len(self._pre_roll) > self._held_windows:
             self._forget(self._pre_roll.popleft()[1])
+
+    def _take_roll(self, windows: int) -> list[tuple[npt.NDArray[np.float32], bool, bool]]:
+        """The last ``windows`` held windows, for a new utterance; the older ones go unheard."""
+        while len(self._pre_roll) > windows:
+            self._forget(self._pre_roll.popleft()[1])
+        roll = list(self._pre_roll)
+        self._pre_roll.clear()
+        self._end_unheard_run()  # the windows since the run went with the roll
+        self._loud_run = self._loud_gap = 0
+        self._recent_evidence.clear()
+        return roll
+
+    def _level_run(self, loud: bool, evidence: bool) -> bool:
+        """Follow the loud run the VAD has not opened on; True when it should open one.
+
+        It should when the run holds ``level_open_s`` and, in its last two seconds at most,
+        ``level_open_evidence`` windows of voice evidence: a loud stretch Silero scores as
+        silence throughout (noise, a hum, someone typing) opens nothing.
+        """
+        if self._level_open_windows is None:
+            return False
+        self._recent_evidence.append(evidence)
+        if loud:
+            self._loud_run = min(_LEVEL_RUN_MAX_WINDOWS, self._loud_run + self._loud_gap + 1)
+            self._loud_gap = 0
+        elif self._loud_run and self._loud_gap < _UNHEARD_BRIDGE_WINDOWS:
+            self._loud_gap += 1
+        else:
+            self._loud_run = self._loud_gap = 0
+        if not loud or self._loud_run < self._level_open_windows:
+            return False
+        recent = list(self._recent_evidence)[-self._loud_run :]
+        return sum(recent) >= self._opts.level_open_evidence
 
     def _forget(self, evidence: bool) -> None:
         """A window leaves the pre-roll unheard; runs of evidence large enough are counted."""
@@ -287,7 +381,7 @@ class UtteranceSegmenter:
                 self._samples_seen += len(tail)
             self._pending = np.zeros(0, dtype=np.float32)
             self._close(self._open.length, events, speculated=False)
-        for _, evidence in self._pre_roll:
+        for _, evidence, _ in self._pre_roll:
             self._forget(evidence)
         self._end_unheard_run()
         self._pre_roll.clear()
@@ -298,6 +392,7 @@ class UtteranceSegmenter:
         window: npt.NDArray[np.float32],
         prob: float,
         evidence: bool,
+        loud: bool,
         out: list[SegmenterEvent],
     ) -> None:
         opts = self._opts
@@ -305,23 +400,40 @@ class UtteranceSegmenter:
         self._samples_seen += len(window)
         utt = self._open
         if utt is None:
-            if prob >= opts.threshold:
-                roll = list(self._pre_roll)
-                start = position - sum(len(w) for w, _ in roll)
-                utt = _Open(number=self._next_number, start_sample=start, lead=position - start)
+            by_level = prob < opts.threshold and self._level_run(loud, evidence)
+            if prob >= opts.threshold or by_level:
+                # A level start keeps its loud run (its own windows' loudness) and the
+                # pre-roll before it; a VAD start only the pre-roll, as silence.
+                run = self._loud_run - 1 if by_level else 0
+                roll = self._take_roll(self._pre_roll_windows + run)
+                start = position - sum(len(w) for w, _, _ in roll)
+                utt = _Open(
+                    number=self._next_number,
+                    start_sample=start,
+                    lead=position - start,
+                    by_level=by_level,
+                )
                 self._next_number += 1
-                for w, ev in roll:
-                    utt.append(w, 0.0, ev)
-                self._pre_roll.clear()
-                self._end_unheard_run()  # the windows since the run went with the roll
-                utt.append(window, prob, evidence)
+                for w, ev, was_loud in roll:
+                    utt.append(w, 0.0, ev, was_loud and by_level)
+                utt.append(window, prob, evidence, loud)
                 self._open = utt
-                out.append(Started(utt.number, start))
+                out.append(Started(utt.number, start, by_level))
             else:
-                self._remember(window, evidence)
+                self._remember(window, evidence, loud)
             return
-        utt.append(window, prob, evidence)
-        if prob >= opts.threshold or (prob >= opts.neg_threshold and utt.silence_windows == 0):
+        utt.append(window, prob, evidence, loud)
+        if utt.by_level and prob >= opts.threshold:
+            recent = utt.probs[-_LEVEL_TO_VAD_SPAN:]
+            if sum(p >= opts.threshold for p in recent) >= _LEVEL_TO_VAD_WINDOWS:
+                # The VAD hears this voice after all (speech after a noisy lead-in): its own
+                # pauses end it again, not the level, which stays up in a noisy room.
+                utt.by_level = False
+        if (
+            prob >= opts.threshold
+            or (prob >= opts.neg_threshold and utt.silence_windows == 0)
+            or (utt.by_level and loud)
+        ):
             if utt.speculated_length is not None:
                 out.append(Resume(utt.number))
                 utt.speculated_length = None
@@ -336,38 +448,73 @@ class UtteranceSegmenter:
                     self._close(utt.length, out, speculated=True)
                     return
             elif utt.silence_windows >= self._endpoint_windows:
+                if self._level_holds(utt, loud):
+                    # Too little for the VAD, but the level still hears a voice: go on.
+                    utt.by_level, utt.silence_windows = True, 0
+                    if utt.speculated_length is not None:
+                        out.append(Resume(utt.number))
+                        utt.speculated_length = None
+                    return
                 length = utt.speculated_length or utt.length
                 self._close(length, out, speculated=utt.speculated_length is not None)
                 return
         if len(utt.probs) >= self._max_windows:
             self._split(out)
 
+    def _level_holds(self, utt: _Open, loud: bool) -> bool:
+        """Whether a VAD start about to be discarded as too short goes on as a level start.
+
+        A whispered sentence often opens on two windows at 0.5 that the VAD then scores as
+        silence; discarded, its first words went with it and the level start after it began
+        too late (MFA's ``whisper_sentence2``: "there's gonna be" lost).
+        """
+        return (
+            self._level_open_windows is not None
+            and not utt.by_level
+            and loud
+            and self._speech_seconds(utt.probs) < self._opts.min_speech_s
+            and sum(utt.evidence) >= self._opts.level_open_evidence
+        )
+
     def _voiced_seconds(self, probs: list[float]) -> float:
         voiced = sum(1 for p in probs if p >= self._opts.threshold)
         return voiced * WINDOW / SAMPLE_RATE
 
-    def _speech_seconds(self, probs: list[float]) -> float:
-        """Seconds of windows that held speech by the hysteresis (module docstring)."""
+    def _speech_seconds(self, probs: list[float], loud: list[bool] | None = None) -> float:
+        """Seconds of windows that held speech by the hysteresis (module docstring).
+
+        With ``loud`` (an utterance the level opened) a loud window holds speech as well.
+        """
         held, speaking = 0, False
-        for p in probs:
+        for i, p in enumerate(probs):
             speaking = p >= self._opts.threshold or (speaking and p >= self._opts.neg_threshold)
-            held += speaking
+            held += speaking or (loud is not None and loud[i])
         return held * WINDOW / SAMPLE_RATE
+
+    def _held_seconds(self, utt: _Open, windows: int) -> float:
+        """``voiced_s`` of an ending utterance's first ``windows``.
+
+        VAD-voiced seconds; for a level start, the seconds its level or the VAD held it.
+        """
+        if utt.by_level:
+            return self._speech_seconds(utt.probs[:windows], utt.loud[:windows])
+        return self._voiced_seconds(utt.probs[:windows])
 
     def _close(self, length: int, out: list[SegmenterEvent], *, speculated: bool) -> None:
         utt = self._open
         assert utt is not None  # noqa: S101 - callers hold an open utterance
         self._open = None
         kept_windows = -(-length // WINDOW)
-        voiced = self._voiced_seconds(utt.probs[:kept_windows])
+        voiced = self._held_seconds(utt, kept_windows)
         # The silence after the cut becomes pre-roll for the next utterance.
         audio = utt.audio()
         tail = audio[length:]
         for i in range(0, len(tail) - len(tail) % WINDOW, WINDOW):
             # Heard already: the utterance's endpoint judged these windows its silence.
-            self._remember(tail[i : i + WINDOW], False)
+            self._remember(tail[i : i + WINDOW], False, False)
         evidence_s = utt.evidence_s(kept_windows)
-        if self._speech_seconds(utt.probs[:kept_windows]) < self._opts.min_speech_s:
+        loud = utt.loud[:kept_windows] if utt.by_level else None
+        if self._speech_seconds(utt.probs[:kept_windows], loud) < self._opts.min_speech_s:
             out.append(Discarded(utt.number, evidence_s))
             return
         trail = utt.silence_windows * WINDOW if not speculated else self._speculate_windows * WINDOW
@@ -382,6 +529,7 @@ class UtteranceSegmenter:
                 utt.lead,
                 trail,
                 evidence_s,
+                utt.by_level,
             )
         )
 
@@ -446,7 +594,7 @@ class UtteranceSegmenter:
         rest_audio, rest_probs = audio[cut:], utt.probs[cut_window:]
         if utt.speculated_length is not None:
             out.append(Resume(utt.number))
-        voiced = self._voiced_seconds(utt.probs[:cut_window])
+        voiced = self._held_seconds(utt, cut_window)
         out.append(
             Ended(
                 utt.number,
@@ -457,6 +605,7 @@ class UtteranceSegmenter:
                 utt.lead,
                 0,
                 utt.evidence_s(cut_window),
+                utt.by_level,
             )
         )
         overlap = min(overlap, cut_window)
@@ -464,14 +613,15 @@ class UtteranceSegmenter:
             number=self._next_number,
             start_sample=utt.start_sample + cut - overlap * WINDOW,
             lead=overlap * WINDOW,
+            by_level=utt.by_level,
         )
         self._next_number += 1
         for i in range(cut_window - overlap, cut_window):
             # Heard in the part before (its evidence counted there), repeated for context.
             nxt.append(audio[i * WINDOW : (i + 1) * WINDOW], 0.0, False)
-        rest_evidence = utt.evidence[cut_window:]
-        for i, (prob, evidence) in enumerate(zip(rest_probs, rest_evidence, strict=True)):
-            nxt.append(rest_audio[i * WINDOW : (i + 1) * WINDOW], prob, evidence)
+        rest = zip(rest_probs, utt.evidence[cut_window:], utt.loud[cut_window:], strict=True)
+        for i, (prob, evidence, loud) in enumerate(rest):
+            nxt.append(rest_audio[i * WINDOW : (i + 1) * WINDOW], prob, evidence, loud)
         nxt.silence_windows = utt.silence_windows
         self._open = nxt
-        out.append(Started(nxt.number, nxt.start_sample))
+        out.append(Started(nxt.number, nxt.start_sample, nxt.by_level))

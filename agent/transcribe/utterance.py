@@ -43,6 +43,8 @@ class Utterance:
             and the track samples where the cut may fall; their final when the cut comes.
         repeated: The normalised last words committed before it, when it is the rest of an
             agreement cut (it starts a little before the cut); its texts drop them.
+        by_level: The level opened it, not the VAD (``agent.transcribe.segmenter.Started``):
+            its partials and final are kept only when the model is sure of them.
     """
 
     track: str
@@ -65,3 +67,4 @@ class Utterance:
     hypothesis: tuple[WordTiming, ...] = ()
     agreed: tuple[Agreement, DecodeResult, int, int] | None = None
     repeated: tuple[str, ...] = ()
+    by_level: bool = False

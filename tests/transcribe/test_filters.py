@@ -60,3 +60,25 @@ def test_a_phrase_said_twice_in_a_row_is_found_a_repeated_word_is_not() -> None:
     assert repeats_a_phrase(twice)
     assert not repeats_a_phrase("And here are some more words, words, words, words.")
     assert not repeats_a_phrase("Ask not what your country can do for you, ask what you can do.")
+
+
+@pytest.mark.parametrize(
+    ("no_speech", "logprob", "text", "kept"),
+    [
+        (0.15, -0.16, "There's gonna be no voice speech whatsoever here.", True),  # whispered
+        (0.08, -0.83, "Montreal Forest a liner.", True),
+        (0.7, -0.4, "Montreal Forest a liner.", False),  # the model says nobody spoke
+        (0.2, -1.2, "And tree all fall.", False),  # unsure of every word
+        (0.05, -0.2, "Thank you.", False),  # what Whisper writes on noise, however sure
+    ],
+)
+def test_an_utterance_the_level_opened_is_kept_only_when_the_model_is_sure(
+    no_speech: float, logprob: float, text: str, kept: bool
+) -> None:
+    stats = DecodeStats(no_speech_prob=no_speech, avg_logprob=logprob, compression_ratio=1.2)
+    verdict = judge(text, stats, voiced_s=2.0, evidence_s=0.3, by_level=True)
+    assert (verdict.dropped is None) is kept
+    # The same decode from an utterance the VAD opened is kept unless it is no speech.
+    assert judge(text, stats, voiced_s=2.0, evidence_s=0.3).dropped in (None, "known_hallucination")
+    # With a second of voice evidence, the model's doubt alone drops nothing.
+    assert judge(text, stats, voiced_s=2.0, evidence_s=1.0, by_level=True).dropped is None

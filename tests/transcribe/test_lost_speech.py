@@ -21,7 +21,8 @@ from agent.transcribe.options import TranscribeOptions
 from agent.transcribe.realtime import RealtimeTranscriber
 from agent.transcribe.segmenter import SegmenterOptions
 from agent.transcribe.vad import SileroSession
-from testmeeting.stress import Case, grid, sample, score
+from testmeeting.packaged_speech import Clip, conversational_clips, packaged_clips
+from testmeeting.stress import Case, grid, sample, score, sequence
 from tests.transcribe.helpers import finals, frames, replay
 
 pytestmark = pytest.mark.model
@@ -91,8 +92,9 @@ async def test_speech_hidden_from_the_vad_is_counted_as_voice_without_text(
     tiny_engine: WhisperEngine, silero: SileroSession
 ) -> None:
     case = next(c for c in grid(0) if c.kind == "pair" and c.gaps_s[0] >= 0.3)
-    # A VAD threshold no window reaches: the speech is there, no utterance ever opens.
-    deaf = SegmenterOptions(threshold=0.999, neg_threshold=0.99)
+    # A VAD threshold no window reaches, and no level start: the speech is there, no
+    # utterance ever opens.
+    deaf = SegmenterOptions(threshold=0.999, neg_threshold=0.99, level_open_s=None)
     transcriber = _transcriber(tiny_engine, silero, segmenter=deaf)
     got = finals(await replay(transcriber, frames(case.samples, "mix", JOIN)))
     assert got == []
@@ -186,3 +188,60 @@ async def test_a_sample_of_the_stress_grid_loses_no_clip_and_runs_no_two_togethe
     for streamed, offline in zip(result.recall, alone, strict=True):
         assert streamed >= min(0.9, offline - 0.15), (case.name, result.recall, alone, got)
     assert result.spanning == 0, (case.name, got)
+
+
+# Voices Silero scores as silence though they are loud: whispered and falsetto (MFA's test
+# recordings, where tiny.en decoding each clip alone gets 0.8-1.0 of its words). In the
+# conversational set none of their windows reached 0.5; 5-29 % reached 0.15.
+_VAD_BLIND = ("mfa_whisper_sentence", "mfa_whisper_sentence2", "mfa_falsetto_sentence")
+
+
+# After a loud voice the VAD hears the falsetto sentence's first words ("I really don't know")
+# and ends that utterance on the next, which it scores as silence; the level then opens the
+# rest as its own utterance, which tiny.en cannot read on its own: 0.44 of the words.
+_SPLIT_AFTER_LOUD = frozenset({"mfa_falsetto_sentence"})
+
+
+def _vad_blind_cases() -> list[Case]:
+    """Each VAD-blind voice alone and (but ``_SPLIT_AFTER_LOUD``) 1 s after a loud read
+    sentence, at 0 and -9 dB.
+
+    Not yet here: 0.3 s after the loud voice, Silero scores the whisper's first second as the
+    loud speaker's speech, so one utterance holds the end of one and the start of the other
+    (no speaker signal) and tiny.en writes only the loud part (issue 32's closing notes).
+    """
+    by_name = {clip.name: clip for clip in (*conversational_clips(), *packaged_clips("en"))}
+    loud: Clip = by_name["LJ001-0002"]
+    cases = []
+    for name in _VAD_BLIND:
+        for level in (0.0, -9.0):
+            quiet = by_name[name]
+            cases.append(sequence(f"{name}-alone{level:+.0f}", "vad_blind", [(quiet, level)], []))
+            if name in _SPLIT_AFTER_LOUD:
+                continue
+            cases.append(
+                sequence(
+                    f"{name}-after_loud{level:+.0f}",
+                    "vad_blind",
+                    [(loud, 0.0), (quiet, level)],
+                    [1.0],
+                )
+            )
+    return cases
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.name) for c in _vad_blind_cases()])
+async def test_speech_the_vad_scores_as_silence_is_transcribed(
+    case: Case, tiny_engine: WhisperEngine, silero: SileroSession
+) -> None:
+    """Whispered and falsetto speech, alone or right after a loud voice, reaches a final.
+
+    With ``level_open_s=None`` (the VAD alone opens utterances) all 10 failed.
+    """
+    transcriber = _transcriber(tiny_engine, silero)
+    got = finals(await replay(transcriber, frames(case.samples, "mix", JOIN)))
+    result = score(case, [(s.text, s.start, s.end) for s in got], normalize=normalize_text)
+    alone = _alone_recall(tiny_engine, case)
+    assert result.recall[-1] >= min(0.9, alone[-1] - 0.15), (result.recall, alone, got)
+    counters = transcriber.metrics.snapshot()
+    assert counters.get("unaccounted_voice_seconds_vad_closed", 0.0) == 0.0, counters

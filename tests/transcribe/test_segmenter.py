@@ -151,19 +151,25 @@ def test_a_cut_ends_the_utterance_at_the_quietest_window_before_the_change() -> 
 
 
 def _push_with_evidence(
-    segmenter: UtteranceSegmenter, pattern: list[float], loud: bool = True
+    segmenter: UtteranceSegmenter, pattern: list[float], loud: bool | list[bool] = True
 ) -> list[SegmenterEvent]:
     events: list[SegmenterEvent] = []
-    for prob in pattern:
+    louds = [loud] * len(pattern) if isinstance(loud, bool) else loud
+    for prob, is_loud in zip(pattern, louds, strict=True):
         samples = np.zeros(WINDOW, dtype=np.float32)
         events += segmenter.push(
-            samples, np.array([prob], dtype=np.float32), np.array([loud], dtype=np.bool_)
+            samples, np.array([prob], dtype=np.float32), np.array([is_loud], dtype=np.bool_)
         )
     return events
 
 
+# The unheard counter on its own: without the level start (tested below), which would open
+# an utterance on these loud windows.
+_VAD_ONLY = SegmenterOptions(threshold=0.5, evidence_threshold=0.15, level_open_s=None)
+
+
 def test_voice_the_vad_never_opened_for_is_counted_unheard() -> None:
-    seg = UtteranceSegmenter(SegmenterOptions(threshold=0.5, evidence_threshold=0.15))
+    seg = UtteranceSegmenter(_VAD_ONLY)
     # 1 s of windows at 0.3: voice by the evidence test, never an utterance.
     _push_with_evidence(seg, [0.0] * 10 + [0.3] * _windows(1.0) + [0.0] * _windows(1.0))
     seg.flush()
@@ -174,7 +180,7 @@ def test_voice_the_vad_never_opened_for_is_counted_unheard() -> None:
 def test_voice_the_vad_hears_only_in_scattered_windows_is_counted_unheard(every: int) -> None:
     # Whispered speech: a window in two, three or four reaches the evidence threshold, never
     # six in a row (mfa_whisper: 18 of 115 windows at 0.15 or more, in runs of 1-5).
-    seg = UtteranceSegmenter(SegmenterOptions(threshold=0.5, evidence_threshold=0.15))
+    seg = UtteranceSegmenter(_VAD_ONLY)
     pattern = ([0.3] + [0.05] * (every - 1)) * (_windows(2.0) // every)
     _push_with_evidence(seg, [0.0] * 10 + pattern + [0.0] * _windows(1.0))
     seg.flush()
@@ -182,7 +188,7 @@ def test_voice_the_vad_hears_only_in_scattered_windows_is_counted_unheard(every:
 
 
 def test_blips_farther_apart_than_a_bridge_stay_blips() -> None:
-    seg = UtteranceSegmenter()
+    seg = UtteranceSegmenter(_VAD_ONLY)
     # Three windows of evidence, then six without, over and over: each blip stands alone.
     _push_with_evidence(seg, [0.0] * 10 + ([0.3] * 3 + [0.0] * 6) * 8 + [0.0] * 20)
     seg.flush()
@@ -190,7 +196,7 @@ def test_blips_farther_apart_than_a_bridge_stay_blips() -> None:
 
 
 def test_quiet_windows_and_short_blips_are_not_unheard_voice() -> None:
-    seg = UtteranceSegmenter()
+    seg = UtteranceSegmenter(_VAD_ONLY)
     # Loud but improbable, probable but not loud, and a 0.1 s blip: none of it is lost voice.
     _push_with_evidence(seg, [0.05] * _windows(1.0))
     _push_with_evidence(seg, [0.3] * _windows(1.0), loud=False)
@@ -204,7 +210,75 @@ def test_utterances_carry_their_evidence_and_a_discarded_one_says_what_it_lost()
     events = _push_with_evidence(seg, [0.0] * 12 + [0.9] * _windows(1.0) + [0.0] * _windows(1.0))
     ended = [e for e in events if isinstance(e, Ended)]
     assert len(ended) == 1 and ended[0].evidence_s == pytest.approx(_windows(1.0) * W_S)
-    click = _push_with_evidence(seg, [0.9, 0.3, 0.3] + [0.0] * _windows(1.0))
+    rest = _windows(1.0)
+    click = _push_with_evidence(seg, [0.9, 0.3, 0.3] + [0.0] * rest, [True] * 3 + [False] * rest)
     discarded = [e for e in click if isinstance(e, Discarded)]
     assert len(discarded) == 1 and discarded[0].evidence_s == pytest.approx(3 * W_S)
     assert seg.unheard_s == 0.0
+
+
+def _whisper(seconds: float, every: int, loud_share: float) -> tuple[list[float], list[bool]]:
+    """Windows of speech Silero scores as silence: a window in ``every`` reaches the evidence
+    threshold (0.2), the rest 0.05; ``loud_share`` of them stand above the noise floor, the
+    others fall between words. MFA's whispered and falsetto clips, in the conversation: 5-29 %
+    of windows at 0.15 or more, none at 0.5, 64-85 % loud."""
+    n = _windows(seconds)
+    probs = [0.2 if i % every == 0 else 0.05 for i in range(n)]
+    quiet_every = max(2, round(1 / max(1e-6, 1 - loud_share)))
+    louds = [i % every == 0 or i % quiet_every != quiet_every - 1 for i in range(n)]
+    return probs, louds
+
+
+@pytest.mark.parametrize("every", [3, 5, 10])
+@pytest.mark.parametrize("loud_share", [0.65, 0.85, 1.0])
+def test_speech_the_vad_scores_as_silence_is_opened_by_its_level(
+    every: int, loud_share: float
+) -> None:
+    seg = UtteranceSegmenter()
+    probs, louds = _whisper(2.5, every, loud_share)
+    quiet = _windows(1.0)
+    events = _push_with_evidence(
+        seg, [0.0] * quiet + probs + [0.0] * quiet, [False] * quiet + louds + [False] * quiet
+    )
+    started = [e for e in events if isinstance(e, Started)]
+    ended = [e for e in events if isinstance(e, Ended)]
+    assert len(started) == len(ended) == 1, events
+    assert started[0].by_level and ended[0].by_level
+    # It holds the whole whisper from its first window, and the level held it voiced.
+    assert started[0].start_sample <= quiet * WINDOW
+    assert ended[0].start_sample + len(ended[0].audio) >= (quiet + len(probs) - 3) * WINDOW
+    assert ended[0].voiced_s >= 0.6 * len(probs) * W_S
+    assert seg.unheard_s == 0.0
+
+
+@pytest.mark.parametrize(
+    "probs",
+    [
+        [0.02] * _windows(3.0),  # white or brown noise, a hum: loud, never probable
+        [0.2, 0.2] + [0.02] * _windows(3.0),  # two probable windows in 3 s
+        [0.3] * 5,  # a loud 0.16 s blip: shorter than ``level_open_s``
+    ],
+    ids=["noise", "two_blips_in_noise", "short_blip"],
+)
+def test_loud_audio_without_voice_evidence_opens_nothing(probs: list[float]) -> None:
+    seg = UtteranceSegmenter()
+    quiet = [0.0] * _windows(1.0)
+    events = _push_with_evidence(
+        seg,
+        quiet + probs + quiet,
+        [False] * len(quiet) + [True] * len(probs) + [False] * len(quiet),
+    )
+    events += seg.flush()
+    assert events == []
+
+
+def test_without_the_level_start_a_whisper_is_only_counted_unheard() -> None:
+    seg = UtteranceSegmenter(_VAD_ONLY)
+    probs, louds = _whisper(2.5, 3, 1.0)
+    quiet = _windows(1.0)
+    events = _push_with_evidence(
+        seg, [0.0] * quiet + probs + [0.0] * quiet, [False] * quiet + louds + [False] * quiet
+    )
+    assert events == []
+    seg.flush()
+    assert seg.unheard_s > 0.0
