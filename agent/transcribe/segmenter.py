@@ -78,6 +78,7 @@ UNHEARD_BRIDGE_S = 0.13
 """Longest gap without evidence inside one run of unheard voice evidence (4 windows)."""
 _UNHEARD_BRIDGE_WINDOWS = round(UNHEARD_BRIDGE_S * SAMPLE_RATE / WINDOW)
 _LEVEL_RUN_MAX_WINDOWS = 62
+"""Longest loud run (about 2 s) a level start takes in (see ``SegmenterOptions.level_open_s``)."""
 # An utterance the level opened follows the VAD again once this many of its last
 # ``_LEVEL_TO_VAD_SPAN`` windows (0.48 s of about 1 s) reach the VAD's threshold: speech the
 # level opened in a noisy lead-in (JFK's inaugural, the crowd under it) does so at once, and
@@ -86,7 +87,6 @@ _LEVEL_RUN_MAX_WINDOWS = 62
 # 1 s after a loud reader: 11 windows in a row, then none).
 _LEVEL_TO_VAD_WINDOWS = 15
 _LEVEL_TO_VAD_SPAN = 30
-"""Longest loud run (about 2 s) a level start takes in (see ``SegmenterOptions.level_open_s``)."""
 
 
 class SegmenterOptions(BaseModel):
@@ -407,10 +407,12 @@ class UtteranceSegmenter:
                 run = self._loud_run - 1 if by_level else 0
                 roll = self._take_roll(self._pre_roll_windows + run)
                 start = position - sum(len(w) for w, _, _ in roll)
+                # The voice starts where the loud run does: the lead is the pre-roll only.
+                lead = position - start - min(run, len(roll)) * WINDOW
                 utt = _Open(
                     number=self._next_number,
                     start_sample=start,
-                    lead=position - start,
+                    lead=lead,
                     by_level=by_level,
                 )
                 self._next_number += 1

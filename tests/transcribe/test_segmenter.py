@@ -244,8 +244,10 @@ def test_speech_the_vad_scores_as_silence_is_opened_by_its_level(
     ended = [e for e in events if isinstance(e, Ended)]
     assert len(started) == len(ended) == 1, events
     assert started[0].by_level and ended[0].by_level
-    # It holds the whole whisper from its first window, and the level held it voiced.
+    # It holds the whole whisper from its first window (its voice starts there: the lead is
+    # the pre-roll only), and the level held it voiced.
     assert started[0].start_sample <= quiet * WINDOW
+    assert ended[0].start_sample + ended[0].lead == quiet * WINDOW
     assert ended[0].start_sample + len(ended[0].audio) >= (quiet + len(probs) - 3) * WINDOW
     assert ended[0].voiced_s >= 0.6 * len(probs) * W_S
     assert seg.unheard_s == 0.0
