@@ -185,7 +185,14 @@ async def test_headful_bot_on_its_own_display_transcribes_and_records_the_screen
     joined = next(e.t for e in timeline if e.type == "joined" and e.name == "Notetaker")
     ended = next(e.t for e in timeline if e.type == "meeting_ended")
     assert abs(video_s - (ended - joined)) <= 3.0, (video_s, ended - joined)
-    assert abs(float(probed["format"]["duration"]) - video_s) < 1.0
+    # The sound spans the meeting as well. It is shifted by the delay measured between the two
+    # captures (``finalize_args``), so it may end that much after the picture (1.1-1.2 s on a
+    # loaded machine, where a bound of 1 s between the file and its picture failed twice);
+    # the file is as long as its longer stream, nothing more.
+    audio_end = float(audio.get("start_time", 0.0)) + float(audio["duration"])
+    video_end = float(video.get("start_time", 0.0)) + video_s
+    assert abs(audio_end - (ended - joined)) <= 3.0, (audio_end, ended - joined)
+    assert float(probed["format"]["duration"]) <= max(audio_end, video_end) + 0.1, probed["format"]
     data = file.read_bytes()
     assert data.index(b"moov") < data.index(b"mdat")  # fast-start
     heard = await transcribe(file, tmp_path.parent / "models")
