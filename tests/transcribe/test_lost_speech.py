@@ -21,8 +21,8 @@ from agent.transcribe.options import TranscribeOptions
 from agent.transcribe.realtime import RealtimeTranscriber
 from agent.transcribe.segmenter import SegmenterOptions
 from agent.transcribe.vad import SileroSession
-from testmeeting.packaged_speech import Clip, conversational_clips, packaged_clips
-from testmeeting.stress import Case, grid, sample, score, sequence
+from testmeeting.packaged_speech import Clip
+from testmeeting.stress import Case, default_clips, grid, sample, score, sequence
 from tests.transcribe.helpers import finals, frames, replay
 
 pytestmark = pytest.mark.model
@@ -213,7 +213,7 @@ def _vad_blind_cases() -> list[Case]:
     loud speaker's speech, so one utterance holds the end of one and the start of the other
     (no speaker signal) and tiny.en writes only the loud part (issue 32's closing notes).
     """
-    by_name = {clip.name: clip for clip in (*conversational_clips(), *packaged_clips("en"))}
+    by_name = {clip.name: clip for clip in default_clips()}
     loud: Clip = by_name["LJ001-0002"]
     cases = []
     for name in _VAD_BLIND:
