@@ -65,7 +65,11 @@ class DetectionMetrics:
         self.stream_offers_failed = Counter(
             "meetbot_action_stream_offers_failed_total",
             "Stored actions their bot's agent did not put on its stream (the control plane's "
-            "stream sends them after the agent's end; webhook and record have them).",
+            "stream sends them after the agent's end; webhook and record have them), by reason: "
+            "no_link (the agent left), refused (it answered with an error, e.g. unknown_command), "
+            "timeout (no answer in the window's time), not_offered (that time was spent before "
+            "its turn), error (any other failure).",
+            ["reason"],
             registry=registry,
         )
         self.latency = Histogram(

@@ -8,12 +8,16 @@ else happens the action is not lost to the stream: the control plane's stream se
 action not marked streamed after the agent's last event (``control_plane.bots.stream``):
 
 - no replica holds the bot's link (the agent left; the meeting's last window is detected
-  after the end): :class:`AgentGone`;
+  after the end): :class:`AgentGone` (reason ``no_link``);
 - the agent refuses, e.g. ``unknown_command`` from a bot image older than the command (its
-  link client answers any command it cannot parse so): :class:`AnnounceRefused`, with the code;
-- no answer in time: the hub's ``CommandTimedOut`` (the agent may still have streamed it: the
-  stream may then carry it twice, with the same ``id``). How long is the worker's to say: one
-  window's offers share one live command's timeout (``DetectionOptions.offer_timeout``).
+  link client answers any command it cannot parse so): :class:`AnnounceRefused`, with the code
+  (reason ``refused``);
+- no answer in time: :class:`NoAnswer` from the hub's ``CommandTimedOut`` (reason
+  ``timeout``; the agent may still have streamed it: the stream may then carry it twice, with
+  the same ``id``). How long is the worker's to say: one window's offers share one live
+  command's timeout (``DetectionOptions.offer_timeout``).
+
+Each is an :class:`~.worker.OfferFailed`, whose ``reason`` labels the worker's count.
 """
 
 from __future__ import annotations
@@ -23,30 +27,40 @@ import uuid
 from aiohttp import web
 
 from agent.contracts.link import AnnounceActionCommand
-from control_plane.agent_hub.hub import AgentHub, AgentNotConnected
+from control_plane.agent_hub.hub import AgentHub, AgentNotConnected, CommandTimedOut
 from control_plane.agent_hub.keys import AGENT_HUB
 from control_plane.intelligence.window_store import StoredAction
-from control_plane.intelligence.worker import PublishAction
+from control_plane.intelligence.worker import OfferFailed, PublishAction
 
 
-class AgentGone(Exception):
+class AgentGone(OfferFailed):
     """No replica holds a link to the bot's agent: the action is not on its stream."""
 
+    def __init__(self, bot_id: str) -> None:
+        super().__init__("no_link", bot_id)
 
-class AnnounceRefused(Exception):
+
+class AnnounceRefused(OfferFailed):
     """The agent answered ``announce_action`` with an error (``code``, e.g. ``unknown_command``)."""
 
     def __init__(self, code: str, detail: str | None) -> None:
-        super().__init__(f"{code}: {detail or 'no detail'}")
+        super().__init__("refused", f"{code}: {detail or 'no detail'}")
         self.code = code
+
+
+class NoAnswer(OfferFailed):
+    """The agent did not answer ``announce_action`` within the seconds it was given."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("timeout", message)
 
 
 def announce_through(hub: AgentHub) -> PublishAction:
     """What offers a stored action to its bot's stream through ``hub``.
 
     The publisher returns once the agent answered with success; it raises :class:`AgentGone`,
-    :class:`AnnounceRefused` or the hub's ``CommandTimedOut`` (no answer within the
-    ``within_seconds`` it is given) otherwise.
+    :class:`AnnounceRefused` or :class:`NoAnswer` (no answer within the ``within_seconds`` it
+    is given) otherwise.
     """
 
     async def publish(bot_id: uuid.UUID, stored: StoredAction, within_seconds: float) -> None:
@@ -64,6 +78,8 @@ def announce_through(hub: AgentHub) -> PublishAction:
             result = await hub.command(bot_id, command, within_seconds=within_seconds)
         except AgentNotConnected as exc:
             raise AgentGone(str(bot_id)) from exc
+        except CommandTimedOut as exc:
+            raise NoAnswer(f"no answer within {within_seconds:.1f} s") from exc
         if not result.ok:
             code = result.error.value if result.error is not None else "error"
             raise AnnounceRefused(code, result.detail)

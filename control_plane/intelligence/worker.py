@@ -54,6 +54,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Literal
 
 from control_plane.action_prompts.service import resolve
 from control_plane.background import BackgroundLoop
@@ -88,7 +89,29 @@ _OFFER_LEAST_S = 0.1
 
 PublishAction = Callable[[uuid.UUID, StoredAction, float], Awaitable[None]]
 """``await publish(bot_id, action, within_seconds)``: offers ``action_detected`` to the bot's
-stream, waiting up to ``within_seconds`` for the agent's answer (raises when it could not)."""
+stream, waiting up to ``within_seconds`` for the agent's answer (raises when it could not:
+:class:`OfferFailed` with its reason; any other exception is counted as ``error``)."""
+
+OfferFailure = Literal["no_link", "refused", "timeout", "not_offered", "error"]
+"""Why a stored action was not put on its bot's stream by the agent, the ``reason`` label of
+``meetbot_action_stream_offers_failed_total``: ``no_link`` (no replica holds the bot's link:
+the agent left), ``refused`` (the agent answered with an error, e.g. ``unknown_command`` from
+an older image), ``timeout`` (no answer within what was left of the window's
+``offer_timeout``), ``not_offered`` (that time was spent before its turn), ``error`` (any
+other failure of the offer; the log line says which)."""
+
+
+class OfferFailed(Exception):
+    """A :data:`PublishAction` could not get the action on the stream, for ``reason``.
+
+    Args:
+        reason: One of :data:`OfferFailure`.
+        message: What happened, for the log.
+    """
+
+    def __init__(self, reason: OfferFailure, message: str) -> None:
+        super().__init__(message)
+        self.reason: OfferFailure = reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -362,29 +385,35 @@ class DetectionWorker:
         if self._publish is None:
             return
         deadline = time.monotonic() + self.options.offer_timeout
+        bot_id = view.bot_id
         for index, stored in enumerate(actions):
             left = deadline - time.monotonic()
             if left < _OFFER_LEAST_S:
-                spent = f"not offered: the window's {self.options.offer_timeout} s were spent"
+                spent = f"the window's {self.options.offer_timeout} s were spent"
                 for unoffered in actions[index:]:
-                    self._not_streamed(view.bot_id, unoffered, spent)
+                    self._not_streamed(bot_id, unoffered, "not_offered", spent)
                 return
             try:
                 async with asyncio.timeout(left):  # delivery through the relay included
-                    await self._publish(view.bot_id, stored, left)
+                    await self._publish(bot_id, stored, left)
             except TimeoutError:
-                self._not_streamed(view.bot_id, stored, f"no answer within the {left:.1f} s left")
+                self._not_streamed(bot_id, stored, "timeout", f"no answer in the {left:.1f} s left")
+                continue
+            except OfferFailed as exc:
+                self._not_streamed(bot_id, stored, exc.reason, f"{type(exc).__name__}: {exc}")
                 continue
             except Exception as exc:  # the stream sends it after the agent's last event instead
-                self._not_streamed(view.bot_id, stored, f"{type(exc).__name__}: {exc}")
+                self._not_streamed(bot_id, stored, "error", f"{type(exc).__name__}: {exc}")
                 continue
             await self._store.streamed(view.meeting_id, stored.id, datetime.now(UTC))
 
-    def _not_streamed(self, bot_id: uuid.UUID, stored: StoredAction, why: str) -> None:
-        self._metrics.stream_offers_failed.inc()
+    def _not_streamed(
+        self, bot_id: uuid.UUID, stored: StoredAction, reason: OfferFailure, why: str
+    ) -> None:
+        self._metrics.stream_offers_failed.labels(reason).inc()
         logger.info(
             "action not streamed by the agent; the stream sends it after the agent's end",
-            extra={"bot_id": str(bot_id), "action_id": stored.id, "error": why},
+            extra={"bot_id": str(bot_id), "action_id": stored.id, "reason": reason, "error": why},
         )
 
     async def _detect(self, view: MeetingView, window: Window) -> Detection:
