@@ -25,11 +25,12 @@ from typing import Protocol
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from agent.contracts.link import ActionType
 from agent.contracts.status import FINAL_STATUSES, BotStatus
 from control_plane.bots.status import lock_meeting
 from control_plane.db.engine import Database
 from control_plane.db.inserts import insert_once
-from control_plane.db.models.action import MeetingAction, action_body
+from control_plane.db.models.action import ActionBody, MeetingAction, action_body
 from control_plane.db.models.action_cursor import ActionCursor
 from control_plane.db.models.bot import Meeting
 from control_plane.db.models.segment import Segment
@@ -108,6 +109,20 @@ class StoredAction:
     id: str
     action: DetectedAction
     detected_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class AddedAction:
+    """What :func:`add_action` did.
+
+    Attributes:
+        body: The action as its row now reads (:func:`action_body`): the one just written, or
+            the one stored before under the same id (left as it was).
+        new: Whether the row was written now (False: stored before; no webhook queued again).
+    """
+
+    body: ActionBody
+    new: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,7 +322,7 @@ class WindowStore:
                 repeats += 1
                 continue
             seen.append((kind, normalise_text(action.text)))
-            await add_action(
+            added = await add_action(
                 session,
                 self.outbox,
                 workspace_id=meeting.workspace_id,
@@ -318,8 +333,20 @@ class WindowStore:
                 action=action,
                 at=now,
             )
-            stored.append(StoredAction(identifier, action, now))
+            stored.append(_as_stored(added.body))  # the stream says what the record says
         return StoredWindow(tuple(stored), repeats)
+
+
+def _as_stored(body: ActionBody) -> StoredAction:
+    """A stored row's ``body`` as the action the worker offers to the bot's stream."""
+    action = DetectedAction(
+        action_type=ActionType(body["type"]),
+        text=body["text"],
+        owner=body["owner"],
+        due=body["due"],
+        segment_ids=tuple(body["segment_ids"]),
+    )
+    return StoredAction(body["id"], action, body["timestamp"])
 
 
 async def add_action(
@@ -334,12 +361,14 @@ async def add_action(
     action: ActionFields,
     at: datetime,
     streamed: bool = False,
-) -> bool:
+) -> AddedAction:
     """Store one action and its ``action.detected`` webhook in ``session``, once by its id.
 
     The one way an action is written, whoever found it: the detection worker, or the ``action``
     frame of an agent from an image older than issue 34. An action whose id the meeting has
-    already is left as it is, and no webhook is queued for it again.
+    already is left as it is, and no webhook is queued for it again. The webhook's ``data``
+    is the stored row read back (:func:`action_body`), as the record and the stream read it,
+    not ``action`` as given (e.g. ``at`` in another time zone is stored, and said, in UTC).
 
     Args:
         session: The open transaction the row and the outbox message join.
@@ -356,7 +385,8 @@ async def add_action(
             stream after the agent's last event.
 
     Returns:
-        Whether the action was new (False: stored before, nothing written).
+        The action as stored (the earlier row when its id was stored before) and whether it
+        was written now.
     """
     new = await insert_once(
         session,
@@ -374,26 +404,21 @@ async def add_action(
         },
         key=("meeting_id", "action_id"),
     )
-    if not new:
-        return False
-    await outbox.emit(
-        session,
-        workspace_id,
-        events.EventType.ACTION_DETECTED,
-        events.ActionDetected(
-            bot_id=str(bot_id),
-            meeting_id=meeting_id,
-            id=identifier,
-            type=kind,
-            text=action.text,
-            owner=action.owner,
-            due=action.due,
-            segment_ids=list(action.segment_ids),
-            timestamp=at,
-        ),
-        at=at,
+    stored = await session.scalars(  # inserted or found above, in this transaction
+        select(MeetingAction)
+        .where(MeetingAction.meeting_id == meeting_id, MeetingAction.action_id == identifier)
+        .execution_options(populate_existing=True)
     )
-    return True
+    body = action_body(stored.one())
+    if new:
+        await outbox.emit(
+            session,
+            workspace_id,
+            events.EventType.ACTION_DETECTED,
+            events.ActionDetected(bot_id=str(bot_id), meeting_id=meeting_id, **body),
+            at=at,
+        )
+    return AddedAction(body, new)
 
 
 async def unstreamed_actions(session: AsyncSession, meeting_id: int) -> list[str] | None:
