@@ -22,7 +22,9 @@ same, the texts are alike (content-word overlap ≥ 0.5 of the shorter, or chara
 person. Precision = matched / predicted, recall = matched / labelled, F1 their harmonic mean,
 per type and overall. Windows whose answer was invalid (``windows_invalid_answer``) or whose
 call failed otherwise, a timeout included (``windows_failed``), count as predicting nothing;
-both are counted and printed.
+both are counted and printed. Answer items that did not become actions (the checks of
+:mod:`control_plane.intelligence.action_checks`) are counted by reason
+(``items_dropped_<reason>``) and listed per window in a ``--verbose`` log (``dropped``).
 
 ``--throughput 1,3,5``: N live meetings at once through ONE model (the replica's).
 Meeting k replays the windows of the k-th meeting of the set at a meeting's pace: each line
@@ -75,6 +77,7 @@ import yaml
 from agent.contracts.link import ActionType
 from bench.stats import free_port, percentile
 from control_plane.action_prompts.service import SYSTEM_PROMPT
+from control_plane.intelligence.action_checks import DROP_REASONS, ItemDrop
 from control_plane.intelligence.chat import ChatAnswerInvalid, ChatError, ChatModel
 from control_plane.intelligence.dedupe import normalise_text
 from control_plane.intelligence.detection import (
@@ -279,7 +282,7 @@ class Outcome:
 
     actions: list[DetectedAction]
     tokens: int | None = None
-    dropped: int = 0
+    drops: tuple[ItemDrop, ...] = ()
     invalid: bool = False
     failed: bool = False
     error: str = ""
@@ -293,7 +296,7 @@ async def detect_once(chat: ChatModel, case: Case, max_tokens: int) -> Outcome:
         return Outcome([], invalid=True, error=str(exc)[:200])
     except ChatError as exc:
         return Outcome([], failed=True, error=f"{type(exc).__name__}: {str(exc)[:200]}")
-    return Outcome(list(detection.actions), detection.total_tokens, detection.dropped)
+    return Outcome(list(detection.actions), detection.total_tokens, detection.drops)
 
 
 def _log_window(case: Case, outcome: Outcome, hits: list[bool], seconds: float, cpu: float) -> None:
@@ -306,6 +309,7 @@ def _log_window(case: Case, outcome: Outcome, hits: list[bool], seconds: float, 
             for a, hit in zip(outcome.actions, hits, strict=True)
         ],
         "labels": [[x.action_type.value, x.text, x.owner] for x in case.labels],
+        "dropped": [[drop.reason, drop.text] for drop in outcome.drops],
     }
     if outcome.invalid or outcome.failed:
         row["error"] = outcome.error
@@ -319,7 +323,8 @@ async def run(chat: ChatModel, cases: list[Case], args: argparse.Namespace) -> d
     latencies: list[float] = []
     cpu: list[float] = []
     tokens: list[int] = []
-    invalid = failed = dropped = 0
+    invalid = failed = 0
+    dropped: Counter[str] = Counter()
     for case in cases:
         wall, cpu0 = time.perf_counter(), _cpu()
         outcome = await detect_once(chat, case, args.max_tokens)
@@ -327,7 +332,7 @@ async def run(chat: ChatModel, cases: list[Case], args: argparse.Namespace) -> d
         cpu.append(_cpu() - cpu0)
         invalid += outcome.invalid
         failed += outcome.failed
-        dropped += outcome.dropped
+        dropped.update(drop.reason for drop in outcome.drops)
         if outcome.tokens is not None:
             tokens.append(outcome.tokens)
         hits = tally.add(case, outcome.actions)
@@ -339,7 +344,14 @@ async def run(chat: ChatModel, cases: list[Case], args: argparse.Namespace) -> d
         "windows_transcript": sum(c.origin == "transcript" for c in cases),
         "windows_invalid_answer": invalid,
         "windows_failed": failed,
-        "items_dropped": dropped,
+        **dropped_figures(dropped),
+    }
+
+
+def dropped_figures(dropped: Counter[str]) -> dict[str, int]:
+    """``items_dropped`` and ``items_dropped_<reason>`` for every reason (0 when none)."""
+    return {"items_dropped": sum(dropped.values())} | {
+        f"items_dropped_{reason}": dropped[reason] for reason in DROP_REASONS
     }
 
 
@@ -369,6 +381,7 @@ def score_log(path: Path) -> dict[str, Any]:
     latencies: list[float] = []
     cpu: list[float] = []
     invalid = failed = 0
+    dropped: Counter[str] = Counter()
     for line in path.read_text().splitlines():
         if not line.startswith("{"):
             continue
@@ -392,6 +405,7 @@ def score_log(path: Path) -> dict[str, Any]:
             for kind, text, owner, due, _ in row["predicted"]
         ]
         tally.add(case, actions)
+        dropped.update(reason for reason, _ in row.get("dropped", []))
         latencies.append(row["seconds"])
         if "cpu_s" in row:
             cpu.append(row["cpu_s"])
@@ -399,6 +413,7 @@ def score_log(path: Path) -> dict[str, Any]:
         "windows": len(latencies),
         "windows_invalid_answer": invalid,
         "windows_failed": failed,
+        **dropped_figures(dropped),  # logs before s43 did not list their drops: 0
     }
 
 

@@ -7,6 +7,7 @@ segments. :mod:`.detection` re-exports these names; import them from there.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -70,6 +71,32 @@ class DetectedAction(BaseModel):
     segment_ids: tuple[str, ...] = Field(min_length=1)
 
 
+DropReason = Literal["malformed", "no_line", "asked", "unasked", "too_short", "ungrounded"]
+"""Why an answer item is not an action (the ``reason`` of ``…_items_dropped_total``)."""
+
+DROP_REASONS: tuple[DropReason, ...] = (
+    "malformed",
+    "no_line",
+    "asked",
+    "unasked",
+    "too_short",
+    "ungrounded",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ItemDrop:
+    """One answer item that did not become an action.
+
+    Attributes:
+        reason: Why (:data:`DropReason`, see :mod:`.action_checks`).
+        text: Its text as the model wrote it, at most 100 characters ("" when it had none).
+    """
+
+    reason: DropReason
+    text: str
+
+
 @dataclass(frozen=True, slots=True)
 class Detection:
     """What one detection call returned.
@@ -78,15 +105,21 @@ class Detection:
         actions: Valid actions, in the model's order (not yet deduplicated).
         prompt_tokens: Tokens the request used (server count, else an estimate).
         completion_tokens: Tokens the answer used (server count, else an estimate).
-        dropped: Items of the answer dropped as invalid (bad type, no usable segment).
+        drops: Items of the answer that did not become actions, each with why
+            (:mod:`.action_checks`), in the answer's order.
         seconds: Wall-clock seconds of the call, queueing in the provider included.
     """
 
     actions: tuple[DetectedAction, ...] = ()
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    dropped: int = 0
+    drops: tuple[ItemDrop, ...] = ()
     seconds: float = 0.0
+
+    @property
+    def dropped(self) -> int:
+        """How many items of the answer were dropped."""
+        return len(self.drops)
 
     @property
     def total_tokens(self) -> int:

@@ -2,10 +2,12 @@
 
 The window's segments are numbered ``[1]``, ``[2]``… in the prompt and the model cites those
 numbers; :func:`parse_answer` maps them back to segment ids and drops any number outside the
-window, so an action can only rest on segments of the window (never on the context). Two
-worked windows (:data:`EXAMPLES`) go before the real one as earlier turns: the small default
-model follows an example far better than a definition, and one of them is small talk answered
-with nothing. With a longer list of items in one example it tends to repeat that list's
+window, so an action can only rest on segments of the window (never on the context); an item
+that fails the checks of :mod:`.action_checks` (a question typed as a task, a fragment, words
+not said in the window) is dropped too, with its reason. Two worked windows
+(:data:`EXAMPLES`) go before the real one as earlier turns: the small default model follows
+an example far better than a definition, and one of them is small talk answered with
+nothing. With a longer list of items in one example it tends to repeat that list's
 sequence of types; examples with one item each did worse on bench/actions.py (issue 34).
 
 Owner and due are then grounded in the lines the action rests on (:func:`ground`): small
@@ -28,7 +30,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agent.contracts.link import ActionType
-from control_plane.intelligence.action_model import DetectedAction, DetectionRequest, WindowLine
+from control_plane.intelligence.action_checks import drop_reason
+from control_plane.intelligence.action_model import (
+    DetectedAction,
+    DetectionRequest,
+    ItemDrop,
+    WindowLine,
+)
 from control_plane.intelligence.chat import ChatAnswerInvalid, ChatMessage
 
 SYSTEM_PROMPT = """\
@@ -237,7 +245,7 @@ def _without_speaker(text: str, request: DetectionRequest) -> str:
 
 def parse_answer(
     payload: Mapping[str, Any], request: DetectionRequest
-) -> tuple[list[DetectedAction], int]:
+) -> tuple[list[DetectedAction], list[ItemDrop]]:
     """Validate the model's answer against the window.
 
     Args:
@@ -245,8 +253,9 @@ def parse_answer(
         request: The request it answers; line numbers refer to ``request.lines``.
 
     Returns:
-        The valid actions (owner and due grounded, :func:`ground`) and how many items were
-        dropped (unknown type, empty text, or no line number inside the window).
+        The valid actions (owner and due grounded, :func:`ground`) and the items dropped, each
+        with why: ``malformed`` (no known type, no text), ``no_line`` (no line number inside
+        the window), or a failed check of :func:`.action_checks.drop_reason`.
 
     Raises:
         ChatAnswerInvalid: The object has no ``actions`` list.
@@ -257,12 +266,12 @@ def parse_answer(
         raise ChatAnswerInvalid(f"answer has the wrong shape: {exc.errors()[:2]}") from exc
     valid_types = {t.value for t in ActionType}
     actions: list[DetectedAction] = []
-    dropped = 0
+    drops: list[ItemDrop] = []
     for raw in answer.actions:
         try:
             item = _AnswerItem.model_validate(raw)
         except ValidationError:
-            dropped += 1
+            drops.append(ItemDrop("malformed", str(raw.get("text") or "")[:100]))
             continue
         kind = item.type.strip().lower().replace(" ", "_").replace("-", "_")
         numbers = [_line_number(n) for n in item.lines]
@@ -274,8 +283,11 @@ def parse_answer(
             )
         )
         text = _without_speaker(" ".join(item.text.split()), request)
-        if kind not in valid_types or not text or not ids:
-            dropped += 1
+        if kind not in valid_types or not text:
+            drops.append(ItemDrop("malformed", text[:100]))
+            continue
+        if not ids:
+            drops.append(ItemDrop("no_line", text[:100]))
             continue
         action = DetectedAction(
             action_type=ActionType(kind),
@@ -284,5 +296,9 @@ def parse_answer(
             due=_clean(item.due),
             segment_ids=ids,
         )
+        reason = drop_reason(action, request)
+        if reason is not None:
+            drops.append(ItemDrop(reason, text[:100]))
+            continue
         actions.append(ground(action, request))
-    return actions, dropped
+    return actions, drops

@@ -53,9 +53,9 @@ async def detect_actions(
             budgets a window on them, then sends them on every try); None builds them here.
 
     Returns:
-        The valid actions (each resting on segments of ``request.lines``, owner and due
-        grounded), the tokens the call used, how many answer items were dropped as invalid,
-        and the call's seconds.
+        The valid actions (each resting on segments of ``request.lines``, passing the checks
+        of :mod:`.action_checks`, owner and due grounded), the tokens the call used, the
+        answer items dropped with why, and the call's seconds.
 
     Raises:
         ChatUnavailable: A transient failure (timeout, connection, 429, 5xx); retry later.
@@ -69,11 +69,11 @@ async def detect_actions(
         max_tokens=max_tokens,
         model=model,
     )
-    actions, dropped = parse_answer(answer.content, request)
+    actions, drops = parse_answer(answer.content, request)
     return Detection(
         actions=tuple(actions),
         prompt_tokens=answer.prompt_tokens,
         completion_tokens=answer.completion_tokens,
-        dropped=dropped,
+        drops=tuple(drops),
         seconds=answer.seconds,
     )

@@ -44,7 +44,12 @@ class DetectionMetrics:
         )
         self.items_dropped = Counter(
             "meetbot_action_items_dropped_total",
-            "Items of valid answers dropped (unknown type, empty text, no line of the window).",
+            "Items of valid answers that did not become actions, by reason: malformed (no "
+            "known type, no text), no_line (no line of the window), asked (phrased as a "
+            "question, not typed one), unasked (typed a question, not phrased as one), "
+            "too_short (under two words of substance), ungrounded (no word of substance of "
+            "the window's lines).",
+            ["reason"],
             registry=registry,
         )
         self.tokens = Counter(

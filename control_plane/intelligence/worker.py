@@ -450,10 +450,25 @@ class DetectionWorker:
                 raise _WindowFailed("error", exc, prompt.model) from exc
             budget.settle(entry, detection.total_tokens)
             self._metrics.tokens.inc(detection.total_tokens)
-            self._metrics.items_dropped.inc(detection.dropped)
+            self._dropped(view, detection)
             self._metrics.call_seconds.observe(detection.seconds)
             return detection
         raise _WindowFailed("unavailable", error, prompt.model)
+
+    def _dropped(self, view: MeetingView, detection: Detection) -> None:
+        """Count and log the answer's items that did not become actions, each with why."""
+        if not detection.drops:
+            return
+        for drop in detection.drops:
+            self._metrics.items_dropped.labels(drop.reason).inc()
+        logger.info(
+            "answer items dropped",
+            extra={
+                "meeting_id": view.meeting_id,
+                "bot_id": str(view.bot_id),
+                "drops": [f"{drop.reason}: {drop.text}" for drop in detection.drops],
+            },
+        )
 
     async def _call(
         self, request: DetectionRequest, messages: list[ChatMessage], model: str | None

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from agent.contracts.link import ActionType
+from control_plane.intelligence.action_checks import ItemDrop
 from control_plane.intelligence.action_prompt import ANSWER_SCHEMA, build_messages, parse_answer
 from control_plane.intelligence.chat import ChatAnswerInvalid
 from control_plane.intelligence.detection import DetectionRequest, WindowLine
@@ -59,17 +60,21 @@ def test_answer_maps_line_numbers_to_segment_ids_and_drops_the_rest() -> None:
             {"type": "risk", "text": "not a type we know", "owner": None, "lines": [1]},
             {
                 "type": "Follow-Up",
-                "text": "sync with legal",
+                "text": "sync on the beta",
                 "owner": "null",
                 "due": "",
                 "lines": ["[1]"],
             },
             {"text": "no type at all", "owner": "Dana", "lines": 1},
-            {"type": "question", "text": "a single line number", "lines": 2},
+            {"type": "question", "text": "who reviews the release notes", "lines": 2},
         ]
     }
-    actions, dropped = parse_answer(answer, _request())
-    assert dropped == 3
+    actions, drops = parse_answer(answer, _request())
+    assert drops == [
+        ItemDrop("no_line", "rests on no line"),
+        ItemDrop("malformed", "not a type we know"),
+        ItemDrop("malformed", "no type at all"),
+    ]
     assert [a.action_type for a in actions] == [
         ActionType.DECISION,
         ActionType.ACTION_ITEM,
@@ -84,10 +89,10 @@ def test_answer_maps_line_numbers_to_segment_ids_and_drops_the_rest() -> None:
 
 
 def test_answer_text_in_a_fence_or_prose_is_accepted() -> None:
-    body = '{"actions": [{"type": "question", "text": "who owns QA?", "lines": [2]}]}'
+    body = '{"actions": [{"type": "question", "text": "who checks the notes?", "lines": [2]}]}'
     for content in (f"```json\n{body}\n```", f"Sure! Here it is: {body} Hope it helps."):
         actions, _ = parse_answer(parse_json_object(content), _request())
-        assert [a.text for a in actions] == ["who owns QA?"]
+        assert [a.text for a in actions] == ["who checks the notes?"]
 
 
 @pytest.mark.parametrize("content", ["", "no json here", "[1, 2]", '"text"', "{broken"])
@@ -123,8 +128,8 @@ def test_owner_and_due_are_grounded_in_the_cited_lines() -> None:
             {**item, "text": "Send the launch email", "due": "2023-03-05", "lines": [1]},
             {**item, "text": "Update the pricing page", "due": "Friday", "lines": [2]},
             {**item, "text": "Fix the build", "lines": [3]},
-            {**item, "text": "Send it", "owner": "Eli", "due": "by Friday", "lines": [1]},
-            {**item, "text": "Fix it", "owner": "Eli", "lines": [3]},
+            {**item, "text": "Send the email", "owner": "Eli", "due": "by Friday", "lines": [1]},
+            {**item, "text": "Fix the build", "owner": "Eli", "lines": [3]},
             {**item, "text": "Dana: write the notes", "owner": None, "lines": [4]},
         ]
     }
@@ -143,3 +148,38 @@ def test_owner_and_due_are_grounded_in_the_cited_lines() -> None:
     ]
     # A speaker's name copied in front of the text is not part of the action.
     assert actions[5].text == "write the notes"
+
+
+def test_items_that_are_no_action_of_the_window_are_dropped_with_why() -> None:
+    """Questions typed as tasks (and tasks as questions), fragments and items of the context
+    are not actions."""
+    lines = (
+        WindowLine("s1", "Sam", None, 0.0, 2.0, "how many tickets a week do you get"),
+        WindowLine("s2", "Kim", None, 2.5, 4.0, "around three hundred, I'll send the numbers"),
+        WindowLine("s3", "Sam", None, 4.5, 6.0, "okay do that"),
+    )
+    context = (WindowLine("s0", "Kim", None, -3.0, -1.0, "I'll fix the checkout bug"),)
+    item = {"owner": None, "due": None}
+    answer = {
+        "actions": [
+            {**item, "type": "action_item", "text": "how many tickets a week", "lines": [1]},
+            {**item, "type": "decision", "text": "Tickets per week?", "lines": [1]},
+            {**item, "type": "question", "text": "how many tickets a week", "lines": [1]},
+            {**item, "type": "question", "text": "I'll send the numbers", "lines": [2]},
+            {**item, "type": "action_item", "text": "do that", "lines": [3]},
+            {**item, "type": "action_item", "text": "fix the checkout bug", "lines": [2]},
+            {**item, "type": "action_item", "text": "send the ticket numbers", "lines": [2]},
+        ]
+    }
+    actions, drops = parse_answer(answer, DetectionRequest(lines, context))
+    assert [(a.action_type, a.text) for a in actions] == [
+        (ActionType.QUESTION, "how many tickets a week"),
+        (ActionType.ACTION_ITEM, "send the ticket numbers"),
+    ]
+    assert drops == [
+        ItemDrop("asked", "how many tickets a week"),
+        ItemDrop("asked", "Tickets per week?"),
+        ItemDrop("unasked", "I'll send the numbers"),
+        ItemDrop("too_short", "do that"),
+        ItemDrop("ungrounded", "fix the checkout bug"),  # said in the context only
+    ]

@@ -180,6 +180,29 @@ async def test_a_window_that_keeps_failing_is_reported_once_and_skipped(
     assert (cursor.windows, cursor.windows_failed) == (2, 1)
 
 
+async def test_answer_items_that_are_no_action_are_counted_and_logged_with_why(
+    database: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    meeting = await live_meeting(database)
+    # The keyword model lists both lines as action items; "I'll do it" says nothing of substance.
+    await say(
+        database,
+        meeting,
+        [("Alice", "I'll draft the plan", 0.0, 2.0), ("Bob", "I'll do it", 2.5, 3.5)],
+    )
+    caplog.set_level(logging.INFO, logger="control_plane.intelligence.worker")
+    registry = CollectorRegistry()
+    async with serve_actions() as server, running_worker(database, server, registry=registry):
+        await end_meeting(database, meeting)
+        await until(lambda: finished(database, meeting))
+    assert [a.text for a in await stored_actions(database, meeting)] == ["I'll draft the plan"]
+    dropped = "meetbot_action_items_dropped_total"
+    assert registry.get_sample_value(dropped, {"reason": "too_short"}) == 1
+    logged = [r for r in caplog.records if r.getMessage() == "answer items dropped"]
+    assert [getattr(r, "drops", None) for r in logged] == [["too_short: I'll do it"]]
+    assert getattr(logged[0], "meeting_id", None) == meeting.meeting_id
+
+
 async def test_a_windows_messages_are_built_once_for_its_budget_and_all_its_tries(
     database: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
