@@ -11,7 +11,10 @@ context or from its worked examples. :func:`drop_reason` rejects an item that
 - ``unasked``: is a ``question`` not phrased as one (no "?", and it opens with no question
   word or auxiliary: "we should bring it to the sync" is not a question);
 - ``too_short``: says fewer than two words of substance (:func:`content_words`);
-- ``ungrounded``: shares none of its words of substance with the window's lines.
+- ``ungrounded``: shares none of its words of substance with the window's lines;
+- ``uncommitted``: is an ``action_item`` of a window where nobody commits or is asked to do
+  anything (no line says "I'll", "will", "can you", "please", "need to", "should" …, or
+  opens with a name and a comma: "Carol, share the agenda").
 
 Every dropped item is counted by its reason (``meetbot_action_items_dropped_total``) and
 logged by the detection worker; ``malformed`` is the reason of an item that is not an action
@@ -57,6 +60,14 @@ _QUESTION = re.compile(
     re.IGNORECASE,
 )
 
+_COMMITS = re.compile(
+    r"\b(i'll|i will|we'll|we will|let me|can you|could you|would you|will you|please|i can|"
+    r"going to|gonna|need to|needs to|should|must|have to|has to|will)\b",
+    re.IGNORECASE,
+)
+
+_ADDRESSED = re.compile(r"^\s*([A-Z][\w'-]*),\s+\w")
+
 
 def content_words(text: str) -> set[str]:
     """The words of substance of ``text``: lowercased words, fillers (``_FILLER``) left out.
@@ -84,8 +95,8 @@ def drop_reason(action: DetectedAction, request: DetectionRequest) -> DropReason
         request: The window it answers.
 
     Returns:
-        ``asked``, ``unasked``, ``too_short`` or ``ungrounded``, the first that applies, or
-        None.
+        ``asked``, ``unasked``, ``too_short``, ``ungrounded`` or ``uncommitted``, the first
+        that applies, or None.
     """
     text = action.text.strip()
     asked = text.endswith("?")
@@ -99,4 +110,16 @@ def drop_reason(action: DetectedAction, request: DetectionRequest) -> DropReason
         return "too_short"
     if not words & _said(line.text for line in request.lines):
         return "ungrounded"
+    if action.action_type is ActionType.ACTION_ITEM and not any(
+        _commits(line.text) for line in request.lines
+    ):
+        return "uncommitted"
     return None
+
+
+def _commits(text: str) -> bool:
+    """Whether a line commits to a task or asks for one ("I'll", "can you", "Carol, share …")."""
+    if _COMMITS.search(text):
+        return True
+    addressed = _ADDRESSED.match(text)  # a request by name: "Carol, share the agenda"
+    return addressed is not None and addressed[1].casefold() not in _FILLER

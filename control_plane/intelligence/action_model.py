@@ -71,7 +71,9 @@ class DetectedAction(BaseModel):
     segment_ids: tuple[str, ...] = Field(min_length=1)
 
 
-DropReason = Literal["malformed", "no_line", "asked", "unasked", "too_short", "ungrounded"]
+DropReason = Literal[
+    "malformed", "no_line", "asked", "unasked", "too_short", "ungrounded", "uncommitted"
+]
 """Why an answer item is not an action (the ``reason`` of ``…_items_dropped_total``)."""
 
 DROP_REASONS: tuple[DropReason, ...] = (
@@ -81,6 +83,7 @@ DROP_REASONS: tuple[DropReason, ...] = (
     "unasked",
     "too_short",
     "ungrounded",
+    "uncommitted",
 )
 
 

@@ -48,7 +48,7 @@ class DetectionMetrics:
             "known type, no text), no_line (no line of the window), asked (phrased as a "
             "question, not typed one), unasked (typed a question, not phrased as one), "
             "too_short (under two words of substance), ungrounded (no word of substance of "
-            "the window's lines).",
+            "the window's lines), uncommitted (a task where no line commits or asks).",
             ["reason"],
             registry=registry,
         )

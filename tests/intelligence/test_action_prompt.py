@@ -183,3 +183,24 @@ def test_items_that_are_no_action_of_the_window_are_dropped_with_why() -> None:
         ItemDrop("too_short", "do that"),
         ItemDrop("ungrounded", "fix the checkout bug"),  # said in the context only
     ]
+
+
+def test_a_task_needs_a_line_that_commits_to_it_or_asks_for_it() -> None:
+    """An action item of a window where nobody commits or asks is dropped; a request by name
+    ("Carol, share …") asks."""
+    status = (
+        WindowLine("s1", "Ivan", None, 0.0, 2.0, "the disk filled up around midnight"),
+        WindowLine("s2", "Ben", None, 2.5, 4.0, "most of it was finding the cause"),
+    )
+    asked = (WindowLine("s3", "Ada", None, 0.0, 2.0, "Carol, share the agenda."),)
+    task = {"type": "action_item", "owner": None, "due": None, "lines": [1]}
+    decision = {**task, "type": "decision", "text": "the disk filled up"}
+    actions, drops = parse_answer(
+        {"actions": [{**task, "text": "check the disk"}, decision]}, DetectionRequest(status)
+    )
+    assert [a.action_type for a in actions] == [ActionType.DECISION]  # only tasks need one
+    assert drops == [ItemDrop("uncommitted", "check the disk")]
+    actions, drops = parse_answer(
+        {"actions": [{**task, "text": "share the agenda"}]}, DetectionRequest(asked)
+    )
+    assert [a.text for a in actions] == ["share the agenda"] and drops == []
