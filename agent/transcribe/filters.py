@@ -74,6 +74,10 @@ _LEVEL_NO_SPEECH = 0.5
 _LEVEL_LOGPROB = -1.0
 TRUSTED_VOICE_S = 1.0
 """Seconds of voice evidence above which doubt alone drops nothing (module docstring)."""
+# A letter five or more times in a row is a token loop inside a word, not spelling: tiny.en
+# wrote a drawn-out "Montreal" (MFA's ``mfa_long``) as "M" and 69 "a"s, and as one word it
+# passed the phrase rules. People's spellings stop at three ("sooo", "hmmm").
+_LETTER_RUN = re.compile(r"([^\W\d_])\1{4,}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,11 +160,12 @@ def judge(
             hallucination never.
 
     Returns:
-        A :class:`Verdict`; ``dropped`` names the rule (``empty``, ``no_voice``,
+        A :class:`Verdict`, its text with any letter run of five or more cut to three;
+        ``dropped`` names the rule (``empty``, ``no_voice``,
         ``no_speech``, ``low_confidence``, ``repetition``, ``known_hallucination``) when the
         text goes.
     """
-    cleaned = re.sub(r"\s+", " ", text).strip()
+    cleaned = _LETTER_RUN.sub(r"\1\1\1", re.sub(r"\s+", " ", text).strip())
     if not normalize_text(cleaned):
         return Verdict("", "empty")
     if voiced_s < _NO_VOICE_S and evidence_s < TRUSTED_VOICE_S:

@@ -82,3 +82,22 @@ def test_an_utterance_the_level_opened_is_kept_only_when_the_model_is_sure(
     assert judge(text, stats, voiced_s=2.0, evidence_s=0.3).dropped in (None, "known_hallucination")
     # With a second of voice evidence, the model's doubt alone drops nothing.
     assert judge(text, stats, voiced_s=2.0, evidence_s=1.0, by_level=True).dropped is None
+
+
+@pytest.mark.parametrize("evidence_s", [0.0, 2.0])
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("M" + "a" * 69, "Maaa"),  # tiny.en on a drawn-out "Montreal" (MFA's mfa_long)
+        ("Sooooooo, what now?", "Sooo, what now?"),
+        ("Hmmmmm.", "Hmmm."),
+        ("We need 1000000 units.", "We need 1000000 units."),  # digits are not a loop
+        ("Sooo, what now?", "Sooo, what now?"),
+        ("A bookkeeper's committee.", "A bookkeeper's committee."),
+    ],
+)
+def test_a_letter_run_inside_a_word_is_cut_to_three(
+    text: str, kept: str, evidence_s: float
+) -> None:
+    verdict = judge(text, DecodeStats(0.1, -0.3, 1.2), voiced_s=2.0, evidence_s=evidence_s)
+    assert verdict.dropped is None and verdict.text == kept
