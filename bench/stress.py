@@ -79,7 +79,13 @@ _CONVERSATION_GAP_S = 0.3
 _LOST_FIELDS = ("rule", "seconds", "span", "words", "track")
 # Counters of the realtime tier summed into the ``decodes`` figure beside the decodes by kind.
 _COUNTED = frozenset(
-    {"agreement_commits", "speculation_hits", "speculation_misses", "partials_paused"}
+    {
+        "agreement_commits",
+        "sentence_cuts",
+        "speculation_hits",
+        "speculation_misses",
+        "partials_paused",
+    }
 )
 
 

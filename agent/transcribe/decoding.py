@@ -56,7 +56,7 @@ import numpy.typing as npt
 
 from agent.capture.audio import SAMPLE_RATE
 from agent.contracts.bot_config import Task
-from agent.transcribe.agreement import agreed_prefix, drop_repeated_words
+from agent.transcribe.agreement import agreed_prefix, drop_repeated_words, sentence_at_pause
 from agent.transcribe.commit import SegmentCommitter
 from agent.transcribe.engine import DecodeResult, WhisperEngine
 from agent.transcribe.filters import TRUSTED_VOICE_S, judge, repeats_a_phrase
@@ -137,6 +137,8 @@ class DecodeScheduler:
         self._metrics = metrics
         self._opts = options
         self._language = language
+        # Where a speculation sits after its pause began (None: no cuts at sentence ends).
+        self._speculate_s = options.segmenter.speculate_s if options.sentence_cuts else None
         pace = DecoderPace(options, metrics)
         self._queue = DecodeQueue(
             ingest,
@@ -244,6 +246,8 @@ class DecodeScheduler:
             result = await self._redecode("full_window", utt, result, audio, self._full_window())
         if kind == "partial" and result.words and utt.ended is None:
             self._agree(utt, result, len(audio) / SAMPLE_RATE)
+        if kind == "speculative" and gen != utt.spec_gen and utt.ended is None:
+            self._sentence_at_pause(utt, result, len(audio))
         await self._handle(kind, utt, result, gen)
 
     async def _handle(self, kind: JobKind, utt: Utterance, result: DecodeResult, gen: int) -> None:
@@ -273,6 +277,28 @@ class DecodeScheduler:
             return
         first = utt.start_sample + round(agreement.cut_from * SAMPLE_RATE)
         last = utt.start_sample + round(agreement.cut_to * SAMPLE_RATE)
+        utt.agreed = (agreement, result, first, last)
+        self._ingest.commit_at(utt.track, utt.number, first, last)
+
+    def _sentence_at_pause(self, utt: Utterance, result: DecodeResult, samples: int) -> None:
+        """Cut at the pause a speculative decode covered when it read a whole sentence.
+
+        Speech resumed before the endpoint (``Resume`` bumped the generation); see
+        :func:`~agent.transcribe.agreement.sentence_at_pause`.
+        """
+        if utt.agreed is not None or self._speculate_s is None:
+            return
+        pause_at = samples - round(self._speculate_s * SAMPLE_RATE)
+        agreement = sentence_at_pause(
+            result.text,
+            result.stats.avg_logprob,
+            result.stats.no_speech_prob,
+            pause_at / SAMPLE_RATE,
+            samples / SAMPLE_RATE,
+        )
+        if agreement is None:
+            return
+        first, last = utt.start_sample + pause_at, utt.start_sample + samples
         utt.agreed = (agreement, result, first, last)
         self._ingest.commit_at(utt.track, utt.number, first, last)
 

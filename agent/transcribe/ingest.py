@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from agent.capture.audio import SAMPLE_RATE, AudioFrame
+from agent.transcribe.agreement import COMMIT_OVERLAP_S
 from agent.transcribe.metrics import TranscribeMetrics
 from agent.transcribe.segmenter import SegmenterEvent, SegmenterOptions, UtteranceSegmenter
 from agent.transcribe.vad import WINDOW, EnergyVad, SileroSession, VoiceDetector
@@ -58,7 +59,7 @@ _CHANGE_MIN_REST = round(_CHANGE_MIN_REST_S * SAMPLE_RATE)
 _COMMIT_MIN_PART = round(0.5 * SAMPLE_RATE)
 # …and the rest starts this much before it: word times are approximate, and a word the cut
 # went through was lost to both parts (the rest's decode drops what it repeats).
-_COMMIT_OVERLAP = round(0.4 * SAMPLE_RATE)
+_COMMIT_OVERLAP = round(COMMIT_OVERLAP_S * SAMPLE_RATE)
 
 
 @dataclass(slots=True)

@@ -247,9 +247,13 @@ class DecodeQueue:
         utt.end_wall = wall - max(0.0, silence_heard) if speech_end_s > 0 else wall
         self._partial_due.pop(track_id, None)
         if agreed is not None:
-            # Cut where two hypotheses agreed: their words are the final, no decode needed.
-            self._metrics.agreement_commits += 1
+            # Cut where two hypotheses agreed, or at the pause after a sentence: their words
+            # are the final, no decode needed.
             assert utt.agreed is not None  # noqa: S101 - set with its result
+            if utt.agreed[0].at_pause:
+                self._metrics.sentence_cuts += 1
+            else:
+                self._metrics.agreement_commits += 1
             self._committed_tail[track_id] = tail_of(utt.agreed[0])
             if utt.spec_state == "queued":
                 with contextlib.suppress(ValueError):

@@ -58,6 +58,8 @@ class TranscribeMetrics:
             detect a language from; kept as English, the speaker's language left open.
         agreement_commits: Finals committed inside a long utterance from the words two
             hypotheses agreed on (``agent.transcribe.agreement``).
+        sentence_cuts: Utterances cut at a pause shorter than the endpoint whose speculative
+            decode read a whole sentence (``agent.transcribe.agreement.sentence_at_pause``).
         voice_evidence_s: Seconds of audio (all tracks) an independent test calls voice: the
             VAD's probability at a low threshold and a level well above the track's own noise
             floor (``agent.transcribe.segmenter``, "Voice evidence").
@@ -95,6 +97,7 @@ class TranscribeMetrics:
     detections_deferred: int = 0
     clock_reanchors: int = 0
     agreement_commits: int = 0
+    sentence_cuts: int = 0
     voice_evidence_s: float = 0.0
     unaccounted_voice_s: dict[str, float] = field(default_factory=dict)
 
@@ -139,6 +142,7 @@ class TranscribeMetrics:
             "detections_deferred": self.detections_deferred,
             "clock_reanchors": self.clock_reanchors,
             "agreement_commits": self.agreement_commits,
+            "sentence_cuts": self.sentence_cuts,
             "voice_evidence_seconds": round(self.voice_evidence_s, 3),
             "unaccounted_voice_seconds": round(sum(self.unaccounted_voice_s.values()), 3),
         }

@@ -70,6 +70,11 @@ class TranscribeOptions(BaseModel):
             more than about two hops. None: only pauses, speaker changes and the hard cap end
             an utterance.
         agreement_hop_s: Audio between two hypotheses of such an utterance.
+        sentence_cuts: Cut an utterance at a pause shorter than the endpoint when the
+            speculative decode of that pause reads a whole sentence (terminal punctuation,
+            confident): that decode is its final, the voice after the pause goes on as the
+            next utterance (``agent.transcribe.agreement.sentence_at_pause``). False: such a
+            pause ends nothing, and the words before it wait for agreement.
         tracks_per_participant: Each remote track carries one participant whom the platform
             does not name (Google Meet): tracks are never cut at active-speaker changes, and
             are named from the indicators (``agent.transcribe.speakers.TrackNames``). False:
@@ -102,6 +107,7 @@ class TranscribeOptions(BaseModel):
     backlog_dir: Path | None = None
     agreement_after_s: float | None = Field(default=2.0, gt=0.5)
     agreement_hop_s: float = Field(default=1.0, ge=0.3)
+    sentence_cuts: bool = True
     tracks_per_participant: bool = False
 
     def deferred_model_for(self, language: str | None, translate: bool) -> str:
