@@ -11,7 +11,9 @@
 Latency path: speech ends → after ``speculate_s`` (160 ms) of silence the utterance is decoded
 speculatively → after ``endpoint_s`` (450 ms) of silence it is final, and the speculative
 result is the final result. End of speech → final is therefore about max(endpoint,
-speculate + one decode). If speech resumes, the speculative text is shown as a partial.
+speculate + one decode). If speech resumes, the speculative text is shown as a partial,
+unless it reads a whole sentence: then the utterance is cut in that pause and the text is its
+final (``sentence_cuts``; people take turns with gaps shorter than the endpoint).
 Realtime decodes encode the utterance plus 1 s, at least ``realtime_window_s`` (15 s), not
 Whisper's padded 30 s (``agent.transcribe.engine``): a decode of tiny.en then takes a half to
 a quarter of the time, so the final is there about when the endpoint is. A
