@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 
 from agent.transcribe.engine import WordTiming
+from agent.transcribe.filters import DecodeStats
 from agent.transcribe.normalize import normalize_text
 
 # A word ending this close to the end of the decoded audio may be cut off: never committed.
@@ -195,7 +196,7 @@ def agreed_prefix(
     # Words normalised to nothing ("...", a hesitation) may only sit inside the agreed part.
     while agreed and not _key(current[agreed - 1]):
         agreed -= 1
-    if first is None or agreed <= first:
+    if first is None or last_before is None or agreed <= first:
         return None
     if agreed == len(current):
         return _quiet_after(previous, last_before, current, audio_s)
@@ -213,7 +214,7 @@ def agreed_prefix(
 
 def _quiet_after(
     previous: Sequence[WordTiming],
-    last_before: int | None,
+    last_before: int,
     current: Sequence[WordTiming],
     audio_s: float,
 ) -> Agreement | None:
@@ -223,7 +224,7 @@ def _quiet_after(
     since its last word. The cut falls within ``_QUIET_CUT_S`` after it.
     """
     last = current[-1]
-    later = previous[(last_before if last_before is not None else len(previous)) + 1 :]
+    later = previous[last_before + 1 :]
     if any(_key(word) for word in later) or last.end < _MIN_COMMIT_S:
         return None
     if audio_s - last.end < _QUIET_AFTER_S:
@@ -277,7 +278,7 @@ _SENTENCE_NO_SPEECH = 0.5
 
 
 def sentence_at_pause(
-    text: str, avg_logprob: float, no_speech_prob: float, pause_at_s: float, audio_s: float
+    text: str, stats: DecodeStats, pause_at_s: float, audio_s: float
 ) -> Agreement | None:
     """The speculative decode of a pause that speech resumed after, if it ended a sentence.
 
@@ -291,8 +292,7 @@ def sentence_at_pause(
 
     Args:
         text: The speculative decode's text.
-        avg_logprob: Its mean log-probability per token.
-        no_speech_prob: Its no-speech probability.
+        stats: Its confidence figures (mean log-probability per token, no-speech probability).
         pause_at_s: Seconds from the utterance's start where the pause began.
         audio_s: Seconds of audio the decode covered (to the speculation point).
 
@@ -304,7 +304,7 @@ def sentence_at_pause(
     stripped = text.strip().rstrip(_CLOSING)
     if not stripped.endswith(_SENTENCE_END) or stripped.endswith(".."):
         return None
-    if avg_logprob < _SENTENCE_LOGPROB or no_speech_prob > _SENTENCE_NO_SPEECH:
+    if stats.avg_logprob < _SENTENCE_LOGPROB or stats.no_speech_prob > _SENTENCE_NO_SPEECH:
         return None
     if pause_at_s < _MIN_COMMIT_S or not normalize_text(stripped):
         return None

@@ -58,7 +58,12 @@ import numpy.typing as npt
 
 from agent.capture.audio import SAMPLE_RATE
 from agent.contracts.bot_config import Task
-from agent.transcribe.agreement import agreed_prefix, drop_repeated_words, sentence_at_pause
+from agent.transcribe.agreement import (
+    Agreement,
+    agreed_prefix,
+    drop_repeated_words,
+    sentence_at_pause,
+)
 from agent.transcribe.commit import SegmentCommitter
 from agent.transcribe.engine import DecodeResult, WhisperEngine
 from agent.transcribe.filters import TRUSTED_VOICE_S, judge, repeats_a_phrase
@@ -249,7 +254,7 @@ class DecodeScheduler:
         if kind == "partial" and result.words and utt.ended is None:
             self._agree(utt, result, len(audio) / SAMPLE_RATE)
         if kind == "speculative" and gen != utt.spec_gen and utt.ended is None:
-            self._sentence_at_pause(utt, result, len(audio))
+            self._sentence_at_pause(utt, result, len(audio) / SAMPLE_RATE)
         await self._handle(kind, utt, result, gen)
 
     async def _handle(self, kind: JobKind, utt: Utterance, result: DecodeResult, gen: int) -> None:
@@ -274,15 +279,9 @@ class DecodeScheduler:
         previous, utt.hypothesis = utt.hypothesis, drop_repeated_words(result.words, utt.repeated)
         if utt.agreed is not None or not previous:
             return
-        agreement = agreed_prefix(previous, utt.hypothesis, audio_s)
-        if agreement is None:
-            return
-        first = utt.start_sample + round(agreement.cut_from * SAMPLE_RATE)
-        last = utt.start_sample + round(agreement.cut_to * SAMPLE_RATE)
-        utt.agreed = (agreement, result, first, last)
-        self._ingest.commit_at(utt.track, utt.number, first, last)
+        self._cut(utt, result, agreed_prefix(previous, utt.hypothesis, audio_s))
 
-    def _sentence_at_pause(self, utt: Utterance, result: DecodeResult, samples: int) -> None:
+    def _sentence_at_pause(self, utt: Utterance, result: DecodeResult, audio_s: float) -> None:
         """Cut at the pause a speculative decode covered when it read a whole sentence.
 
         Speech resumed before the endpoint (``Resume`` bumped the generation); see
@@ -290,17 +289,19 @@ class DecodeScheduler:
         """
         if utt.agreed is not None or self._speculate_s is None:
             return
-        pause_at = samples - round(self._speculate_s * SAMPLE_RATE)
-        agreement = sentence_at_pause(
-            result.text,
-            result.stats.avg_logprob,
-            result.stats.no_speech_prob,
-            pause_at / SAMPLE_RATE,
-            samples / SAMPLE_RATE,
-        )
+        pause_at_s = audio_s - self._speculate_s
+        self._cut(utt, result, sentence_at_pause(result.text, result.stats, pause_at_s, audio_s))
+
+    def _cut(self, utt: Utterance, result: DecodeResult, agreement: Agreement | None) -> None:
+        """Ask the ingest to cut ``utt`` where ``agreement`` says (None: nothing to cut).
+
+        Its words become the final of the part before, emitted when that part ends
+        (:class:`~agent.transcribe.jobs.DecodeQueue`).
+        """
         if agreement is None:
             return
-        first, last = utt.start_sample + pause_at, utt.start_sample + samples
+        first = utt.start_sample + round(agreement.cut_from * SAMPLE_RATE)
+        last = utt.start_sample + round(agreement.cut_to * SAMPLE_RATE)
         utt.agreed = (agreement, result, first, last)
         self._ingest.commit_at(utt.track, utt.number, first, last)
 

@@ -11,6 +11,7 @@ from agent.transcribe.agreement import (
     sentence_at_pause,
 )
 from agent.transcribe.engine import WordTiming
+from agent.transcribe.filters import DecodeStats
 
 pytestmark = pytest.mark.unit
 
@@ -231,7 +232,7 @@ def test_words_of_the_overlap_are_the_committed_part_read_again() -> None:
     ],
 )
 def test_a_pause_cuts_only_after_a_whole_sentence(text: str, ends: bool) -> None:
-    cut = sentence_at_pause(text, -0.3, 0.05, pause_at_s=2.4, audio_s=2.56)
+    cut = sentence_at_pause(text, DecodeStats(0.05, -0.3, 1.2), pause_at_s=2.4, audio_s=2.56)
     assert (cut is not None) is ends
     if cut is not None:
         assert cut.at_pause and cut.text == text.strip()
@@ -249,5 +250,6 @@ def test_a_pause_cuts_only_after_a_whole_sentence(text: str, ends: bool) -> None
 def test_a_pause_does_not_cut_when(
     avg_logprob: float, no_speech_prob: float, pause_at_s: float, why: str
 ) -> None:
-    cut = sentence_at_pause("Okay, let's ship it.", avg_logprob, no_speech_prob, pause_at_s, 3.0)
+    stats = DecodeStats(no_speech_prob, avg_logprob, 1.2)
+    cut = sentence_at_pause("Okay, let's ship it.", stats, pause_at_s, 3.0)
     assert cut is None, why
