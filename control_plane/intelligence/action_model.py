@@ -7,7 +7,7 @@ segments. :mod:`.detection` re-exports these names; import them from there.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -76,15 +76,7 @@ DropReason = Literal[
 ]
 """Why an answer item is not an action (the ``reason`` of ``…_items_dropped_total``)."""
 
-DROP_REASONS: tuple[DropReason, ...] = (
-    "malformed",
-    "no_line",
-    "asked",
-    "unasked",
-    "too_short",
-    "ungrounded",
-    "uncommitted",
-)
+DROP_REASONS: tuple[DropReason, ...] = get_args(DropReason)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from prometheus_client import CollectorRegistry
 from sqlalchemy import select
 
 from control_plane.action_prompts.service import create_version
-from control_plane.db.engine import Database, create_database
+from control_plane.db.engine import Database
 from control_plane.db.models.action_cursor import ActionCursor
 from control_plane.db.models.workspace import Workspace
 from control_plane.intelligence.action_prompt import build_messages
@@ -85,13 +85,6 @@ async def until(check: Callable[[], Awaitable[bool]], limit: float = 30.0) -> No
 async def finished(database: Database, meeting: LiveMeeting) -> bool:
     cursor = await cursor_of(database, meeting)
     return cursor is not None and cursor.finished_at is not None
-
-
-@pytest.fixture
-async def database(database_url: str) -> AsyncIterator[Database]:
-    db = create_database(database_url)
-    yield db
-    await db.dispose()
 
 
 async def test_windows_close_at_a_pause_and_at_the_end_with_the_previous_one_as_context(

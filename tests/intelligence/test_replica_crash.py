@@ -13,13 +13,12 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry
 
-from control_plane.db.engine import Database, create_database
+from control_plane.db.engine import Database
 from control_plane.db.models.action_cursor import ActionCursor
 from control_plane.intelligence.detection_metrics import DetectionMetrics
 from control_plane.intelligence.worker import DetectionWorker
@@ -38,13 +37,6 @@ pytestmark = pytest.mark.api
 
 REPO = Path(__file__).resolve().parents[2]
 MEETINGS = 3
-
-
-@pytest.fixture
-async def database(database_url: str) -> AsyncIterator[Database]:
-    db = create_database(database_url)
-    yield db
-    await db.dispose()
 
 
 @pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)

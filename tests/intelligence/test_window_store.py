@@ -7,13 +7,12 @@ back (``db.models.action.action_body``), also when the action's id was stored be
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from control_plane.db.engine import Database, create_database
+from control_plane.db.engine import Database
 from control_plane.db.models.action import action_body
 from control_plane.intelligence.window_store import AddedAction, add_action
 from control_plane.webhooks import events
@@ -31,13 +30,6 @@ class _Found:
     owner: str | None
     due: str | None
     segment_ids: tuple[str, ...]
-
-
-@pytest.fixture
-async def database(database_url: str) -> AsyncIterator[Database]:
-    db = create_database(database_url)
-    yield db
-    await db.dispose()
 
 
 async def _add(
