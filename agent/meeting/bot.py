@@ -59,7 +59,7 @@ from agent.link.uplink import Uplink
 from agent.media_in.meeting_media import MeetingMedia
 from agent.media_out.remote_media import avatar_image, fetch_policy
 from agent.meeting.commands import CommandHandler
-from agent.meeting.lifecycle import MeetingTimers, StatusMachine
+from agent.meeting.lifecycle import MeetingTimers, StatusMachine, bounded_step
 from agent.meeting.passcode import PasscodeAnswer
 from agent.meeting.stop import StopSignal
 from agent.meeting.watch import MeetingWatch
@@ -75,6 +75,10 @@ from meetbot_common.tasks import cancel_and_wait
 log = logging.getLogger(__name__)
 
 LEAVE_TIMEOUT_S = 10.0
+# Each other step of leaving (stop capture, silence the voice, end a share, close the browser)
+# talks to a page or a process that may be stuck; past this it is given up, logged, and the bot
+# goes on to its transcript and its final status.
+LEAVE_STEP_TIMEOUT_S = 20.0
 # A pre-join screen still showing this long after the join click means the click did not take.
 REJOIN_CLICK_AFTER_S = 3.0
 
@@ -369,16 +373,18 @@ class Bot:
             extra={"status_reason": exit_.reason, "final_status": final.value},
         )
         await self.machine.move(BotStatus.STOPPING, exit_.reason, exit_.detail)
+        steps: dict[str, float] = {}
+        within = LEAVE_STEP_TIMEOUT_S
         # Before leaving: the bot's own exit screens are not part of the meeting.
-        await self.media.stop_capture()
-        await self.speaker.close()
+        await bounded_step("stop_capture", self.media.stop_capture(), within, steps)
+        await bounded_step("speaker", self.speaker.close(), within, steps)
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(self._leave(), timeout=LEAVE_TIMEOUT_S)
+            await bounded_step("leave", self._leave(), LEAVE_TIMEOUT_S, steps)
         # A shared page's screencast forwards are owned by the share: awaited before the browser
         # goes.
-        await self.commands.screen.close()
-        await self.browser.close()
-        log.info("browser closed")
+        await bounded_step("screen_share", self.commands.screen.close(), within, steps)
+        await bounded_step("browser", self.browser.close(), within, steps)
+        log.info("browser closed", extra={"steps_s": steps})
         # The transcript, then the recording (``recording_ready``), before ``completed``.
         control_plane = self.config.control_plane_url if self.link is not None else None
         await self.media.finish(

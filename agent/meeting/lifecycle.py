@@ -5,13 +5,19 @@
 and reports every change with its reason; an illegal move is refused, never sent.
 :class:`MeetingTimers` decides, from the participant counts the bot observes, when the
 admission, startup-alone and left-alone timeouts and the ``max_duration`` cap expire; it is
-plain logic over a clock value so it is tested without waiting.
+plain logic over a clock value so it is tested without waiting. :func:`bounded_step` keeps
+each step of leaving (a stuck page, a browser that does not close) from holding the bot in
+``stopping``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
+from collections.abc import Coroutine
 from dataclasses import dataclass
+from typing import Any
 
 from agent.contracts.bot_config import BotSettings
 from agent.contracts.status import FINAL_STATUSES, BotStatus, StatusReason, can_transition
@@ -159,3 +165,21 @@ class MeetingTimers:
         candidates.append(alone[0] if alone else None)
         running = [c for c in candidates if c is not None]
         return min(running) if running else None
+
+
+async def bounded_step(
+    name: str, step: Coroutine[Any, Any, object], within_s: float, took: dict[str, float]
+) -> None:
+    """Await one step of leaving for at most ``within_s`` seconds; its time goes into ``took``.
+
+    A step past its time is cancelled and logged (``leaving step timed out``): the bot still
+    reaches its transcript, its recording and its final status. Other errors propagate.
+    """
+    began = time.monotonic()
+    try:
+        async with asyncio.timeout(within_s):
+            await step
+    except TimeoutError:
+        log.warning("leaving step timed out", extra={"step": name, "within_s": within_s})
+    finally:
+        took[name] = round(time.monotonic() - began, 2)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from agent.contracts.bot_config import BotSettings
 from agent.contracts.status import BotStatus, StatusReason
 from agent.link.events import BotEvents
-from agent.meeting.lifecycle import MeetingTimers, StatusMachine, Timeouts
+from agent.meeting.lifecycle import MeetingTimers, StatusMachine, Timeouts, bounded_step
 from agent.sse.log import EventLog
 
 pytestmark = pytest.mark.unit
@@ -95,3 +97,33 @@ def test_max_duration_comes_from_the_bot_settings() -> None:
     assert BotSettings().max_meeting_duration_seconds == 14400
     with pytest.raises(ValueError):
         BotSettings(max_meeting_duration_seconds=59)
+
+
+async def test_a_stuck_leaving_step_is_given_up_and_the_next_runs(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    took: dict[str, float] = {}
+    stuck = asyncio.Event()  # never set: a page or a browser that never answers
+    ran: list[str] = []
+
+    async def close_browser() -> None:
+        ran.append("browser")
+
+    await bounded_step("speaker", stuck.wait(), 0.05, took)
+    await bounded_step("browser", close_browser(), 5.0, took)
+    assert ran == ["browser"]
+    assert set(took) == {"speaker", "browser"}
+    assert took["speaker"] >= 0.05
+    warned = [r for r in caplog.records if r.getMessage() == "leaving step timed out"]
+    assert [getattr(r, "step", None) for r in warned] == ["speaker"]
+
+
+async def test_a_failing_leaving_step_raises_and_still_counts_its_time() -> None:
+    took: dict[str, float] = {}
+
+    async def broken() -> None:
+        raise RuntimeError("the page went away")
+
+    with pytest.raises(RuntimeError):
+        await bounded_step("leave", broken(), 5.0, took)
+    assert "leave" in took

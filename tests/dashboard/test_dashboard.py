@@ -96,6 +96,15 @@ class Stack:
     owner_key: str
     other_key: str
     browser: Browser
+    data_dir: Path
+
+    def agent_logs(self, lines: int = 40) -> str:
+        """The last ``lines`` lines of each agent's log, for a failure's message."""
+        tails = []
+        for log in sorted(self.data_dir.glob("bots/*/agent.log")):
+            tail = log.read_text(errors="replace").splitlines()[-lines:]
+            tails.append(f"--- {log.parent.name}/agent.log\n" + "\n".join(tail))
+        return "\n".join(tails) or "(no agent log)"
 
     async def call(self, method: str, path: str, key: str, body: Any = None) -> Any:
         """One API call with ``key``; the parsed JSON answer (asserts a 2xx)."""
@@ -163,6 +172,7 @@ async def stack(tmp_path_factory: pytest.TempPathFactory, speech: Path) -> Async
             owner_key=owner_key,
             other_key=other_key,
             browser=browser,
+            data_dir=data_dir,
         )
 
 
@@ -258,7 +268,10 @@ async def test_launch_watch_speak_stop_then_replay_the_meeting(stack: Stack) -> 
 
     # Stop from the page; the bot finishes and the controls say why they are off.
     await page.get_by_role("button", name="Stop bot").click()
-    await expect(page.locator("h1 .status")).to_have_text("completed", timeout=LIVE_WAIT_MS)
+    try:
+        await expect(page.locator("h1 .status")).to_have_text("completed", timeout=LIVE_WAIT_MS)
+    except AssertionError as exc:  # what the agent was doing: the page only says "stopping"
+        raise AssertionError(f"{exc}\n{stack.agent_logs()}") from None
     await expect(page.locator("#timeline")).to_contain_text("stopped_by_api")
     screenshot_button = page.get_by_role("button", name="Take screenshot")
     await expect(screenshot_button).to_be_disabled()
