@@ -75,7 +75,7 @@ from agent.transcribe.normalize import normalize_text
 from agent.transcribe.options import TranscribeOptions
 from agent.transcribe.pace import DecoderPace
 from agent.transcribe.passes import DecodePasses, Redo
-from agent.transcribe.routing import DETECT_MIN_AUDIO_S, LanguageRouter
+from agent.transcribe.routing import LanguageRouter
 from agent.transcribe.standby import Loader
 from agent.transcribe.utterance import Utterance
 
@@ -235,7 +235,7 @@ class DecodeScheduler:
         key = self._commit.speaker_key(utt)
         if tentative and kind != "partial":
             unsure = self._router.unsure_in_english(result)
-            if unsure and len(audio) < DETECT_MIN_AUDIO_S * SAMPLE_RATE:
+            if unsure and self._router.defers_detection(len(audio) / SAMPLE_RATE):
                 self._metrics.detections_deferred += 1
             elif unsure:
                 # Unsure in English: detect this speaker's language after all.

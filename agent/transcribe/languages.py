@@ -32,6 +32,10 @@ class LanguageMemory:
             return next(iter(languages))
         return None
 
+    def only(self, language: str) -> bool:
+        """Whether every locked speaker speaks ``language`` (True while none is locked)."""
+        return all(locked == language for locked in self._locked.values())
+
     def language_for(self, speaker: str) -> str | None:
         """The locked language of ``speaker``, or None while still detecting."""
         return self._locked.get(speaker)

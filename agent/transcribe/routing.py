@@ -1,14 +1,22 @@
 """Which model decodes an utterance, and in which language (``language`` None).
 
-A bot without a fixed language pairs an English-only model with a multilingual one. A speaker's
-utterances are decoded by the multilingual model, which detects their language, until it is
-locked (:class:`~agent.transcribe.languages.LanguageMemory`); English speakers then go to the
-fast English model, the others stay on the multilingual one. Once two speakers are locked to
-English, a new speaker is tried on the English model first (a *tentative* route) and sent to
-detection only when that decode is unsure (:meth:`LanguageRouter.unsure_in_english`) and the
-utterance is long enough to tell a language by (``DETECT_MIN_AUDIO_S``). The idle multilingual
-model is released until a decode needs it again
-(:class:`~agent.transcribe.standby.MultilingualStandby`).
+A bot without a fixed language pairs an English-only model with a multilingual one. While no
+speaker is locked to another language (:class:`~agent.transcribe.languages.LanguageMemory`),
+a speaker not locked yet is tried on the fast English model first (a *tentative* route): a
+sure decode locks them to English, an unsure one (:meth:`LanguageRouter.unsure_in_english`)
+sends the utterance to the multilingual model, which detects their language. Once another
+language is locked, new speakers go to detection at once. English speakers stay on the
+English model, the others on the multilingual one.
+
+Trying English first is what makes an English meeting's first finals fast: detection decodes
+on ``base``, two to three times tiny.en's time (the first final of each of the first two
+speakers on the skins took 2.3-3.2 s from the end of speech against 0.8-1.2 s for the rest,
+issue 32). It costs a non-English speaker one tiny.en decode before detection.
+
+An unsure utterance shorter than ``DETECT_MIN_AUDIO_S`` is detected only while the meeting is
+not yet known to be English; once two speakers are locked to English it stays English (the
+idle multilingual model is released then, :class:`~agent.transcribe.standby.MultilingualStandby`,
+and a lone short word would load it for nothing).
 """
 
 from __future__ import annotations
@@ -107,10 +115,18 @@ class LanguageRouter:
         known = self._languages.language_for(self._commit.speaker_key(utt))
         if known is not None or not self._standby.available:
             return Route(self.multilingual_for(known), known, False)
-        if self._task is Task.TRANSCRIBE and self._languages.prior() == "en":
-            # Everyone so far spoke English: try the fast English model first.
+        if self._task is Task.TRANSCRIBE and self._languages.only("en"):
+            # Nobody spoke another language so far: try the fast English model first.
             return Route(False, "en", True)
         return Route(True, None, False)
+
+    def defers_detection(self, audio_s: float) -> bool:
+        """Whether an unsure tentative decode of ``audio_s`` seconds stays English for now.
+
+        Only in a meeting known to be English (two speakers locked to it), and only when the
+        utterance is too short to tell a language by (``DETECT_MIN_AUDIO_S``).
+        """
+        return audio_s < DETECT_MIN_AUDIO_S and self._languages.prior() == "en"
 
     def detecting(self, utt: Utterance) -> bool:
         """Whether the language of ``utt``'s speaker is still being detected."""

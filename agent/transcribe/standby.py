@@ -86,8 +86,8 @@ class MultilingualStandby:
 
         Args:
             now: The decoder's place in the meeting (epoch seconds).
-            english_meeting: Every locked speaker speaks English and newcomers are tried on the
-                English model first (``LanguageMemory.prior() == "en"``).
+            english_meeting: At least two speakers are locked, all to English
+                (``LanguageMemory.prior() == "en"``).
         """
         if (
             self._engine is None
