@@ -148,7 +148,13 @@ class PageWatchdog:
             )
 
     async def stop(self) -> None:
-        """Cancel the probing task and wait for it (nothing if not started)."""
+        """Cancel the probing task and wait for it (nothing if not started).
+
+        The page's crash and close events end nothing after this: the bot is leaving and
+        closes the page itself (it logged "watchdog ends the bot ... page_lost" on every
+        leave).
+        """
+        self._fired = True
         task, self._task = self._task, None
         await cancel_and_wait(task, Exception)
 
