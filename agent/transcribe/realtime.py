@@ -60,8 +60,9 @@ class RealtimeTranscriber(TranscriberContext):
         timeline: Active-speaker intervals for mixed tracks; created empty when None.
         id_prefix: Prefix of segment ids (unique per meeting); random when None.
         multilingual: A multilingual model beside an English-only ``engine``, for
-            ``language=None``: it detects each speaker's language from their first utterances
-            and transcribes those not speaking English; ``engine`` keeps the English ones.
+            ``language=None``: it detects the language of a speaker ``engine`` is unsure of
+            (``agent.transcribe.routing``) and transcribes those not speaking English;
+            ``engine`` keeps the English ones.
 
     Raises:
         UnsupportedTranscriptionOptions: The model cannot serve ``language``/``task``.

@@ -1,12 +1,11 @@
 """The multilingual model of a bot without a fixed language: loaded only while it can be needed.
 
 A bot with no ``language`` pairs the fast English ``tiny.en`` with the multilingual ``base``,
-which detects each speaker's language (``agent.transcribe.decoding``). Once two speakers are
-locked to English, newcomers are tried on ``tiny.en`` first and ``base`` decodes only when that
-try is unsure, so in an English meeting ``base`` sits idle and holds about 180 MB of the
-agent's memory (PSS of tiny.en + base + Silero after decodes: 395 MB; ``base`` released:
-214 MB; measured with the bundled models, docs/architecture.md §5a). That is the largest
-single part of a bot's 900 MB budget (issue 19).
+which detects a speaker's language when their try on ``tiny.en`` is unsure
+(``agent.transcribe.routing``). In an English meeting ``base`` so sits idle and holds about
+180 MB of the agent's memory (PSS of tiny.en + base + Silero after decodes: 395 MB; ``base``
+released: 214 MB; measured with the bundled models, docs/architecture.md §5a). That is the
+largest single part of a bot's 900 MB budget (issue 19).
 
 :class:`MultilingualStandby` releases the model after ``idle_s`` seconds of meeting audio in
 which it decoded nothing, while every locked speaker speaks English, and loads it again when a
