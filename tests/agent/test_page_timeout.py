@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 import pytest_asyncio
-from playwright.async_api import Page, async_playwright
+from playwright.async_api import Browser, Page
 
 from agent.contracts.bot_config import Platform
 from agent.platforms import adapter_for
@@ -25,16 +25,8 @@ pytestmark = pytest.mark.browser
 
 
 @pytest_asyncio.fixture
-async def page() -> AsyncIterator[Page]:
-    settings = AgentSettings()
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(
-            executable_path=str(settings.chromium_path), args=["--no-sandbox"]
-        )
-        try:
-            yield await browser.new_page()
-        finally:
-            await browser.close()
+async def page(chromium: Browser) -> AsyncIterator[Page]:
+    yield await chromium.new_page()
 
 
 async def test_a_busy_page_fails_a_probe_after_the_configured_timeout(page: Page) -> None:

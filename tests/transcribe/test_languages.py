@@ -57,13 +57,7 @@ async def test_no_language_detects_each_speaker_and_keeps_english_on_the_fast_mo
     stream = interleave(
         frames(spanish, "track-es", JOIN, "Lucía"), frames(english, "track-en", JOIN, "John")
     )
-    transcriber = RealtimeTranscriber(
-        tiny_engine,
-        join_time=JOIN,
-        options=TranscribeOptions(partials=False),
-        vad_session=silero,
-        multilingual=base_engine,
-    )
+    transcriber = _paired(tiny_engine, base_engine, silero)
     began = time.monotonic()
     got: list[Segment] = finals(await replay(transcriber, stream))
     elapsed = time.monotonic() - began
@@ -96,13 +90,7 @@ async def test_a_speaker_of_another_language_speaking_first_is_detected(
         [quiet(len(said) / 16_000 + 1.0), load_wav(speech, "jfk.wav"), quiet(1.0)]
     )
     stream = interleave(frames(first, "first", JOIN, "Ana"), frames(john, "john", JOIN, "John"))
-    transcriber = RealtimeTranscriber(
-        tiny_engine,
-        join_time=JOIN,
-        options=TranscribeOptions(partials=False),
-        vad_session=silero,
-        multilingual=base_engine,
-    )
+    transcriber = _paired(tiny_engine, base_engine, silero)
     got = finals(await replay(transcriber, stream))
     languages = {name: {s.language for s in got if s.speaker == name} for name in ("Ana", "John")}
     assert languages == {"Ana": {OTHER_LANGUAGES[clip]}, "John": {"en"}}, got
@@ -132,13 +120,7 @@ async def test_english_speakers_from_the_start_never_wait_for_the_multilingual_m
         [quiet(12.0), load_wav(speech, "ls_testclean_1995-1837-0001.wav"), quiet(2.0)]
     )
     stream = interleave(frames(john, "a", JOIN, "John"), frames(mary, "b", JOIN, "Mary"))
-    transcriber = RealtimeTranscriber(
-        tiny_engine,
-        join_time=JOIN,
-        options=TranscribeOptions(partials=False),
-        vad_session=silero,
-        multilingual=base_engine,
-    )
+    transcriber = _paired(tiny_engine, base_engine, silero)
     got = finals(await replay(transcriber, stream))
     assert {s.speaker for s in got} == {"John", "Mary"}, got
     assert {s.language for s in got} == {"en"}, got
@@ -158,13 +140,7 @@ async def test_a_spanish_speaker_joining_an_english_meeting_is_detected(
     )
     lucia = np.concatenate([quiet(23.0), load_wav(speech, SPANISH), quiet(1.0)])
     stream = _three_speakers(john, mary, lucia)
-    transcriber = RealtimeTranscriber(
-        tiny_engine,
-        join_time=JOIN,
-        options=TranscribeOptions(partials=False),
-        vad_session=silero,
-        multilingual=base_engine,
-    )
+    transcriber = _paired(tiny_engine, base_engine, silero)
     got = finals(await replay(transcriber, stream))
     assert _languages(got) == {"John": {"en"}, "Mary": {"en"}, "Lucía": {"es"}}, got
     assert transcriber.metrics.decodes["detect"] >= 1
@@ -223,6 +199,19 @@ async def test_a_newcomer_unsure_only_because_they_said_little_does_not_load_the
     assert clip and {s.language for s in clip} == {"es"}, got
     text = " ".join(s.text for s in clip)
     assert word_error_rate(reference(speech, SPANISH), text) <= 0.5, clip
+
+
+def _paired(
+    tiny_engine: WhisperEngine, base_engine: WhisperEngine, silero: SileroSession
+) -> RealtimeTranscriber:
+    """tiny.en with base loaded from the start, finals only (no partials)."""
+    return RealtimeTranscriber(
+        tiny_engine,
+        join_time=JOIN,
+        options=TranscribeOptions(partials=False),
+        vad_session=silero,
+        multilingual=base_engine,
+    )
 
 
 async def _releasing(
