@@ -21,8 +21,11 @@ per engine and layout (``bench.transcription.emit``):
 - ``unaccounted_voice_s`` and its share of the voice evidence (meetbot only: the counter of
   ``agent.transcribe.metrics``), by rule;
 - ``wer``: pooled over the clips (each clip's reference against the words assigned to it);
-- ``eou_p50_s``/``eou_p95_s``/``eou_max_s``: from each clip's voice end to the arrival of the
-  final that holds its last recovered word (clips with no final are counted as lost);
+- ``eou_p50_s``/``eou_p95_s``/``eou_max_s``: from the end of each clip's speech to the arrival
+  of the final that holds its last recovered word (``testmeeting.stress.Score.last_final``);
+  the speech ends at the clip's voice end, or at that final's end when the clip's last words
+  were not recovered (how far the final lags the speech it covers). Clips with nothing
+  recovered have no figure: they are counted as lost;
 - ``cpu_per_audio_s`` (this process, or the server's with ``--pid``) and ``peak_rss_mb``;
 - the models: realtime tier (finals and partials) for meetbot, the server's for WhisperLive.
 
@@ -246,13 +249,16 @@ def tally(
                 (round(f.start, 2), round(f.end, 2), f.arrival and round(f.arrival, 2), f.text)
                 for f in finals
             ],
+            "last_final": list(got.last_final),
             "lost_voice": list(lost_voice),
         }
         details.write(json.dumps(row) + "\n")
         details.flush()
     into.clips += len(case.intervals)
     into.spanning += got.spanning
-    for interval, recall, words in zip(case.intervals, got.recall, got.words, strict=True):
+    for interval, recall, words, last in zip(
+        case.intervals, got.recall, got.words, got.last_final, strict=True
+    ):
         errors, n = word_errors(interval.text, " ".join(words))
         into.errors += errors
         into.words += n
@@ -260,13 +266,12 @@ def tally(
             into.lost += 1
         if recall < _COMPLETE_FROM:
             into.under_90 += 1
-        arrivals = [
-            f.arrival
-            for f in finals
-            if f.arrival is not None and f.end >= interval.end - 0.5 and f.start <= interval.end
-        ]
-        if arrivals and recall > 0:
-            into.latencies.append(max(0.0, min(arrivals) - interval.end))
+        # From the end of the speech that final covers (the clip's voice end, or the final's
+        # own end when the clip's last words were not recovered) to its arrival.
+        final = finals[last] if last is not None else None
+        if final is not None and final.arrival is not None:
+            spoken = min(interval.end, final.end)
+            into.latencies.append(max(0.0, final.arrival - spoken))
 
 
 def _cpu(pid: int | None) -> float:

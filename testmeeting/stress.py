@@ -466,11 +466,16 @@ class Score:
         spanning: How many finals span two clips (hold ≥ :data:`SPAN_MIN_WORDS` words of each
             of two intervals).
         words: Per interval, the normalised words assigned to it, in final order.
+        last_final: Per interval, the index (into ``finals`` as passed to :func:`score`) of
+            the final that holds its last recovered word (the last of its reference words
+            found in order); None when none was recovered. Its arrival is when the clip's
+            speech is final.
     """
 
     recall: tuple[float, ...]
     spanning: int
     words: tuple[tuple[str, ...], ...]
+    last_final: tuple[int | None, ...]
 
 
 def _lcs_pairs(a: Sequence[str], b: Sequence[str]) -> list[tuple[int, int]]:
@@ -567,7 +572,8 @@ def score(
     A final *spans two clips* when at least two intervals got ≥ :data:`SPAN_MIN_WORDS` of its
     words (one stray word, such as a backchannel swallowed at a turn's edge, does not count).
     An interval's recall is the length of the longest common subsequence of its reference
-    words and its assigned words (finals taken in start order), over its reference words.
+    words and its assigned words (finals taken in start order), over its reference words; the
+    final holding the last assigned word of that subsequence is its ``last_final``.
 
     Args:
         case: The case the finals were produced on.
@@ -577,19 +583,27 @@ def score(
     """
     references = [normalize(interval.text).split() for interval in case.intervals]
     assigned: list[list[str]] = [[] for _ in case.intervals]
+    sources: list[list[int]] = [[] for _ in case.intervals]
     spanning = 0
-    for text, start, end in sorted(finals, key=lambda final: (final[1], final[2])):
+    order = sorted(range(len(finals)), key=lambda k: (finals[k][1], finals[k][2]))
+    for index in order:
+        text, start, end = finals[index]
         words = normalize(text).split()
         if not words:
             continue
         labels = _assign(words, start, end, case.intervals, references)
         for word, label in zip(words, labels, strict=True):
             assigned[label].append(word)
+            sources[label].append(index)
         counts = Counter(labels)
         if sum(1 for count in counts.values() if count >= SPAN_MIN_WORDS) >= 2:
             spanning += 1
-    recall = tuple(
-        len(_lcs_pairs(reference, words)) / len(reference) if reference else 1.0
-        for reference, words in zip(references, assigned, strict=True)
+    recall: list[float] = []
+    last_final: list[int | None] = []
+    for reference, words, source in zip(references, assigned, sources, strict=True):
+        pairs = _lcs_pairs(reference, words)
+        recall.append(len(pairs) / len(reference) if reference else 1.0)
+        last_final.append(source[pairs[-1][1]] if pairs else None)
+    return Score(
+        tuple(recall), spanning, tuple(tuple(words) for words in assigned), tuple(last_final)
     )
-    return Score(recall, spanning, tuple(tuple(words) for words in assigned))

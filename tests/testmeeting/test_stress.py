@@ -259,3 +259,22 @@ def test_recall_counts_words_in_order_and_ignores_wrong_ones(pair: stress.Case) 
     # Timing off by a second does not move words to the wrong clip: they are aligned.
     late = [(a.text, a.start + 1.0, a.end + 1.0), (b.text, b.start + 1.0, b.end + 1.0)]
     assert stress.score(pair, late, normalize=normalize_text).recall == (1.0, 1.0)
+
+
+def test_the_final_holding_each_clips_last_recovered_word_is_named(pair: stress.Case) -> None:
+    a, b = pair.intervals
+    a_words, b_words = (normalize_text(iv.text).split() for iv in pair.intervals)
+    # Passed out of time order: indices refer to the list as passed, not the sorted one.
+    finals = [
+        (" ".join(b_words[2:]), b.start + 0.5, b.end),  # 0: b's end
+        (" ".join(a_words[:2]), a.start, a.start + 0.5),  # 1: a's head
+        (" ".join(a_words[2:] + b_words[:2]), a.start + 0.5, b.start + 0.5),  # 2: a's end
+    ]
+    result = stress.score(pair, finals, normalize=normalize_text)
+    assert result.recall == (1.0, 1.0)
+    assert result.last_final == (2, 0)
+    # b's tail never said: its last recovered word is in the final that holds b's head; a
+    # clip with nothing recovered has none.
+    cut = [(a.text, a.start, a.end), (" ".join(b_words[:2]), b.start, b.start + 0.5)]
+    assert stress.score(pair, cut, normalize=normalize_text).last_final == (0, 1)
+    assert stress.score(pair, cut[:1], normalize=normalize_text).last_final == (0, None)
