@@ -19,7 +19,8 @@ per engine and layout (``bench.transcription.emit``):
   90 % (tiny.en alone on the conversational clips makes 0.175 WER: many fall under 90 %);
 - ``spanning``: finals that hold two clips' words (two or more of each);
 - ``unaccounted_voice_s`` and its share of the voice evidence (meetbot only: the counter of
-  ``agent.transcribe.metrics``), by rule;
+  ``agent.transcribe.metrics``), by rule; ``hesitation_voice_s``: voice read as hesitations
+  only (``Um...``), counted apart (meetbot only);
 - ``wer``: pooled over the clips (each clip's reference against the words assigned to it);
 - ``eou_p50_s``/``eou_p95_s``/``eou_max_s``: from the end of each clip's speech to the arrival
   of the final that holds its last recovered word (``testmeeting.stress.Score.last_final``);
@@ -108,6 +109,7 @@ class Tally:
     cpu_s: float = 0.0
     evidence_s: float = 0.0
     unaccounted: dict[str, float] = field(default_factory=dict)
+    hesitation_s: float = 0.0
 
 
 def conversation_case() -> Case:
@@ -300,6 +302,7 @@ def report(engine: str, layout: str, t: Tally, models: dict[str, str]) -> None:
         unaccounted_voice_s=round(unaccounted, 3) if engine == "meetbot" else None,
         unaccounted_share=round(unaccounted / t.evidence_s, 4) if t.evidence_s else None,
         unaccounted_by_rule={k: round(v, 3) for k, v in t.unaccounted.items()},
+        hesitation_voice_s=round(t.hesitation_s, 3) if engine == "meetbot" else None,
         peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         decodes={k: int(v) for k, v in sorted(t.decodes.items())} or None,
         **models,
@@ -357,6 +360,7 @@ async def main_async(args: argparse.Namespace) -> None:
                 t.cpu_s += _cpu(None) - c0
                 t.audio_s += case.duration_s
                 t.evidence_s += counters.get("voice_evidence_seconds", 0.0)
+                t.hesitation_s += counters.get("hesitation_voice_seconds", 0.0)
                 for key, value in counters.items():
                     if key.startswith("unaccounted_voice_seconds_"):
                         rule = key.removeprefix("unaccounted_voice_seconds_")

@@ -20,6 +20,7 @@ from agent.transcribe.agreement import drop_repeated
 from agent.transcribe.engine import DecodeResult
 from agent.transcribe.filters import judge
 from agent.transcribe.metrics import TranscribeMetrics
+from agent.transcribe.normalize import hesitations
 from agent.transcribe.speakers import SpeakerTimeline, TrackNames, floor_holder_for
 from agent.transcribe.utterance import Utterance
 
@@ -125,14 +126,19 @@ class SegmentCommitter:
         verdict = judge(
             text, result.stats, utt.ended.voiced_s, evidence_s, by_level=utt.ended.by_level
         )
-        # Voice evidence that did not become text is counted with the rule that lost it.
+        # Voice evidence that did not become text is counted with the rule that lost it; voice
+        # the decoder read as hesitations only ("Um...") is counted apart, as such: it was
+        # heard, and transcripts leave hesitations out.
         n_words = len(verdict.text.split()) if not verdict.dropped else 0
         covered = n_words / _WORDS_PER_EVIDENCE_S
+        if verdict.dropped == "hesitation":
+            covered = min(evidence_s, hesitations(text) / _WORDS_PER_EVIDENCE_S)
+            self._metrics.hesitation_voice_s += covered
         if evidence_s > covered:
             start, end = self._span(utt)
             self._metrics.lose(
                 verdict.dropped or "sparse_text",
-                evidence_s if verdict.dropped else evidence_s - covered,
+                evidence_s - covered,
                 track=utt.track,
                 segment_id=utt.segment_id,
                 span=f"{start - self._join_time:.2f}-{end - self._join_time:.2f}",

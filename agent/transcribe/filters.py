@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agent.transcribe.normalize import normalize_text
+from agent.transcribe.normalize import hesitations, normalize_text
 
 # Texts Whisper is known to produce on silence or noise (normalised form). Seen in
 # openai/whisper and faster-whisper issue reports; kept short and English on purpose.
@@ -161,13 +161,14 @@ def judge(
 
     Returns:
         A :class:`Verdict`, its text with any letter run of five or more cut to three;
-        ``dropped`` names the rule (``empty``, ``no_voice``,
+        ``dropped`` names the rule (``empty``, ``hesitation`` (only hesitations read:
+        ``Um...``; transcripts leave them out, as the WER normaliser does), ``no_voice``,
         ``no_speech``, ``low_confidence``, ``repetition``, ``known_hallucination``) when the
         text goes.
     """
     cleaned = _LETTER_RUN.sub(r"\1\1\1", re.sub(r"\s+", " ", text).strip())
     if not normalize_text(cleaned):
-        return Verdict("", "empty")
+        return Verdict("", "hesitation" if hesitations(cleaned) else "empty")
     if voiced_s < _NO_VOICE_S and evidence_s < TRUSTED_VOICE_S:
         return Verdict("", "no_voice")
     if evidence_s >= TRUSTED_VOICE_S:

@@ -68,6 +68,10 @@ class TranscribeMetrics:
             (discarded as a click), a drop rule of ``agent.transcribe.filters.judge``
             (``no_speech``, ``no_voice``, …), ``sparse_text`` (a final with far fewer words
             than the evidence: the part not covered, at 0.7 words per second).
+        hesitation_voice_s: Seconds of voice evidence whose final the decoder read as
+            hesitations only (``Um...``, dropped by the ``hesitation`` rule: transcripts
+            leave them out), at most 1/0.7 s per hesitation; the rest of such an utterance's
+            evidence is unaccounted under ``hesitation``.
     """
 
     frames_in: int = 0
@@ -100,6 +104,7 @@ class TranscribeMetrics:
     sentence_cuts: int = 0
     voice_evidence_s: float = 0.0
     unaccounted_voice_s: dict[str, float] = field(default_factory=dict)
+    hesitation_voice_s: float = 0.0
 
     def lose(self, rule: str, seconds: float, **where: object) -> None:
         """Count voice evidence that ended in no text, and log it (never silently)."""
@@ -145,6 +150,7 @@ class TranscribeMetrics:
             "sentence_cuts": self.sentence_cuts,
             "voice_evidence_seconds": round(self.voice_evidence_s, 3),
             "unaccounted_voice_seconds": round(sum(self.unaccounted_voice_s.values()), 3),
+            "hesitation_voice_seconds": round(self.hesitation_voice_s, 3),
         }
         out.update(
             {

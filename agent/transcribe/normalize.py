@@ -97,6 +97,15 @@ def _spell_number(match: re.Match[str]) -> str:
     return " " + " ".join(words) + " "
 
 
+def _words(text: str) -> list[str]:
+    text = unicodedata.normalize("NFKC", text).lower()
+    text = text.replace("%", " percent ").replace("&", " and ")
+    text = _NUMBER.sub(_spell_number, text)
+    text = re.sub(r"['’‘`]", "", text)
+    text = re.sub(r"[^\w\s]|_", " ", text)
+    return text.split()
+
+
 def normalize_text(text: str) -> str:
     """Return ``text`` as lower-case words separated by single spaces, for WER.
 
@@ -104,12 +113,12 @@ def normalize_text(text: str) -> str:
     punctuation become spaces, apostrophes vanish (``don't`` → ``dont``), hesitations
     (``um``, ``uh``…) are dropped. Letters of any script are kept.
     """
-    text = unicodedata.normalize("NFKC", text).lower()
-    text = text.replace("%", " percent ").replace("&", " and ")
-    text = _NUMBER.sub(_spell_number, text)
-    text = re.sub(r"['’‘`]", "", text)
-    text = re.sub(r"[^\w\s]|_", " ", text)
-    return " ".join(word for word in text.split() if word not in _HESITATIONS)
+    return " ".join(word for word in _words(text) if word not in _HESITATIONS)
+
+
+def hesitations(text: str) -> int:
+    """Count ``text``'s hesitations (``um``, ``uh``, ``hmm``…): the words normalising drops."""
+    return sum(1 for word in _words(text) if word in _HESITATIONS)
 
 
 def word_error_rate(reference: str, hypothesis: str) -> float:

@@ -73,8 +73,7 @@ async def test_a_quiet_hoarse_monologue_right_after_a_loud_one_is_transcribed(
 async def test_clean_speech_leaves_no_voice_unaccounted(
     tiny_engine: WhisperEngine, silero: SileroSession
 ) -> None:
-    # Read speech: a filler-only stretch ("uh uh uh") decodes to nothing and is counted
-    # (rule ``empty``), rightly, so the clean case has none.
+    # Read speech: no hesitations either (those are counted apart, the test below).
     case = next(
         c
         for c in grid(0)
@@ -85,6 +84,23 @@ async def test_clean_speech_leaves_no_voice_unaccounted(
     assert got
     counters = transcriber.metrics.snapshot()
     assert counters["voice_evidence_seconds"] > 2.0
+    assert counters["unaccounted_voice_seconds"] == 0.0, counters
+
+
+@pytest.mark.parametrize("name", ["mfa_uhuh", "mfa_um", "mfa_cold_corpus"])
+async def test_voice_read_as_hesitations_is_counted_as_such_not_as_lost(
+    name: str, tiny_engine: WhisperEngine, silero: SileroSession
+) -> None:
+    # Each has a stretch tiny.en reads as "Uh, uh." or "Um..." alone: on the stress sample
+    # that was all but 1 s of the unaccounted voice, under ``empty``, as if nothing was heard.
+    clip = next(c for c in default_clips() if c.name == name)
+    pcm = np.concatenate([np.zeros(SAMPLE_RATE // 2), clip.samples, np.zeros(SAMPLE_RATE)])
+    transcriber = _transcriber(tiny_engine, silero)
+    got = finals(await replay(transcriber, frames(pcm.astype(np.int16), "mix", JOIN)))
+    assert got
+    counters = transcriber.metrics.snapshot()
+    assert counters["dropped_hesitation"] >= 1, counters
+    assert counters["hesitation_voice_seconds"] >= 0.5, counters
     assert counters["unaccounted_voice_seconds"] == 0.0, counters
 
 
