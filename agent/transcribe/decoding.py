@@ -71,7 +71,7 @@ from agent.transcribe.ingest import Batch, Ingest
 from agent.transcribe.jobs import DecodeQueue, JobKind
 from agent.transcribe.languages import LanguageMemory
 from agent.transcribe.metrics import TranscribeMetrics
-from agent.transcribe.normalize import normalize_text
+from agent.transcribe.normalize import hesitations, normalize_text
 from agent.transcribe.options import TranscribeOptions
 from agent.transcribe.pace import DecoderPace
 from agent.transcribe.passes import DecodePasses, Redo
@@ -89,6 +89,11 @@ _RECHECK_VOICED_S = 2.0
 # on. tiny.en on the mixed conversation: "exhibition." (0.7 s voiced) had no-speech 0.72 and
 # log-prob -1.04 in a 10 s window, 0.74 and -0.72 in the 30 s one.
 _DOUBT_RULES = frozenset({"no_speech", "low_confidence", "repetition", "known_hallucination"})
+# A second or more of voice evidence is decoded again with temperature fallback when a doubt
+# rule would drop its final, and when the decode read nothing at all: on the stress sample
+# tiny.en once read 3.6 s of "uh, um, uh, hm, hm, um" as nothing (one run of two), though
+# decoded again it reads the hesitations.
+_RETRY_RULES = _DOUBT_RULES | {"empty"}
 
 # Temperatures of the retry of a doubted final with voice evidence (openai/whisper's defaults
 # from 0.2 on; the first pass was greedy at 0.0).
@@ -324,17 +329,20 @@ class DecodeScheduler:
             )
         if (
             utt.ended.evidence_s >= TRUSTED_VOICE_S
-            and judge(result.text, result.stats, voiced).dropped in _DOUBT_RULES
+            and judge(result.text, result.stats, voiced).dropped in _RETRY_RULES
         ):
-            # A second or more of voice the model doubts: decode again with temperature
-            # fallback (openai/whisper's rule) and keep the more confident text; the judge
-            # then keeps it on the evidence (``agent.transcribe.filters``).
+            # A second or more of voice the model doubts or read as nothing: decode again with
+            # temperature fallback (openai/whisper's rule) and keep the more confident text;
+            # the judge then keeps it on the evidence (``agent.transcribe.filters``). Where
+            # the first read nothing, hesitations read again are kept too (counted as such).
             fallback = self._full_window(_FALLBACK_TEMPERATURES)
             again = await self._redecode("fallback", utt, result, utt.ended.audio, fallback)
             if normalize_text(again.text) and (
                 again.stats.avg_logprob > result.stats.avg_logprob
                 or not normalize_text(result.text)
             ):
+                result = again
+            elif hesitations(again.text) and not normalize_text(result.text):
                 result = again
         await self._commit.final(utt, result)
 

@@ -119,3 +119,33 @@ class SlowedEngine(WhisperEngine):
             time.sleep(wanted - result.seconds)
             result = dataclasses.replace(result, seconds=wanted)
         return result
+
+
+class BlankingEngine(WhisperEngine):
+    """A loaded model whose first passes read nothing, as tiny.en once did on 3.6 s of voice.
+
+    Every decode at temperature 0 alone (partials, speculative decodes, finals, their rechecks
+    in the full window) returns its real result with the text emptied; a decode allowed
+    temperature fallback runs for real. Load it with ``BlankingEngine.load`` (a model of its
+    own, as :class:`SlowedEngine`). ``blanked`` counts the emptied decodes.
+    """
+
+    def __init__(self, model: Any, name: str, multilingual: bool) -> None:
+        super().__init__(model, name, multilingual)
+        self.blanked = 0
+
+    def decode(
+        self,
+        audio: npt.NDArray[np.float32],
+        *,
+        language: str | None,
+        task: Task,
+        options: DecodeOptions,
+        prompt: str | None = None,
+    ) -> DecodeResult:
+        """Decode for real; empty the text unless temperature fallback was allowed."""
+        result = super().decode(audio, language=language, task=task, options=options, prompt=prompt)
+        if len(options.temperatures) > 1:
+            return result
+        self.blanked += 1
+        return dataclasses.replace(result, text="", words=())
