@@ -13,6 +13,7 @@ import logging
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from agent.capture.audio import SAMPLE_RATE
@@ -91,16 +92,22 @@ async def test_clean_speech_leaves_no_voice_unaccounted(
     assert counters["unaccounted_voice_seconds"] == 0.0, counters
 
 
+def _alone(name: str) -> npt.NDArray[np.int16]:
+    """A packaged clip on a track of its own: half a second of silence before, one after."""
+    clip = next(c for c in default_clips() if c.name == name)
+    quiet = np.zeros(SAMPLE_RATE // 2, dtype=np.int16)
+    return np.concatenate([quiet, clip.samples, quiet, quiet])
+
+
 @pytest.mark.parametrize("name", ["mfa_uhuh", "mfa_um", "mfa_cold_corpus"])
 async def test_voice_read_as_hesitations_is_counted_as_such_not_as_lost(
     name: str, tiny_engine: WhisperEngine, silero: SileroSession
 ) -> None:
     # Each has a stretch tiny.en reads as "Uh, uh." or "Um..." alone: on the stress sample
     # that was all but 1 s of the unaccounted voice, under ``empty``, as if nothing was heard.
-    clip = next(c for c in default_clips() if c.name == name)
-    pcm = np.concatenate([np.zeros(SAMPLE_RATE // 2), clip.samples, np.zeros(SAMPLE_RATE)])
+    pcm = _alone(name)
     transcriber = _transcriber(tiny_engine, silero)
-    got = finals(await replay(transcriber, frames(pcm.astype(np.int16), "mix", JOIN)))
+    got = finals(await replay(transcriber, frames(pcm, "mix", JOIN)))
     assert got
     counters = transcriber.metrics.snapshot()
     assert counters["dropped_hesitation"] >= 1, counters
@@ -123,11 +130,10 @@ async def test_a_second_of_voice_read_as_nothing_is_decoded_again(
     # Every first pass reads nothing: an utterance with a second of voice evidence or more is
     # decoded again with temperature fallback, and what that reads is kept (hesitations as
     # such); only shorter ones may stay unaccounted, under ``empty``.
-    clip = next(c for c in default_clips() if c.name == name)
-    pcm = np.concatenate([np.zeros(SAMPLE_RATE // 2), clip.samples, np.zeros(SAMPLE_RATE)])
+    pcm = _alone(name)
     transcriber = _transcriber(blanking_engine, silero)
     with caplog.at_level(logging.WARNING, logger="agent.transcribe.metrics"):
-        got = finals(await replay(transcriber, frames(pcm.astype(np.int16), "mix", JOIN)))
+        got = finals(await replay(transcriber, frames(pcm, "mix", JOIN)))
     counters = transcriber.metrics.snapshot()
     assert blanking_engine.blanked > 0
     assert counters["decodes_fallback"] >= 1, counters
