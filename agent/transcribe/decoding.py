@@ -90,9 +90,9 @@ _RECHECK_VOICED_S = 2.0
 # log-prob -1.04 in a 10 s window, 0.74 and -0.72 in the 30 s one.
 _DOUBT_RULES = frozenset({"no_speech", "low_confidence", "repetition", "known_hallucination"})
 # A second or more of voice evidence is decoded again with temperature fallback when a doubt
-# rule would drop its final, and when the decode read nothing at all: on the stress sample
-# tiny.en once read 3.6 s of "uh, um, uh, hm, hm, um" as nothing (one run of two), though
-# decoded again it reads the hesitations.
+# rule would drop its final, and when the decode read nothing at all: a second of voice read
+# as nothing is a decode to doubt (3.6 s of "uh, um, uh, hm, hm, um" of the stress sample,
+# lost under ``empty`` in some runs, reads as those hesitations decoded again).
 _RETRY_RULES = _DOUBT_RULES | {"empty"}
 
 # Temperatures of the retry of a doubted final with voice evidence (openai/whisper's defaults
