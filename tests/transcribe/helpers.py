@@ -86,21 +86,30 @@ def interleave(*streams: Sequence[AudioFrame]) -> list[AudioFrame]:
     return sorted(merged, key=lambda f: (f.start_time, f.track_id))
 
 
-class SlowedEngine(WhisperEngine):
-    """A loaded model decoding for real, made slower the way a starved or emulated CPU is.
+class FaultyEngine(WhisperEngine):
+    """A loaded model decoding for real, with the faults a starved CPU or a weak model brings.
 
-    Load it with ``SlowedEngine.load`` (a model of its own: the engine wraps its model's encoder,
-    so sharing one would chain two engines' windows). Each decode lasts at least ``factor``
-    times its audio, then ``extra_s`` more (a fixed cost per decode, as emulation adds); the
-    result's ``seconds`` counts the wait. Both knobs may change between decodes; ``decodes``
-    counts them.
+    Load it with ``FaultyEngine.load`` (a model of its own: the engine wraps its model's encoder,
+    so sharing one would chain two engines' windows). The knobs may change between decodes:
+
+    - slower, as a starved or emulated CPU is: each decode lasts at least ``factor`` times its
+      audio, then ``extra_s`` more (a fixed cost per decode, as emulation adds); the result's
+      ``seconds`` counts the wait;
+    - ``blank_first_passes``: every decode at temperature 0 alone (partials, speculative
+      decodes, finals, their rechecks in the full window) returns its result with the text
+      emptied, as tiny.en once read 3.6 s of voice as nothing; a decode allowed temperature
+      fallback runs for real.
+
+    ``decodes`` counts the decodes, ``blanked`` those emptied.
     """
 
     def __init__(self, model: Any, name: str, multilingual: bool) -> None:
         super().__init__(model, name, multilingual)
         self.factor = 0.0
         self.extra_s = 0.0
+        self.blank_first_passes = False
         self.decodes = 0
+        self.blanked = 0
 
     def decode(
         self,
@@ -118,34 +127,7 @@ class SlowedEngine(WhisperEngine):
         if wanted > result.seconds:
             time.sleep(wanted - result.seconds)
             result = dataclasses.replace(result, seconds=wanted)
+        if self.blank_first_passes and len(options.temperatures) == 1:
+            self.blanked += 1
+            result = dataclasses.replace(result, text="", words=())
         return result
-
-
-class BlankingEngine(WhisperEngine):
-    """A loaded model whose first passes read nothing, as tiny.en once did on 3.6 s of voice.
-
-    Every decode at temperature 0 alone (partials, speculative decodes, finals, their rechecks
-    in the full window) returns its real result with the text emptied; a decode allowed
-    temperature fallback runs for real. Load it with ``BlankingEngine.load`` (a model of its
-    own, as :class:`SlowedEngine`). ``blanked`` counts the emptied decodes.
-    """
-
-    def __init__(self, model: Any, name: str, multilingual: bool) -> None:
-        super().__init__(model, name, multilingual)
-        self.blanked = 0
-
-    def decode(
-        self,
-        audio: npt.NDArray[np.float32],
-        *,
-        language: str | None,
-        task: Task,
-        options: DecodeOptions,
-        prompt: str | None = None,
-    ) -> DecodeResult:
-        """Decode for real; empty the text unless temperature fallback was allowed."""
-        result = super().decode(audio, language=language, task=task, options=options, prompt=prompt)
-        if len(options.temperatures) > 1:
-            return result
-        self.blanked += 1
-        return dataclasses.replace(result, text="", words=())

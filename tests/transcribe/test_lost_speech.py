@@ -28,7 +28,7 @@ from agent.transcribe.segmenter import SegmenterOptions
 from agent.transcribe.vad import SileroSession
 from testmeeting.packaged_speech import Clip
 from testmeeting.stress import Case, default_clips, grid, sample, score, sequence
-from tests.transcribe.helpers import BlankingEngine, finals, frames, replay
+from tests.transcribe.helpers import FaultyEngine, finals, frames, replay
 
 pytestmark = pytest.mark.model
 
@@ -116,14 +116,16 @@ async def test_voice_read_as_hesitations_is_counted_as_such_not_as_lost(
 
 
 @pytest.fixture(scope="module")
-def blanking_engine(models_dir: Path) -> BlankingEngine:
-    return BlankingEngine.load(resolve_model("tiny.en", models_dir))
+def blanking_engine(models_dir: Path) -> FaultyEngine:
+    engine = FaultyEngine.load(resolve_model("tiny.en", models_dir))
+    engine.blank_first_passes = True
+    return engine
 
 
 @pytest.mark.parametrize("name", ["mfa_uhuh", "mfa_um", "jfk"])
 async def test_a_second_of_voice_read_as_nothing_is_decoded_again(
     name: str,
-    blanking_engine: BlankingEngine,
+    blanking_engine: FaultyEngine,
     silero: SileroSession,
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -2,7 +2,7 @@
 
 A bot VM emulated without KVM takes minutes per Whisper decode (the padded 30 s window costs
 the same whatever is in it). The engine here is the bundled tiny.en, decoding for real, on a
-machine made slower by a fixed cost per decode (``SlowedEngine``, as emulation adds); the
+machine made slower by a fixed cost per decode (``FaultyEngine``, as emulation adds); the
 scheduler, segmenter and committer under test are the real ones.
 """
 
@@ -19,7 +19,7 @@ from agent.transcribe.options import TranscribeOptions
 from agent.transcribe.realtime import RealtimeTranscriber
 from agent.transcribe.vad import SileroSession
 from tests.transcribe.helpers import (
-    SlowedEngine,
+    FaultyEngine,
     finals,
     frames,
     interleave,
@@ -52,7 +52,7 @@ async def test_a_slow_decoders_backlog_is_decoded_per_speaker_in_one_go(
     )
     bob = np.concatenate([silence(11.0), load_wav(speech, "jfk.wav"), silence(1.0)])
     stream = interleave(frames(ada, "track-a", JOIN, "Ada"), frames(bob, "track-b", JOIN, "Bob"))
-    engine = SlowedEngine.load(resolve_model("tiny.en", models_dir))
+    engine = FaultyEngine.load(resolve_model("tiny.en", models_dir))
     engine.extra_s = EXTRA_DECODE_S
     transcriber = RealtimeTranscriber(
         engine,

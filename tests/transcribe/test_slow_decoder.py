@@ -25,7 +25,7 @@ from agent.transcribe.options import TranscribeOptions
 from agent.transcribe.realtime import RealtimeTranscriber
 from agent.transcribe.vad import SileroSession
 from tests.transcribe.helpers import (
-    SlowedEngine,
+    FaultyEngine,
     finals,
     frames,
     load_wav,
@@ -43,9 +43,9 @@ FAST = [("LJ001-0001.wav", 1.0), ("LJ001-0005.wav", 1.0), ("LJ001-0003.wav", 1.5
 
 
 @pytest.fixture(scope="module")
-def slowed(models_dir: Path) -> SlowedEngine:
+def slowed(models_dir: Path) -> FaultyEngine:
     """A tiny.en of its own (the factor must not reach the other tests' engine)."""
-    return SlowedEngine.load(resolve_model("tiny.en", models_dir))
+    return FaultyEngine.load(resolve_model("tiny.en", models_dir))
 
 
 def _pcm(speech: Path, script: list[tuple[str, float]]) -> npt.NDArray[np.int16]:
@@ -56,7 +56,7 @@ def _pcm(speech: Path, script: list[tuple[str, float]]) -> npt.NDArray[np.int16]
 
 async def test_a_slow_decoder_pauses_partials_and_still_finals_every_utterance(
     speech: Path,
-    slowed: SlowedEngine,
+    slowed: FaultyEngine,
     silero: SileroSession,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
